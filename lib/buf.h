@@ -1,0 +1,31 @@
+/* buf: a growable byte buffer.
+ *
+ * Every module that accumulates bytes of unknown size (request bodies,
+ * function stdout and stderr, header values being encoded) uses this one
+ * type, so ownership and growth rules live in one place. The data is always
+ * followed by a NUL byte that is not counted in len, so text can be passed to
+ * C string functions without another copy. */
+#ifndef KRM_BUF_H
+#define KRM_BUF_H
+
+#include <stddef.h>
+
+typedef struct buf {
+    char *data;   /* NULL until the first append */
+    size_t len;   /* bytes in use */
+    size_t cap;   /* bytes allocated, excluding the trailing NUL */
+} buf;
+
+/* Ensure room for `extra` more bytes. Returns 0, or -1 on overflow or ENOMEM. */
+int buf_reserve(buf *b, size_t extra);
+int buf_append(buf *b, const void *data, size_t len);
+int buf_append_str(buf *b, const char *s);
+int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drop the first n bytes (n <= len), keeping the rest. */
+void buf_consume(buf *b, size_t n);
+void buf_reset(buf *b);           /* len = 0, keeps the allocation */
+void buf_free(buf *b);            /* releases memory, back to the zero state */
+/* Hand the allocation to the caller (NUL-terminated, never NULL on success). */
+char *buf_steal(buf *b, size_t *len);
+
+#endif

@@ -1,0 +1,449 @@
+/* fn_job: a KRM function run as a child process; see fn_job.h.
+ *
+ * Life of a job:
+ *   start   -> pipes made, child spawned in a new process group
+ *   running -> stdin written, stdout/stderr read, as the pipes allow
+ *   exited  -> SIGCHLD reaped the child; keep reading until both output
+ *              pipes reach EOF, or FN_JOB_DRAIN_NS passes
+ *   finish  -> pipes closed, leftovers in the group SIGKILLed, done() called
+ * A cancelled job skips done() and frees itself at finish. */
+#include "fn_job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+
+extern char **environ;
+
+#define FN_JOB_DRAIN_NS (2 * 1000000000LL)   /* wait for pipes after exit */
+#define FN_JOB_READ_CHUNK (64 * 1024)
+#define FN_JOB_BIG_PIPE (1024 * 1024)
+
+static fn_job *live_jobs;   /* every job not yet freed */
+
+/* ---- spawning ---------------------------------------------------------- */
+
+/* Go's os/exec error strings are strerror() with a lowercase first letter. */
+static void errno_text(int err, char *out, size_t len)
+{
+    snprintf(out, len, "%s", strerror(err));
+    if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
+        out[0] = (char)(out[0] - 'A' + 'a');
+}
+
+static int is_executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode) && (st.st_mode & 0111);
+}
+
+/* exec.LookPath: a name without '/' is searched in $PATH. */
+static int lookup_path(const char *name, char *out, size_t len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char *p = path;; ) {
+        const char *end = strchrnul(p, ':');
+        int dir_len = (int)(end - p);
+        int n = dir_len ? snprintf(out, len, "%.*s/%s", dir_len, p, name)
+                        : snprintf(out, len, "./%s", name);
+        if (n > 0 && (size_t)n < len && is_executable_file(out))
+            return 0;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    return -1;
+}
+
+static int make_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    return 0;
+}
+
+static void set_nonblocking(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+        log_error("fcntl(O_NONBLOCK) on fd %d: %s", fd, strerror(errno));
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Spawn argv with the three pipe ends as stdio, in a new process group, with
+ * default signal handling and an empty signal mask. Returns 0 or an errno. */
+static int spawn_child(const char *path, char *const *argv, int in_rd, int out_wr, int err_wr,
+                       pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, defaults;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc)
+        return rc;
+    rc = posix_spawnattr_init(&attr);
+    if (rc) {
+        posix_spawn_file_actions_destroy(&fa);
+        return rc;
+    }
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);   /* we ignore it; the function must not */
+    if ((rc = posix_spawn_file_actions_adddup2(&fa, in_rd, 0)) ||
+        (rc = posix_spawn_file_actions_adddup2(&fa, out_wr, 1)) ||
+        (rc = posix_spawn_file_actions_adddup2(&fa, err_wr, 2)) ||
+        (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                  POSIX_SPAWN_SETSIGDEF)) ||
+        (rc = posix_spawnattr_setpgroup(&attr, 0)) ||
+        (rc = posix_spawnattr_setsigmask(&attr, &none)) ||
+        (rc = posix_spawnattr_setsigdefault(&attr, &defaults)))
+        goto out;
+    rc = posix_spawn(pid, path, &fa, &attr, argv, environ);
+out:
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* ---- the job's pipes ---------------------------------------------------- */
+
+static void fn_job_maybe_finish(fn_job *job);
+
+static void fn_job_unlink(fn_job *job)
+{
+    for (fn_job **p = &live_jobs; *p; p = &(*p)->next)
+        if (*p == job) {
+            *p = job->next;
+            return;
+        }
+}
+
+static void fn_job_close_pipe(fn_job *job, int *fd)
+{
+    if (*fd < 0)
+        return;
+    loop_unwatch(job->loop, *fd);
+    close_fd(fd);
+}
+
+static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    fn_job *job = ctx;
+    while (job->input_off < job->spec.input_len) {
+        ssize_t n = write(fd, job->spec.input + job->input_off, job->spec.input_len - job->input_off);
+        if (n < 0) {
+            if (errno == EAGAIN)
+                return;
+            if (errno == EINTR)
+                continue;
+            /* EPIPE: the function stopped reading; that is its business */
+            if (errno != EPIPE)
+                log_v(3, "function %d stdin: %s", (int)job->pid, strerror(errno));
+            break;
+        }
+        job->input_off += (size_t)n;
+    }
+    fn_job_close_pipe(job, &job->fd_in);
+}
+
+static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    fn_job *job = ctx;
+    for (;;) {
+        if (buf_reserve(&job->out, FN_JOB_READ_CHUNK) < 0) {
+            log_error("function %d stdout: out of memory", (int)job->pid);
+            job->output_too_large = 1;
+            break;
+        }
+        ssize_t n = read(fd, job->out.data + job->out.len, job->out.cap - job->out.len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0)
+            break;
+        job->out.len += (size_t)n;
+        job->out.data[job->out.len] = '\0';
+        if (job->out.len > job->spec.max_stdout) {
+            job->output_too_large = 1;
+            kill(-job->pid, SIGKILL);
+            break;
+        }
+    }
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_maybe_finish(job);
+}
+
+static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    fn_job *job = ctx;
+    char chunk[FN_JOB_READ_CHUNK];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0)
+            break;
+        size_t room = job->spec.max_stderr > job->err.len ? job->spec.max_stderr - job->err.len : 0;
+        size_t keep = (size_t)n < room ? (size_t)n : room;
+        if (keep && buf_append(&job->err, chunk, keep) < 0)
+            keep = 0;
+        job->err_dropped += (size_t)n - keep;
+    }
+    fn_job_close_pipe(job, &job->fd_err);
+    fn_job_maybe_finish(job);
+}
+
+/* ---- finishing ---------------------------------------------------------- */
+
+static void fn_job_finish(fn_job *job)
+{
+    job->finished = 1;
+    if (job->err_dropped)   /* never cut silently */
+        buf_printf(&job->err, "\n[stderr truncated: %zu more bytes were not kept]\n",
+                   job->err_dropped);
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+    loop_timer_cancel(job->loop, job->drain_timer);
+    loop_timer_cancel(job->loop, job->kill_timer);
+    job->drain_timer = job->kill_timer = NULL;
+    /* Whatever the function left behind in its group goes with it. */
+    if (kill(-job->pid, SIGKILL) == 0)
+        log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
+    if (job->cancelled) {
+        fn_job_unlink(job);
+        buf_free(&job->out);
+        buf_free(&job->err);
+        free(job);
+        return;
+    }
+    job->done(job, job->ctx);
+}
+
+static void fn_job_maybe_finish(fn_job *job)
+{
+    if (!job->finished && job->exited && job->fd_out < 0 && job->fd_err < 0)
+        fn_job_finish(job);
+}
+
+static void fn_job_drain_expired(loop *l, void *ctx)
+{
+    (void)l;
+    fn_job *job = ctx;
+    job->drain_timer = NULL;
+    log_v(3, "function %d exited but its output pipes stayed open; closing them", (int)job->pid);
+    fn_job_finish(job);
+}
+
+static void fn_job_kill_expired(loop *l, void *ctx)
+{
+    (void)l;
+    fn_job *job = ctx;
+    job->kill_timer = NULL;
+    if (kill(-job->pid, SIGKILL) == 0)
+        log_v(3, "function %d: SIGKILL after the grace period", (int)job->pid);
+}
+
+static void fn_job_exited(fn_job *job, int status)
+{
+    job->exited = 1;
+    job->wait_status = status;
+    fn_job_close_pipe(job, &job->fd_in);
+    if (job->fd_out < 0 && job->fd_err < 0) {
+        fn_job_finish(job);
+        return;
+    }
+    if (job->cancelled) {           /* nobody wants the output */
+        fn_job_finish(job);
+        return;
+    }
+    job->drain_timer = loop_timer_add(job->loop, FN_JOB_DRAIN_NS, fn_job_drain_expired, job);
+    if (!job->drain_timer)
+        fn_job_finish(job);
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+static int fn_job_watch_pipes(fn_job *job)
+{
+    if (job->fd_in >= 0 && loop_watch(job->loop, job->fd_in, LOOP_WRITE, fn_job_on_stdin, job) < 0)
+        return -1;
+    if (loop_watch(job->loop, job->fd_out, LOOP_READ, fn_job_on_stdout, job) < 0 ||
+        loop_watch(job->loop, job->fd_err, LOOP_READ, fn_job_on_stderr, job) < 0)
+        return -1;
+    return 0;
+}
+
+fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                     fn_spawn_error *why)
+{
+    char path[4096];
+    if (lookup_path(spec->argv[0], path, sizeof path) < 0) {
+        snprintf(why->text, sizeof why->text, "exec: \"%s\": executable file not found in $PATH",
+                 spec->argv[0]);
+        return NULL;
+    }
+    fn_job *job = calloc(1, sizeof *job);
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (!job || make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0) {
+        snprintf(why->text, sizeof why->text, "cannot create pipes: %s", strerror(errno));
+        goto fail;
+    }
+    if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
+        (void)fcntl(in[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+        (void)fcntl(out[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+    }
+    int rc = spawn_child(path, spec->argv, in[0], out[1], err[1], &job->pid);
+    if (rc) {
+        char text[256];
+        errno_text(rc, text, sizeof text);
+        snprintf(why->text, sizeof why->text, "fork/exec %s: %s", path, text);
+        goto fail;
+    }
+    close_fd(&in[0]);
+    close_fd(&out[1]);
+    close_fd(&err[1]);
+    job->loop = l;
+    job->spec = *spec;
+    job->done = done;
+    job->ctx = ctx;
+    job->fd_in = in[1];
+    job->fd_out = out[0];
+    job->fd_err = err[0];
+    job->started_ns = loop_now_ns();
+    set_nonblocking(job->fd_in);
+    set_nonblocking(job->fd_out);
+    set_nonblocking(job->fd_err);
+    if (spec->input_len == 0)
+        close_fd(&job->fd_in);
+    job->next = live_jobs;
+    live_jobs = job;
+    if (fn_job_watch_pipes(job) < 0) {
+        /* cannot drive it: let it die, it will be reaped as a cancelled job */
+        job->cancelled = 1;
+        fn_job_close_pipe(job, &job->fd_in);
+        fn_job_close_pipe(job, &job->fd_out);
+        fn_job_close_pipe(job, &job->fd_err);
+        kill(-job->pid, SIGKILL);
+        snprintf(why->text, sizeof why->text, "cannot watch the function's pipes");
+        return NULL;
+    }
+    log_v(4, "function %d started: %s", (int)job->pid, path);
+    return job;
+fail:
+    for (int i = 0; i < 2; i++) {
+        close_fd(&in[i]);
+        close_fd(&out[i]);
+        close_fd(&err[i]);
+    }
+    free(job);
+    return NULL;
+}
+
+void fn_job_cancel(fn_job *job, int64_t grace_ns)
+{
+    job->cancelled = 1;
+    if (job->exited) {
+        fn_job_finish(job);
+        return;
+    }
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+    loop_timer_cancel(job->loop, job->drain_timer);
+    job->drain_timer = NULL;
+    if (kill(-job->pid, SIGTERM) < 0 && errno != ESRCH)
+        log_error("kill(-%d, SIGTERM): %s", (int)job->pid, strerror(errno));
+    job->kill_timer = loop_timer_add(job->loop, grace_ns, fn_job_kill_expired, job);
+    if (!job->kill_timer)
+        kill(-job->pid, SIGKILL);
+}
+
+void fn_job_free(fn_job *job)
+{
+    if (!job)
+        return;
+    fn_job_unlink(job);
+    buf_free(&job->out);
+    buf_free(&job->err);
+    free(job);
+}
+
+int fn_job_reap(void)
+{
+    int reaped = 0;
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) {
+            if (pid < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        reaped++;
+        fn_job *job = live_jobs;
+        while (job && (job->pid != pid || job->exited))
+            job = job->next;
+        if (job)
+            fn_job_exited(job, status);
+        else
+            log_v(4, "reaped orphan process %d", (int)pid);
+    }
+    return reaped;
+}
+
+size_t fn_job_live_count(void)
+{
+    size_t n = 0;
+    for (fn_job *j = live_jobs; j; j = j->next)
+        n += !j->exited;
+    return n;
+}
+
+void fn_job_shutdown(void)
+{
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (!j->finished)
+            kill(-j->pid, SIGKILL);
+    while (live_jobs) {
+        fn_job *j = live_jobs;
+        live_jobs = j->next;
+        if (!j->exited && waitpid(j->pid, &j->wait_status, 0) < 0 && errno != ECHILD)
+            log_error("waitpid(%d): %s", (int)j->pid, strerror(errno));
+        for (int *fd = &j->fd_in; fd <= &j->fd_err; fd++)
+            fn_job_close_pipe(j, fd);
+        loop_timer_cancel(j->loop, j->drain_timer);
+        loop_timer_cancel(j->loop, j->kill_timer);
+        buf_free(&j->out);
+        buf_free(&j->err);
+        free(j);
+    }
+    fn_job_reap();
+}

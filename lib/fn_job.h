@@ -1,0 +1,92 @@
+/* fn_job: one run of a KRM function as a child process, driven by the loop.
+ *
+ * The function gets the ResourceList on stdin and answers on stdout, with
+ * diagnostics on stderr. All three pipes are non-blocking and serviced
+ * together, so a function that writes megabytes before reading its input
+ * cannot deadlock against us, and one that closes stdin early is fine.
+ *
+ * The child runs in its own process group so that cancelling a call (a
+ * deadline, a client reset, shutdown) reaches everything it started:
+ * SIGTERM to the group, then SIGKILL after a grace period. When the direct
+ * child exits we keep reading until its pipes close, for at most a short
+ * delay (a grandchild may hold them), then SIGKILL the group so no stray
+ * process outlives the call.
+ *
+ * Exit statuses arrive through fn_job_reap(), which the owner of SIGCHLD
+ * calls; it reaps every child, orphans included (we may be PID 1), and hands
+ * each status to the job that owns the pid. */
+#ifndef KRM_FN_JOB_H
+#define KRM_FN_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "loop.h"
+
+typedef struct fn_job fn_job;
+typedef void fn_job_done_fn(fn_job *job, void *ctx);
+
+typedef struct fn_job_spec {
+    char *const *argv;      /* argv[0] is looked up in PATH when it has no '/' */
+    const char *input;      /* stdin bytes; must stay valid until done or cancel */
+    size_t input_len;
+    size_t max_stdout;      /* more than this: output_too_large, group killed */
+    size_t max_stderr;      /* bytes kept; the rest are counted and dropped */
+} fn_job_spec;
+
+struct fn_job {
+    pid_t pid;              /* also the process group id */
+    int exited;             /* wait status collected */
+    int wait_status;        /* as from waitpid */
+    buf out;                /* stdout */
+    buf err;                /* stderr, up to max_stderr */
+    size_t err_dropped;     /* stderr bytes beyond max_stderr */
+    int output_too_large;   /* stdout passed max_stdout */
+    int64_t started_ns;
+
+    /* private */
+    loop *loop;
+    fn_job_spec spec;
+    size_t input_off;
+    int fd_in, fd_out, fd_err;
+    fn_job_done_fn *done;
+    void *ctx;
+    int cancelled;
+    int finished;
+    loop_timer *drain_timer;
+    loop_timer *kill_timer;
+    fn_job *next;           /* in the table of live jobs */
+};
+
+/* Why a spawn failed, in the words Go's os/exec uses, so messages match
+ * Porch's: `exec: "foo": executable file not found in $PATH` or
+ * `fork/exec /fn: permission denied`. */
+typedef struct fn_spawn_error {
+    char text[4096 + 512];
+} fn_spawn_error;
+
+/* Start the function. On success returns the job; done(job, ctx) is called
+ * once, from the loop, when the child has exited and its output is read.
+ * Returns NULL and fills *why when it could not be started. */
+fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                     fn_spawn_error *why);
+
+/* Abandon a running job: done is not called, the process group gets SIGTERM
+ * and, after grace_ns, SIGKILL; the job frees itself once reaped. */
+void fn_job_cancel(fn_job *job, int64_t grace_ns);
+
+/* Free a job whose done callback has run. */
+void fn_job_free(fn_job *job);
+
+/* Reap every exited child (call on SIGCHLD). Returns how many were reaped. */
+int fn_job_reap(void);
+
+/* Number of jobs whose process has not been reaped yet. */
+size_t fn_job_live_count(void);
+
+/* On exit: SIGKILL every job's process group, wait for them, free all jobs. */
+void fn_job_shutdown(void);
+
+#endif

@@ -1,0 +1,30 @@
+/* fn_verdict: judges a finished function run exactly as Porch's Go wrapper
+ * server does, and words the outcome in Porch's messages, byte for byte,
+ * because users and tools match on them.
+ *
+ *   exit 0, stdout is a ResourceList      -> OK (error results: warning only)
+ *   stdout not a ResourceList (any exit)  -> INTERNAL "failed to parse the output ..."
+ *   exit != 0, stdout is a ResourceList   -> INTERNAL "failed to evaluate function ..."
+ *   could not start                       -> INTERNAL "Failed to execute function ..."
+ * Empty stdout is a parse failure, never an empty success: an empty list
+ * would delete every resource of the user's package. */
+#ifndef KRM_FN_VERDICT_H
+#define KRM_FN_VERDICT_H
+
+#include "buf.h"
+#include "fn_job.h"
+
+typedef struct fn_verdict {
+    int code;       /* GRPC_OK or GRPC_INTERNAL */
+    buf message;    /* grpc-message when code != GRPC_OK */
+    buf warning;    /* non-empty: log this as a warning (OK with error results) */
+} fn_verdict;
+
+void fn_verdict_judge(const char *image, const fn_job *job, fn_verdict *v);
+void fn_verdict_spawn_failed(const char *image, const fn_spawn_error *why, fn_verdict *v);
+void fn_verdict_free(fn_verdict *v);
+
+/* Appends s as Go's %q would print it (quotes, backslash escapes). */
+int go_quote(const char *s, buf *out);
+
+#endif

@@ -1,0 +1,99 @@
+/* h2_io: socket <-> nghttp2 session glue; see h2_io.h. */
+#include "h2_io.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define H2_IO_READ_CHUNK (64 * 1024)
+#define H2_IO_MAX_READS 16         /* per event, so one busy peer cannot starve others */
+#define H2_IO_WRITE_BATCH (128 * 1024)
+
+int h2_io_read(h2_io *io)
+{
+    uint8_t data[H2_IO_READ_CHUNK];
+    for (int i = 0; i < H2_IO_MAX_READS; i++) {
+        ssize_t n = read(io->fd, data, sizeof data);
+        if (n == 0)
+            return H2_IO_CLOSED;
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return H2_IO_OK;
+            if (errno == EINTR)
+                continue;
+            log_v(3, "read(fd %d): %s", io->fd, strerror(errno));
+            return H2_IO_CLOSED;
+        }
+        ssize_t used = nghttp2_session_mem_recv(io->session, data, (size_t)n);
+        if (used < 0) {
+            log_v(3, "fd %d: HTTP/2 error: %s", io->fd, nghttp2_strerror((int)used));
+            return H2_IO_CLOSED;
+        }
+        if ((size_t)n < sizeof data)
+            return H2_IO_OK;
+    }
+    return H2_IO_OK;
+}
+
+/* Pull frames from the session into io->out until the batch is big enough. */
+static int h2_io_fill(h2_io *io)
+{
+    while (io->out.len < H2_IO_WRITE_BATCH) {
+        const uint8_t *frames;
+        ssize_t n = nghttp2_session_mem_send(io->session, &frames);
+        if (n < 0) {
+            log_v(3, "fd %d: HTTP/2 send error: %s", io->fd, nghttp2_strerror((int)n));
+            return -1;
+        }
+        if (n == 0)
+            break;
+        if (buf_append(&io->out, frames, (size_t)n) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int h2_io_write(h2_io *io)
+{
+    for (;;) {
+        if (io->out_off == io->out.len) {
+            buf_reset(&io->out);
+            io->out_off = 0;
+            if (h2_io_fill(io) < 0)
+                return H2_IO_CLOSED;
+            if (io->out.len == 0)
+                return H2_IO_OK;
+        }
+        ssize_t n = send(io->fd, io->out.data + io->out_off, io->out.len - io->out_off,
+                         MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return H2_IO_BLOCKED;
+            if (errno == EINTR)
+                continue;
+            log_v(3, "send(fd %d): %s", io->fd, strerror(errno));
+            return H2_IO_CLOSED;
+        }
+        io->out_off += (size_t)n;
+    }
+}
+
+int h2_io_finished(const h2_io *io)
+{
+    return io->out_off == io->out.len && !nghttp2_session_want_read(io->session) &&
+           !nghttp2_session_want_write(io->session);
+}
+
+void h2_io_free(h2_io *io)
+{
+    if (io->session)
+        nghttp2_session_del(io->session);
+    io->session = NULL;
+    buf_free(&io->out);
+    if (io->fd >= 0)
+        close(io->fd);
+    io->fd = -1;
+}

@@ -1,0 +1,42 @@
+/* h2_io: moves bytes between a non-blocking socket and an nghttp2 session.
+ *
+ * nghttp2 does the protocol work (framing, HPACK, flow control) but no I/O;
+ * this module is the glue both the server and the client use: read what the
+ * socket has and feed it to the session, and write what the session wants to
+ * send, batching frames into large writes and keeping what the socket did
+ * not take for the next writable event. */
+#ifndef KRM_H2_IO_H
+#define KRM_H2_IO_H
+
+#include <nghttp2/nghttp2.h>
+
+#include "buf.h"
+
+typedef struct h2_io {
+    int fd;
+    nghttp2_session *session;
+    buf out;          /* serialized frames not yet written */
+    size_t out_off;   /* bytes of out already written */
+} h2_io;
+
+enum h2_io_result {
+    H2_IO_OK = 0,        /* nothing more to do until the next event */
+    H2_IO_BLOCKED = 1,   /* the socket is full: wait for it to be writable */
+    H2_IO_CLOSED = -1,   /* peer closed, I/O error or protocol error: close */
+};
+
+/* Read until the socket would block (or a bounded number of reads) and feed
+ * the session. Returns H2_IO_OK or H2_IO_CLOSED. */
+int h2_io_read(h2_io *io);
+
+/* Write everything the session has to send. Returns H2_IO_OK when all is
+ * written, H2_IO_BLOCKED when the socket is full, H2_IO_CLOSED on error. */
+int h2_io_write(h2_io *io);
+
+/* True when the session has nothing left to read or write and nothing is
+ * buffered: the connection can be closed (e.g. after GOAWAY). */
+int h2_io_finished(const h2_io *io);
+
+void h2_io_free(h2_io *io);
+
+#endif

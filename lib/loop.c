@@ -1,0 +1,211 @@
+/* loop: epoll + timerfd event loop; see loop.h. */
+#include "loop.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+struct loop_timer {
+    int64_t due_ns;
+    loop_timer_fn *fn;
+    void *ctx;
+    loop_timer *next;
+};
+
+typedef struct loop_slot {
+    loop_fd_fn *fn;
+    void *ctx;
+    uint32_t events;   /* 0: not watched */
+} loop_slot;
+
+struct loop {
+    int epfd;
+    int timerfd;
+    loop_slot *slots;    /* indexed by fd */
+    int n_slots;
+    loop_timer *timers;  /* sorted by due_ns, earliest first */
+    int stop;
+};
+
+int64_t loop_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void loop_arm_timerfd(loop *l)
+{
+    struct itimerspec its = {0};
+    if (l->timers) {
+        int64_t due = l->timers->due_ns;
+        if (due <= 0)
+            due = 1;   /* zero would disarm */
+        its.it_value.tv_sec = due / 1000000000;
+        its.it_value.tv_nsec = due % 1000000000;
+    }
+    if (timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+        log_error("timerfd_settime: %s", strerror(errno));
+}
+
+static void loop_fire_timers(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)fd, (void)events, (void)ctx;
+    uint64_t expirations;
+    if (read(l->timerfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        log_error("read timerfd: %s", strerror(errno));
+    int64_t now = loop_now_ns();
+    /* Unlink each due timer before calling it: the callback may add or
+     * cancel other timers. */
+    while (l->timers && l->timers->due_ns <= now) {
+        loop_timer *t = l->timers;
+        l->timers = t->next;
+        t->fn(l, t->ctx);
+        free(t);
+    }
+    loop_arm_timerfd(l);
+}
+
+loop *loop_new(void)
+{
+    loop *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (l->epfd < 0 || l->timerfd < 0 ||
+        loop_watch(l, l->timerfd, LOOP_READ, loop_fire_timers, NULL) < 0) {
+        log_error("cannot create the event loop: %s", strerror(errno));
+        loop_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void loop_free(loop *l)
+{
+    if (!l)
+        return;
+    while (l->timers) {
+        loop_timer *t = l->timers;
+        l->timers = t->next;
+        free(t);
+    }
+    if (l->epfd >= 0)
+        close(l->epfd);
+    if (l->timerfd >= 0)
+        close(l->timerfd);
+    free(l->slots);
+    free(l);
+}
+
+static int loop_grow(loop *l, int fd)
+{
+    if (fd < l->n_slots)
+        return 0;
+    int n = l->n_slots ? l->n_slots : 64;
+    while (n <= fd)
+        n *= 2;
+    loop_slot *s = realloc(l->slots, (size_t)n * sizeof *s);
+    if (!s)
+        return -1;
+    memset(s + l->n_slots, 0, (size_t)(n - l->n_slots) * sizeof *s);
+    l->slots = s;
+    l->n_slots = n;
+    return 0;
+}
+
+int loop_watch(loop *l, int fd, uint32_t events, loop_fd_fn *fn, void *ctx)
+{
+    if (fd < 0 || loop_grow(l, fd) < 0)
+        return -1;
+    loop_slot *s = &l->slots[fd];
+    struct epoll_event ev = {.events = events, .data.fd = fd};
+    int op = s->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(l->epfd, op, fd, &ev) < 0) {
+        log_error("epoll_ctl(fd %d): %s", fd, strerror(errno));
+        return -1;
+    }
+    /* a watched fd must never have events == 0: EPOLLERR keeps it marked */
+    s->events = events | EPOLLERR;
+    s->fn = fn;
+    s->ctx = ctx;
+    return 0;
+}
+
+void loop_unwatch(loop *l, int fd)
+{
+    if (fd < 0 || fd >= l->n_slots || !l->slots[fd].events)
+        return;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL) < 0)
+        log_error("epoll_ctl(DEL fd %d): %s", fd, strerror(errno));
+    l->slots[fd] = (loop_slot){0};
+}
+
+loop_timer *loop_timer_add(loop *l, int64_t delay_ns, loop_timer_fn *fn, void *ctx)
+{
+    loop_timer *t = malloc(sizeof *t);
+    if (!t)
+        return NULL;
+    t->due_ns = loop_now_ns() + (delay_ns > 0 ? delay_ns : 0);
+    t->fn = fn;
+    t->ctx = ctx;
+    loop_timer **p = &l->timers;
+    while (*p && (*p)->due_ns <= t->due_ns)
+        p = &(*p)->next;
+    t->next = *p;
+    *p = t;
+    if (l->timers == t)
+        loop_arm_timerfd(l);
+    return t;
+}
+
+void loop_timer_cancel(loop *l, loop_timer *t)
+{
+    if (!t)
+        return;
+    for (loop_timer **p = &l->timers; *p; p = &(*p)->next) {
+        if (*p == t) {
+            int was_first = (p == &l->timers);
+            *p = t->next;
+            free(t);
+            if (was_first)
+                loop_arm_timerfd(l);
+            return;
+        }
+    }
+}
+
+int loop_run(loop *l)
+{
+    struct epoll_event evs[128];
+    l->stop = 0;
+    while (!l->stop) {
+        int n = epoll_wait(l->epfd, evs, 128, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("epoll_wait: %s", strerror(errno));
+            return -1;
+        }
+        for (int i = 0; i < n && !l->stop; i++) {
+            int fd = evs[i].data.fd;
+            if (fd >= l->n_slots || !l->slots[fd].events)
+                continue;   /* unwatched earlier in this round */
+            loop_slot s = l->slots[fd];
+            s.fn(l, fd, evs[i].events, s.ctx);
+        }
+    }
+    return 0;
+}
+
+void loop_stop(loop *l)
+{
+    l->stop = 1;
+}

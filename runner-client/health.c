@@ -1,0 +1,65 @@
+/* health: `runner-client health --addr HOST:PORT [--service S] [--timeout DUR]`
+ * calls grpc.health.v1.Health/Check and exits 0 when the answer is SERVING. */
+#include <stdio.h>
+
+#include "commands.h"
+#include "flags.h"
+#include "grpc_status.h"
+#include "grpc_timeout.h"
+#include "health.pb-c.h"
+
+static const char health_usage[] =
+    "Usage: runner-client health --addr HOST:PORT [--service NAME] [--timeout DUR]\n"
+    "Exit status: 0 SERVING, 1 not serving or the call failed, 2 bad usage.\n";
+
+int cmd_health(int argc, char **argv)
+{
+    const char *addr = NULL, *service = "", *timeout = "5s";
+    flag_def defs[] = {{"--addr", &addr}, {"--service", &service}, {"--timeout", &timeout}, {0}};
+    int n_pos, help;
+    buf err = {0};
+    int64_t timeout_ns;
+    if (flags_parse(argc, argv, defs, NULL, 0, &n_pos, &help, &err) < 0 ||
+        (!help && !addr && buf_printf(&err, "--addr HOST:PORT is required") == 0) ||
+        (!help && duration_parse(timeout, &timeout_ns) < 0 &&
+         buf_printf(&err, "invalid --timeout \"%s\"", timeout) == 0)) {
+        fprintf(stderr, "runner-client health: %s\n", err.data);
+        buf_free(&err);
+        return 2;
+    }
+    buf_free(&err);
+    if (help) {
+        fputs(health_usage, stdout);
+        return 0;
+    }
+    Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    req.service = (char *)service;
+    uint8_t packed[1024];
+    size_t len = grpc__health__v1__health_check_request__get_packed_size(&req);
+    if (len > sizeof packed) {
+        fprintf(stderr, "runner-client health: service name too long\n");
+        return 2;
+    }
+    grpc__health__v1__health_check_request__pack(&req, packed);
+    rc_call_result r;
+    rc_unary(addr, "/grpc.health.v1.Health/Check", packed, len, timeout_ns, 1 << 20, &r);
+    int rc = 1;
+    if (r.status != GRPC_OK) {
+        fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
+    } else {
+        Grpc__Health__V1__HealthCheckResponse *resp =
+            grpc__health__v1__health_check_response__unpack(NULL, r.response_len, r.response);
+        if (!resp) {
+            fprintf(stderr, "runner-client: INTERNAL: the HealthCheckResponse is not valid protobuf\n");
+        } else {
+            const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+                &grpc__health__v1__health_check_response__serving_status__descriptor,
+                (int)resp->status);
+            printf("%s\n", v ? v->name : "UNKNOWN");
+            rc = resp->status == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING ? 0 : 1;
+            grpc__health__v1__health_check_response__free_unpacked(resp, NULL);
+        }
+    }
+    rc_call_result_free(&r);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* runner-client: the companion of wrapper-server: calls function servers
+ * (eval, health); later also creates function pods. See README.md. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+#define RC_VERSION "0.1.0"
+
+static const char usage[] =
+    "Usage: runner-client COMMAND [flags]\n"
+    "\n"
+    "Commands:\n"
+    "  eval     evaluate a package through a wrapper server's EvaluateFunction\n"
+    "  health   check a server's grpc.health.v1 status\n"
+    "\n"
+    "Run 'runner-client COMMAND --help' for a command's flags.\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "eval"))
+        return cmd_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "health"))
+        return cmd_health(argc - 2, argv + 2);
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("runner-client " RC_VERSION "\n");
+        return 0;
+    }
+    fprintf(stderr, "runner-client: unknown command \"%s\" (see --help)\n", cmd);
+    return 2;
+}

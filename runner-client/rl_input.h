@@ -1,0 +1,26 @@
+/* rl_input: turns what a user points runner-client at into one ResourceList.
+ *
+ * Input may be a YAML file (one or many documents), a directory of YAML
+ * files, or stdin ("-"). A single document that already is a ResourceList
+ * passes through byte for byte; otherwise every KRM object becomes an entry
+ * of `items` of a new `config.kubernetes.io/v1` ResourceList, annotated with
+ * the file it came from as kpt does, so a function's output can be mapped
+ * back to files. */
+#ifndef KRM_RL_INPUT_H
+#define KRM_RL_INPUT_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Reads `path` (a file, a directory, or "-" / NULL for stdin) and appends the
+ * ResourceList to out. Returns 0, or -1 with a one-line reason in err naming
+ * the file (and line, for YAML errors). */
+int rl_input_build(const char *path, buf *out, char *err, size_t errlen);
+
+/* The same for bytes already in memory; `name` is used in annotations and
+ * messages (e.g. "stdin"). */
+int rl_input_build_bytes(const char *data, size_t len, const char *name, buf *out,
+                         char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,108 @@
+"""Fixtures for the wrapper-server / runner-client integration tests.
+
+Run with:  BUILD=build /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+"""
+
+import importlib
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+import krmtest
+from krmtest import SERVER_BIN, CLIENT_BIN, ROOT, Server, free_port
+
+
+@pytest.fixture(scope="session")
+def pb(tmp_path_factory):
+    """Python modules generated from proto/evaluator.proto and proto/health.proto."""
+    out = tmp_path_factory.mktemp("pb")
+    subprocess.run(
+        ["protoc", "--proto_path=proto", f"--python_out={out}", "proto/evaluator.proto", "proto/health.proto"],
+        cwd=ROOT, check=True,
+    )
+    sys.path.insert(0, str(out))
+    try:
+        evaluator = importlib.import_module("evaluator_pb2")
+        health = importlib.import_module("health_pb2")
+    finally:
+        sys.path.remove(str(out))
+    return types.SimpleNamespace(evaluator=evaluator, health=health)
+
+
+@pytest.fixture(scope="session")
+def binaries():
+    missing = [b for b in (SERVER_BIN, CLIENT_BIN) if not os.access(b, os.X_OK)]
+    if missing:
+        pytest.fail(f"binaries not built: {missing} (BUILD={krmtest.BUILD})", pytrace=False)
+    return types.SimpleNamespace(server=SERVER_BIN, client=CLIENT_BIN)
+
+
+class Launcher:
+    """Starts wrapper-servers and, at teardown, stops each with SIGTERM and
+    checks it exited 0 (sanitizer reports in the ASan build make it non-zero)."""
+
+    def __init__(self, pb, tmpdir):
+        self.pb = pb
+        self.tmpdir = tmpdir
+        self.servers = []
+
+    def start(self, entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None):
+        """entrypoint: argv after "--" (may be empty).
+        options: extra server flags placed before "--".
+        wrapper: argv prefix (e.g. unshare ...).
+        argv: full server argv after the binary, "{port}" replaced by the port
+        (overrides the --port/options/entrypoint layout)."""
+        port = free_port()
+        if argv is not None:
+            args = [a.replace("{port}", str(port)) for a in argv]
+        else:
+            args = ["--port", str(port), *options, "--", *entrypoint]
+        full = list(wrapper or []) + [SERVER_BIN] + args
+        n = len(self.servers)
+        srv = Server(
+            self.pb, full, port,
+            stderr_path=os.path.join(self.tmpdir, f"server{n}.stderr"),
+            stdout_path=os.path.join(self.tmpdir, f"server{n}.stdout"),
+            env=env,
+        )
+        self.servers.append(srv)
+        if ready:
+            srv.wait_ready()
+        return srv
+
+    def close(self):
+        problems = []
+        for srv in self.servers:
+            if srv.proc.poll() is None:
+                rc = srv.stop(timeout=10)
+            else:
+                rc = srv.proc.returncode
+                srv.stop(timeout=0)
+            if rc != 0:
+                problems.append(f"exit code {rc} (None = did not exit within 10 s after SIGTERM); {srv.describe()}")
+        self.servers.clear()
+        assert not problems, "\n\n".join(problems)
+
+
+@pytest.fixture
+def start_server(pb, binaries, tmp_path):
+    """Factory: start_server(entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None)."""
+    launcher = Launcher(pb, str(tmp_path))
+    yield launcher.start
+    launcher.close()
+
+
+@pytest.fixture(scope="module")
+def module_launcher(pb, binaries, tmp_path_factory):
+    launcher = Launcher(pb, str(tmp_path_factory.mktemp("servers")))
+    yield launcher
+    launcher.close()
+
+
+@pytest.fixture(scope="module")
+def cat_server(module_launcher):
+    """A server whose function is `cat` (found through PATH)."""
+    return module_launcher.start(["cat"])

@@ -1,0 +1,124 @@
+/* wrapper-server: runs a KRM function per gRPC call; the entrypoint of a
+ * function container (see README.md).
+ *
+ * This file does the process-level work, as tini does for a container's
+ * PID 1: parse the command line, route signals through a signalfd into the
+ * event loop, reap every child (orphans included), and on SIGTERM/SIGINT
+ * drain the server before exiting 0. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fn_job.h"
+#include "log.h"
+#include "loop.h"
+#include "server.h"
+
+typedef struct signals {
+    int fd;
+    server *srv;
+} signals;
+
+static void on_signal(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    signals *sig = ctx;
+    struct signalfd_siginfo info;
+    for (;;) {
+        ssize_t n = read(fd, &info, sizeof info);
+        if (n != (ssize_t)sizeof info) {
+            if (n < 0 && errno != EAGAIN && errno != EINTR)
+                log_error("read signalfd: %s", strerror(errno));
+            return;
+        }
+        switch (info.ssi_signo) {
+        case SIGCHLD:
+            fn_job_reap();
+            break;
+        case SIGTERM:
+        case SIGINT:
+            log_v(3, "received %s", strsignal((int)info.ssi_signo));
+            server_drain(sig->srv);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Block the signals we handle so they queue on the signalfd; the children
+ * get a clean mask back in fn_job. SIGPIPE is ignored: a client or a
+ * function closing its end is an ordinary event, seen as EPIPE. */
+static int signals_open(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+        log_error("cannot set up signal handling: %s", strerror(errno));
+        return -1;
+    }
+    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0)
+        log_error("signalfd: %s", strerror(errno));
+    return fd;
+}
+
+static int run(const ws_config *cfg)
+{
+    signals sig = {.fd = signals_open()};
+    if (sig.fd < 0)
+        return 1;
+    /* Orphans of functions become our children (and are reaped) even when
+     * we are not PID 1. */
+    if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+    loop *l = loop_new();
+    server *srv = l ? server_new(l, cfg) : NULL;
+    buf err = {0};
+    int rc = 1;
+    if (!srv)
+        goto out;
+    sig.srv = srv;
+    if (server_listen(srv, &err) < 0) {
+        fprintf(stderr, "unexpected error: %s\n", err.data);
+        goto out;
+    }
+    if (loop_watch(l, sig.fd, LOOP_READ, on_signal, &sig) < 0)
+        goto out;
+    if (!cfg->entrypoint[0])
+        log_warn("no function entrypoint after \"--\": every EvaluateFunction call will fail");
+    rc = loop_run(l) < 0 ? 1 : 0;
+out:
+    server_free(srv);
+    fn_job_shutdown();
+    loop_free(l);
+    close(sig.fd);
+    buf_free(&err);
+    if (rc == 0)
+        log_info("Server stopped");
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    ws_config cfg;
+    buf text = {0};
+    enum ws_cli_result r = ws_cli_parse(argc, argv, &cfg, &text);
+    if (r != WS_CLI_RUN) {
+        fprintf(r == WS_CLI_EXIT ? stdout : stderr, "%s%s", text.data,
+                r == WS_CLI_EXIT ? "" : "\n");
+        buf_free(&text);
+        return r == WS_CLI_EXIT ? 0 : 2;
+    }
+    buf_free(&text);
+    log_verbosity = cfg.verbosity;
+    return run(&cfg);
+}

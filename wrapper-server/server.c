@@ -1,0 +1,905 @@
+/* server: the gRPC transport of the wrapper server.
+ *
+ * Listens on [::]:PORT (dual stack), runs one nghttp2 server session per
+ * connection, and turns each request stream into an rpc_call handed to a
+ * method handler (see rpc.h). Everything happens on the event loop; no call
+ * blocks. The path of a request:
+ *
+ *   accept -> conn_on_io -> h2_io_read -> nghttp2 callbacks:
+ *     on_begin_headers  allocate the call
+ *     on_header         collect :method, :path, content-type, grpc-timeout
+ *     on_frame_recv     headers complete: route and check; END_STREAM: check
+ *                       that exactly one message came
+ *     on_data_chunk     deframe; the first complete message goes to the handler
+ *     on_stream_close   tell the handler to let go, free the call
+ *   handler answers -> rpc_reply/rpc_fail -> nghttp2 submit -> conn_flush
+ *
+ * Draining (SIGTERM): stop accepting, GOAWAY with a shutdown notice and a
+ * PING, then the final GOAWAY once the PING is acknowledged; in-flight calls
+ * run to completion within the grace period, then are cancelled. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "grpc_frame.h"
+#include "grpc_status.h"
+#include "grpc_timeout.h"
+#include "h2_io.h"
+#include "handlers.h"
+#include "log.h"
+
+#define SERVER_WINDOW (1 << 20)            /* per stream receive window */
+#define SERVER_CONN_WINDOW (16 << 20)      /* per connection receive window */
+#define SERVER_GOAWAY_WAIT_NS 1000000000LL /* final GOAWAY if the PING is not acked */
+#define SERVER_KILL_GRACE_NS 1000000000LL  /* SIGTERM -> SIGKILL for cancelled functions */
+#define SERVER_MAX_MESSAGE_HEADER 6144     /* encoded grpc-message; C-core allows 8 KiB of metadata */
+
+static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
+
+typedef struct conn {
+    server *srv;
+    h2_io io;
+    rpc_call *calls;
+    int final_goaway;      /* last-stream-id GOAWAY sent */
+    uint32_t watching;     /* events the loop watches for */
+    int in_session;        /* inside nghttp2 recv/send: it must not be re-entered */
+    int flush_again;       /* a flush was asked for meanwhile */
+    struct conn *next;
+} conn;
+
+struct server {
+    loop *loop;
+    const ws_config *cfg;
+    int listen_fd;
+    int port;
+    conn *conns;
+    size_t active_calls;   /* unary calls not yet freed (Watch excluded) */
+    int draining;
+    int stopping;          /* grace expired: calls are being cancelled */
+    loop_timer *grace_timer;
+    loop_timer *goaway_timer;
+    loop_timer *exit_timer;
+};
+
+static const rpc_method *const methods[] = {
+    &evaluate_method,
+    &health_check_method,
+    &health_list_method,
+    &health_watch_method,
+};
+
+static void conn_flush(conn *c);
+static void conn_close(conn *c);
+static void server_check_drained(server *s);
+
+/* ---- helpers for handlers ---------------------------------------------- */
+
+int server_is_draining(const server *s) { return s->draining; }
+uint32_t server_max_message(const server *s) { return s->cfg->max_message; }
+loop *server_loop(const server *s) { return s->loop; }
+const ws_config *server_config(const server *s) { return s->cfg; }
+
+/* ---- calls --------------------------------------------------------------- */
+
+static rpc_call *call_new(conn *cn, int32_t stream_id)
+{
+    rpc_call *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->srv = cn->srv;
+    c->conn = cn;
+    c->stream_id = stream_id;
+    c->next_in_conn = cn->calls;
+    cn->calls = c;
+    return c;
+}
+
+/* Tell the handler to let go. Safe to call more than once. */
+static void call_end_handler(rpc_call *c)
+{
+    if (c->ended || !c->started)
+        return;
+    c->ended = 1;
+    if (c->method->end)
+        c->method->end(c, c->finished);
+}
+
+static void call_free(rpc_call *c)
+{
+    conn *cn = c->conn;
+    for (rpc_call **p = &cn->calls; *p; p = &(*p)->next_in_conn)
+        if (*p == c) {
+            *p = c->next_in_conn;
+            break;
+        }
+    call_end_handler(c);
+    loop_timer_cancel(c->srv->loop, c->deadline_timer);
+    c->srv->active_calls -= (size_t)c->counted;
+    if (c->reader) {
+        grpc_reader_free(c->reader);
+        free(c->reader);
+    }
+    free(c->content_type);
+    free(c->path);
+    free(c->timeout_text);
+    free(c->encoding);
+    buf_free(&c->stream_out);
+    buf_free(&c->status_message);
+    free(c);
+}
+
+/* ---- responses ----------------------------------------------------------- */
+
+#define NV(name, value)                                                              \
+    {(uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, strlen(value),           \
+     NGHTTP2_NV_FLAG_NONE}
+
+static const char *call_content_type(const rpc_call *c)
+{
+    return c->content_type ? c->content_type : "application/grpc";
+}
+
+/* grpc-message value: percent-encoded, cut (visibly) so that the trailers
+ * stay within what clients accept as metadata. */
+static void encode_status_message(const rpc_call *c, buf *out)
+{
+    buf_reset(out);
+    grpc_message_encode(c->status_message.data ? c->status_message.data : "",
+                        c->status_message.len, out);
+    if (out->len <= SERVER_MAX_MESSAGE_HEADER)
+        return;
+    size_t cut = SERVER_MAX_MESSAGE_HEADER - 64;
+    while (cut > 0 && out->data[cut - 1] != '%' && cut >= 2 && out->data[cut - 2] == '%')
+        cut--;   /* do not split a %XX escape */
+    if (cut >= 1 && out->data[cut - 1] == '%')
+        cut--;
+    size_t dropped = out->len - cut;
+    out->len = cut;
+    buf_printf(out, "%%0A... [message truncated: %zu more encoded bytes]", dropped);
+}
+
+static int submit_trailers(rpc_call *c)
+{
+    char code[12];
+    buf msg = {0};
+    snprintf(code, sizeof code, "%d", c->status);
+    encode_status_message(c, &msg);
+    nghttp2_nv nva[] = {NV("grpc-status", code), NV("grpc-message", msg.data ? msg.data : "")};
+    size_t n = msg.len ? 2 : 1;
+    int rv = nghttp2_submit_trailer(c->conn->io.session, c->stream_id, nva, n);
+    buf_free(&msg);
+    return rv;
+}
+
+/* Trailers-Only: one HEADERS frame with END_STREAM carrying the status. */
+static void submit_trailers_only(rpc_call *c, const char *http_status)
+{
+    char code[12];
+    buf msg = {0};
+    snprintf(code, sizeof code, "%d", c->status);
+    encode_status_message(c, &msg);
+    nghttp2_nv nva[] = {
+        NV(":status", http_status),
+        NV("content-type", call_content_type(c)),
+        NV("grpc-status", code),
+        NV("grpc-message", msg.data ? msg.data : ""),
+        NV("grpc-accept-encoding", "identity"),
+    };
+    size_t n = msg.len ? 4 : 3;
+    if (c->status == GRPC_UNIMPLEMENTED && c->encoding)
+        nva[n++] = nva[4];
+    int rv = nghttp2_submit_response(c->conn->io.session, c->stream_id, nva, n, NULL);
+    if (rv)
+        log_error("stream %d: cannot submit status: %s", c->stream_id, nghttp2_strerror(rv));
+    buf_free(&msg);
+}
+
+static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8_t *dst,
+                              size_t len, uint32_t *flags, nghttp2_data_source *source,
+                              void *user_data)
+{
+    (void)session, (void)stream_id, (void)user_data;
+    rpc_call *c = source->ptr;
+    size_t n = 0;
+    while (n < len && c->seg_index < c->n_segs) {
+        const rpc_segment *s = &c->segs[c->seg_index];
+        size_t take = s->len - c->seg_off;
+        if (take > len - n)
+            take = len - n;
+        memcpy(dst + n, (const uint8_t *)s->data + c->seg_off, take);
+        n += take;
+        c->seg_off += take;
+        if (c->seg_off == s->len) {
+            c->seg_index++;
+            c->seg_off = 0;
+        }
+    }
+    if (n < len && c->stream_off < c->stream_out.len) {
+        size_t take = c->stream_out.len - c->stream_off;
+        if (take > len - n)
+            take = len - n;
+        memcpy(dst + n, c->stream_out.data + c->stream_off, take);
+        n += take;
+        c->stream_off += take;
+        if (c->stream_off == c->stream_out.len) {
+            buf_reset(&c->stream_out);
+            c->stream_off = 0;
+        }
+    }
+    int drained = c->seg_index == c->n_segs && c->stream_off == c->stream_out.len;
+    if (drained && c->body_final) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        if (submit_trailers(c) != 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    } else if (n == 0) {
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    return (ssize_t)n;
+}
+
+static void submit_headers_with_body(rpc_call *c)
+{
+    nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", call_content_type(c))};
+    nghttp2_data_provider prd = {.source.ptr = c, .read_callback = call_read_body};
+    int rv = nghttp2_submit_response(c->conn->io.session, c->stream_id, nva, 2, &prd);
+    if (rv)
+        log_error("stream %d: cannot submit response: %s", c->stream_id, nghttp2_strerror(rv));
+    c->responded = 1;
+}
+
+/* After answering a request the client is still sending (an early error),
+ * reset the stream so the client stops and frees it, as grpc-go does. */
+static void reset_if_client_still_sending(rpc_call *c)
+{
+    if (!nghttp2_session_get_stream_remote_close(c->conn->io.session, c->stream_id))
+        nghttp2_submit_rst_stream(c->conn->io.session, NGHTTP2_FLAG_NONE, c->stream_id,
+                                  NGHTTP2_NO_ERROR);
+}
+
+static void call_settle(rpc_call *c, int code, const char *message)
+{
+    c->finished = 1;
+    c->status = code;
+    buf_reset(&c->status_message);
+    if (message)
+        buf_append_str(&c->status_message, message);
+    loop_timer_cancel(c->srv->loop, c->deadline_timer);
+    c->deadline_timer = NULL;
+}
+
+/* Error status from the transport itself, with a given HTTP status. */
+static void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message)
+{
+    if (c->finished)
+        return;
+    call_settle(c, code, message);
+    log_v(3, "stream %d %s: %s %s", c->stream_id, c->path ? c->path : "", grpc_code_name(code),
+          message);
+    if (c->responded) {
+        c->body_final = 1;
+        nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
+    } else {
+        c->responded = 1;
+        submit_trailers_only(c, http_status);
+        reset_if_client_still_sending(c);
+    }
+    conn_flush(c->conn);
+}
+
+void rpc_fail(rpc_call *c, int code, const char *message)
+{
+    call_fail_http(c, "200", code, message);
+}
+
+void rpc_finish(rpc_call *c, int code, const char *message)
+{
+    call_fail_http(c, "200", code, message);
+}
+
+void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
+{
+    if (c->finished)
+        return;
+    size_t total = 0;
+    for (int i = 0; i < n_segs; i++)
+        total += segs[i].len;
+    if (total > c->srv->cfg->max_message) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "grpc: trying to send message larger than max (%zu vs. %u)",
+                 total, c->srv->cfg->max_message);
+        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+        return;
+    }
+    call_settle(c, GRPC_OK, NULL);
+    grpc_frame_prefix(c->frame_prefix, (uint32_t)total);
+    c->segs[0] = (rpc_segment){c->frame_prefix, GRPC_PREFIX_LEN};
+    c->n_segs = 1;
+    for (int i = 0; i < n_segs && i < RPC_MAX_SEGMENTS - 1; i++)
+        if (segs[i].len)
+            c->segs[c->n_segs++] = segs[i];
+    c->body_final = 1;
+    submit_headers_with_body(c);
+    conn_flush(c->conn);
+}
+
+void rpc_send(rpc_call *c, const void *msg, size_t len)
+{
+    if (c->finished)
+        return;
+    uint8_t prefix[GRPC_PREFIX_LEN];
+    grpc_frame_prefix(prefix, (uint32_t)len);
+    buf_append(&c->stream_out, prefix, sizeof prefix);
+    buf_append(&c->stream_out, msg, len);
+    if (!c->responded)
+        submit_headers_with_body(c);
+    else
+        nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
+    conn_flush(c->conn);
+}
+
+/* ---- request checks ------------------------------------------------------- */
+
+static const rpc_method *find_method(const char *path, buf *why)
+{
+    const char *slash = path[0] == '/' ? strchr(path + 1, '/') : NULL;
+    if (!slash) {
+        buf_printf(why, "malformed method name: \"%s\"", path);
+        return NULL;
+    }
+    size_t svc_len = (size_t)(slash - path - 1);
+    const char *svc = path + 1, *name = slash + 1;
+    int service_known = 0;
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        if (strlen(methods[i]->service) != svc_len || memcmp(methods[i]->service, svc, svc_len))
+            continue;
+        service_known = 1;
+        if (!strcmp(methods[i]->name, name))
+            return methods[i];
+    }
+    if (service_known)
+        buf_printf(why, "unknown method %s for service %.*s", name, (int)svc_len, svc);
+    else
+        buf_printf(why, "unknown service %.*s", (int)svc_len, svc);
+    return NULL;
+}
+
+static int is_grpc_content_type(const char *ct)
+{
+    static const char base[] = "application/grpc";
+    size_t n = sizeof base - 1;
+    return ct && !strncmp(ct, base, n) && (ct[n] == '\0' || ct[n] == '+' || ct[n] == ';');
+}
+
+static void call_deadline_passed(loop *l, void *ctx)
+{
+    (void)l;
+    rpc_call *c = ctx;
+    c->deadline_timer = NULL;
+    log_v(2, "stream %d %s: deadline exceeded (grpc-timeout %s); cancelling", c->stream_id,
+          c->path, c->timeout_text);
+    call_end_handler(c);   /* the handler stops its work (kills the function) */
+    char msg[128];
+    snprintf(msg, sizeof msg, "deadline exceeded: the call did not finish within grpc-timeout %s",
+             c->timeout_text);
+    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED, msg);
+}
+
+/* Headers complete: decide whether the call may go on. */
+static void call_check_headers(rpc_call *c)
+{
+    buf why = {0};
+    int64_t timeout_ns = 0;
+    const rpc_method *m = NULL;
+    c->headers_done = 1;
+    if (c->bad_method) {
+        call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
+    } else if (!is_grpc_content_type(c->content_type)) {
+        buf_printf(&why, "invalid gRPC request content-type \"%s\"",
+                   c->content_type ? c->content_type : "");
+        free(c->content_type);
+        c->content_type = NULL;   /* answer with ours, not theirs */
+        call_fail_http(c, "415", GRPC_INVALID_ARGUMENT, why.data);
+    } else if (!(m = find_method(c->path ? c->path : "", &why))) {
+        call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
+    } else if (c->encoding && strcmp(c->encoding, "identity") != 0) {
+        buf_printf(&why, "grpc: Decompressor is not installed for grpc-encoding \"%s\"",
+                   c->encoding);
+        call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
+    } else if (c->timeout_text &&
+               grpc_timeout_parse(c->timeout_text, strlen(c->timeout_text), &timeout_ns) < 0) {
+        buf_printf(&why, "malformed grpc-timeout: \"%s\"", c->timeout_text);
+        call_fail_http(c, "400", GRPC_INTERNAL, why.data);
+    } else if (!(c->reader = calloc(1, sizeof *c->reader))) {
+        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+        c->method = m;
+        c->counted = !m->server_streaming;
+        c->srv->active_calls += (size_t)c->counted;
+        grpc_reader_init(c->reader, c->srv->cfg->max_message);
+        if (c->timeout_text) {
+            c->deadline_ns = loop_now_ns() + timeout_ns;
+            c->deadline_timer = loop_timer_add(c->srv->loop, timeout_ns, call_deadline_passed, c);
+        }
+    }
+    buf_free(&why);
+}
+
+static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t len)
+{
+    rpc_call *c = ctx;
+    if (++c->messages > 1) {
+        call_end_handler(c);
+        call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
+                       "grpc: a unary request carried more than one message");
+        return 1;
+    }
+    if (flag != 0) {
+        call_fail_http(c, "200", GRPC_INTERNAL,
+                       "grpc: compressed flag set with identity or empty encoding");
+        return 1;
+    }
+    c->started = 1;
+    c->method->handle(c, msg, len);
+    return 0;
+}
+
+static void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
+{
+    if (c->finished || !c->reader)
+        return;   /* answered already: the rest is read and dropped */
+    int rv = grpc_reader_feed(c->reader, data, len, call_on_message, c);
+    if (rv == -1 && !c->finished) {
+        char msg[160];
+        if (c->reader->state == GRPC_READER_TOO_LARGE) {
+            snprintf(msg, sizeof msg, "grpc: received message larger than max (%u vs. %u)",
+                     c->reader->msg_len, c->reader->max_len);
+            call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+        } else {
+            snprintf(msg, sizeof msg, "grpc: received unexpected payload format %u",
+                     c->reader->flag);
+            call_fail_http(c, "200", GRPC_INTERNAL, msg);
+        }
+    } else if (rv == -2 && !c->finished) {
+        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
+    }
+}
+
+/* The client half-closed: a unary request must have brought one message. */
+static void call_on_request_end(rpc_call *c)
+{
+    if (c->finished || !c->reader || c->messages > 0)
+        return;
+    if (grpc_reader_partial(c->reader)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "grpc: request ended inside a message (%zu of %u bytes)",
+                 c->reader->msg.len, c->reader->msg_len);
+        call_fail_http(c, "200", GRPC_INTERNAL, msg);
+    } else {
+        call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
+                       "grpc: a unary request must carry one message; got none");
+    }
+}
+
+/* ---- nghttp2 callbacks ---------------------------------------------------- */
+
+static rpc_call *stream_call(nghttp2_session *session, int32_t stream_id)
+{
+    return nghttp2_session_get_stream_user_data(session, stream_id);
+}
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+    conn *cn = user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    rpc_call *c = call_new(cn, frame->hd.stream_id);
+    if (!c)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, c);
+    return 0;
+}
+
+static void keep_header(char **slot, const uint8_t *value, size_t len)
+{
+    free(*slot);
+    *slot = strndup((const char *)value, len);
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user_data)
+{
+    (void)flags, (void)user_data;
+    rpc_call *c = stream_call(session, frame->hd.stream_id);
+    if (!c || c->headers_done)
+        return 0;   /* trailers from the client carry nothing we use */
+#define IS(s) (namelen == sizeof(s) - 1 && !memcmp(name, s, namelen))
+    if (IS(":method"))
+        c->bad_method = !(valuelen == 4 && !memcmp(value, "POST", 4));
+    else if (IS(":path"))
+        keep_header(&c->path, value, valuelen);
+    else if (IS("content-type"))
+        keep_header(&c->content_type, value, valuelen);
+    else if (IS("grpc-timeout"))
+        keep_header(&c->timeout_text, value, valuelen);
+    else if (IS("grpc-encoding"))
+        keep_header(&c->encoding, value, valuelen);
+#undef IS
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+    conn *cn = user_data;
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
+        !memcmp(frame->ping.opaque_data, drain_ping, 8) && cn->srv->draining && !cn->final_goaway) {
+        cn->final_goaway = 1;
+        nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(session), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        return 0;
+    }
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+        return 0;
+    rpc_call *c = stream_call(session, frame->hd.stream_id);
+    if (!c)
+        return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+        call_check_headers(c);
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        call_on_request_end(c);
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+                         const uint8_t *data, size_t len, void *user_data)
+{
+    (void)flags, (void)user_data;
+    rpc_call *c = stream_call(session, stream_id);
+    if (c)
+        call_on_data(c, data, len);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
+                           void *user_data)
+{
+    conn *cn = user_data;
+    rpc_call *c = stream_call(session, stream_id);
+    if (!c)
+        return 0;
+    if (!c->finished && error_code != NGHTTP2_NO_ERROR)
+        log_v(3, "stream %d %s: reset by the client (%s); cancelling", stream_id,
+              c->path ? c->path : "", nghttp2_http2_strerror(error_code));
+    nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+    call_free(c);
+    if (cn->srv->draining)
+        server_check_drained(cn->srv);
+    return 0;
+}
+
+static nghttp2_session_callbacks *server_callbacks(void)
+{
+    static nghttp2_session_callbacks *cbs;
+    if (!cbs) {
+        if (nghttp2_session_callbacks_new(&cbs) != 0)
+            return NULL;
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    }
+    return cbs;
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
+
+/* Write what the session has queued. nghttp2 must not be re-entered, and
+ * its callbacks submit frames too, so a flush asked for from inside a
+ * callback is recorded and done when the outer call returns. */
+static void conn_flush(conn *c)
+{
+    if (c->in_session) {
+        c->flush_again = 1;
+        return;
+    }
+    int rv;
+    do {
+        c->flush_again = 0;
+        c->in_session = 1;
+        rv = h2_io_write(&c->io);
+        c->in_session = 0;
+    } while (c->flush_again && rv != H2_IO_CLOSED);
+    if (rv == H2_IO_CLOSED || (rv == H2_IO_OK && h2_io_finished(&c->io))) {
+        conn_close(c);
+        return;
+    }
+    uint32_t want = LOOP_READ | (rv == H2_IO_BLOCKED ? LOOP_WRITE : 0);
+    if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
+        c->watching = want;
+}
+
+static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)fd;
+    conn *c = ctx;
+    if (events & ~LOOP_WRITE) {
+        c->in_session = 1;
+        int rv = h2_io_read(&c->io);
+        c->in_session = 0;
+        if (rv == H2_IO_CLOSED) {
+            conn_close(c);
+            return;
+        }
+    }
+    conn_flush(c);
+}
+
+static void conn_close(conn *c)
+{
+    server *s = c->srv;
+    for (conn **p = &s->conns; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    loop_unwatch(s->loop, c->io.fd);
+    while (c->calls)
+        call_free(c->calls);   /* a lost connection cancels its calls */
+    log_v(4, "connection fd %d closed", c->io.fd);
+    h2_io_free(&c->io);
+    free(c);
+    if (s->draining)
+        server_check_drained(s);
+}
+
+static int conn_start_session(conn *c)
+{
+    nghttp2_option *opt;
+    if (nghttp2_option_new(&opt) != 0)
+        return -1;
+    /* grpc-go sends PINGs (BDP estimation) after every burst: answer them all */
+    nghttp2_option_set_no_auto_ping_ack(opt, 0);
+    int rv = nghttp2_session_server_new2(&c->io.session, server_callbacks(), c, opt);
+    nghttp2_option_del(opt);
+    if (rv != 0)
+        return -1;
+    nghttp2_settings_entry settings[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->srv->cfg->max_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SERVER_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 16384},
+    };
+    if (nghttp2_submit_settings(c->io.session, NGHTTP2_FLAG_NONE, settings, 3) != 0 ||
+        nghttp2_session_set_local_window_size(c->io.session, NGHTTP2_FLAG_NONE, 0,
+                                              SERVER_CONN_WINDOW) != 0)
+        return -1;
+    return 0;
+}
+
+static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    server *s = ctx;
+    for (;;) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                log_error("accept: %s", strerror(errno));   /* e.g. EMFILE: retry later */
+            return;
+        }
+        int one = 1;
+        setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(cfd);
+            continue;
+        }
+        c->srv = s;
+        c->io.fd = cfd;
+        if (conn_start_session(c) < 0) {
+            log_error("cannot start an HTTP/2 session");
+            h2_io_free(&c->io);
+            free(c);
+            continue;
+        }
+        c->next = s->conns;
+        s->conns = c;
+        log_v(4, "connection fd %d accepted", cfd);
+        conn_flush(c);   /* our SETTINGS go out at once */
+    }
+}
+
+/* ---- listening ------------------------------------------------------------- */
+
+static int listen_on(int family, int port, int *out_port)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (family == AF_INET6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_any;
+        a->sin6_port = htons((uint16_t)port);
+        len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_ANY);
+        a->sin_port = htons((uint16_t)port);
+        len = sizeof *a;
+    }
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 1024) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+        *out_port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+server *server_new(loop *l, const ws_config *cfg)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->loop = l;
+    s->cfg = cfg;
+    s->listen_fd = -1;
+    return s;
+}
+
+int server_listen(server *s, buf *err)
+{
+    int fd = listen_on(AF_INET6, s->cfg->port, &s->port);
+    if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+        fd = listen_on(AF_INET, s->cfg->port, &s->port);   /* no IPv6 in this kernel */
+    if (fd < 0) {
+        buf_printf(err, "failed to listen: listen tcp :%d: bind: %s", s->cfg->port,
+                   strerror(errno));
+        return -1;
+    }
+    s->listen_fd = fd;
+    if (loop_watch(s->loop, fd, LOOP_READ, server_on_accept, s) < 0) {
+        buf_printf(err, "cannot watch the listening socket");
+        return -1;
+    }
+    log_info("Listening on :%d", s->port);
+    return 0;
+}
+
+int server_port(const server *s) { return s->port; }
+
+/* ---- draining ----------------------------------------------------------------- */
+
+static void server_close_listener(server *s)
+{
+    if (s->listen_fd < 0)
+        return;
+    loop_unwatch(s->loop, s->listen_fd);
+    close(s->listen_fd);
+    s->listen_fd = -1;
+}
+
+static void server_send_final_goaways(loop *l, void *ctx)
+{
+    (void)l;
+    server *s = ctx;
+    s->goaway_timer = NULL;
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->final_goaway) {
+            c->final_goaway = 1;
+            nghttp2_submit_goaway(c->io.session, NGHTTP2_FLAG_NONE,
+                                  nghttp2_session_get_last_proc_stream_id(c->io.session),
+                                  NGHTTP2_NO_ERROR, NULL, 0);
+        }
+        conn_flush(c);
+    }
+}
+
+/* When no unary call is left, end Watch streams and let connections close. */
+static void server_check_drained(server *s)
+{
+    if (s->active_calls > 0)
+        return;
+    health_end_watches();
+    if (!s->conns) {
+        loop_stop(s->loop);
+        return;
+    }
+    if (!s->goaway_timer)
+        s->goaway_timer = loop_timer_add(s->loop, 0, server_send_final_goaways, s);
+}
+
+static void server_exit_now(loop *l, void *ctx)
+{
+    (void)l;
+    server *s = ctx;
+    s->exit_timer = NULL;
+    log_warn("connections still open after the shutdown grace period; exiting");
+    loop_stop(s->loop);
+}
+
+static void server_grace_expired(loop *l, void *ctx)
+{
+    (void)l;
+    server *s = ctx;
+    s->grace_timer = NULL;
+    s->stopping = 1;
+    log_warn("shutdown grace period over: cancelling %zu call(s) still running", s->active_calls);
+    for (conn *c = s->conns; c; c = c->next)
+        for (rpc_call *call = c->calls; call; call = call->next_in_conn) {
+            if (call->finished)
+                continue;
+            call_end_handler(call);
+            call_fail_http(call, "200", GRPC_UNAVAILABLE,
+                           "the server is shutting down: the call did not finish within the "
+                           "shutdown grace period");
+        }
+    /* give the statuses a moment to leave, then go regardless */
+    s->exit_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_exit_now, s);
+    server_send_final_goaways(l, s);
+}
+
+void server_drain(server *s)
+{
+    if (s->draining) {
+        log_warn("second termination signal: exiting now");
+        s->stopping = 1;
+        loop_stop(s->loop);
+        return;
+    }
+    s->draining = 1;
+    log_info("Shutting down server...");
+    server_close_listener(s);
+    health_drain_started();
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        nghttp2_submit_shutdown_notice(c->io.session);
+        nghttp2_submit_ping(c->io.session, NGHTTP2_FLAG_NONE, drain_ping);
+        conn_flush(c);
+    }
+    s->goaway_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_send_final_goaways, s);
+    s->grace_timer = loop_timer_add(s->loop, s->cfg->shutdown_grace_ns, server_grace_expired, s);
+    server_check_drained(s);
+}
+
+int64_t server_kill_grace_ns(void) { return SERVER_KILL_GRACE_NS; }
+
+void server_free(server *s)
+{
+    if (!s)
+        return;
+    while (s->conns)
+        conn_close(s->conns);
+    server_close_listener(s);
+    loop_timer_cancel(s->loop, s->grace_timer);
+    loop_timer_cancel(s->loop, s->goaway_timer);
+    loop_timer_cancel(s->loop, s->exit_timer);
+    free(s);
+}
