@@ -37,6 +37,7 @@ RC_OBJS   := $(call obj,$(RC_SRCS))
 BINS := $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client
 
 .PHONY: all deps test unit integration demo clean
+.SECONDARY:   # keep generated protobuf sources
 all: $(BINS)
 
 deps:
@@ -63,6 +64,10 @@ $(BUILD)/bin/wrapper-server: $(call obj,wrapper-server/main.c) $(WS_OBJS) $(BUIL
 $(BUILD)/bin/runner-client: $(call obj,runner-client/main.c) $(RC_OBJS) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/tests/%.o: CPPFLAGS += -Iwrapper-server -Irunner-client
+$(BUILD)/obj/runner-client/%.o: CPPFLAGS += -Irunner-client
+$(BUILD)/obj/wrapper-server/%.o: CPPFLAGS += -Iwrapper-server
 
 # One Criterion binary holds every unit test; it links the server's and the
 # client's modules (all but their main.c) so CLI parsing is tested as shipped.

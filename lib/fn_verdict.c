@@ -64,7 +64,7 @@ void fn_verdict_judge(const char *image, const fn_job *job, fn_verdict *v)
         return;
     }
     rl_list rl;
-    char why[512];
+    char why[4096];
     if (rl_parse(job->out.data ? job->out.data : "", job->out.len, &rl, why, sizeof why) < 0) {
         verdict_parse_failure(image, job, why, v);
         return;

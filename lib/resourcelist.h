@@ -76,13 +76,15 @@ size_t rl_error_count(const rl_list *rl);
 /* Appends the results as the Go SDK's Results.Error() prints them:
  * "[<severity>] <apiVersion>/<kind>/<namespace>/<name> <field.path>: <message>"
  * per result (absent parts and their separators left out, empty severity
- * printed as "info"), joined by a blank line. No results: appends nothing. */
+ * printed as "info"), joined by a blank line. No results: appends nothing.
+ * Results past the storage cap are summarised as "(N more results not shown)". */
 int rl_results_text(const rl_list *rl, buf *out);
 
 /* Appends the results as a JSON array with the SDK's field names
  * (message, severity, resourceRef{apiVersion,kind,name,namespace},
  * field{path,currentValue,proposedValue}, file{path,index}, tags); used in
- * the warning Porch logs for error results on exit 0. */
+ * the warning Porch logs for error results on exit 0. Like json.Marshal, it
+ * gives up on NaN/±Inf values, and then appends nothing (Go logs ""). */
 int rl_results_json(const rl_list *rl, buf *out);
 
 #endif

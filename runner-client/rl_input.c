@@ -404,8 +404,15 @@ static int builder_close(builder *b, int rc)
 {
     if (rc == 0 && (emit_new(b, YAML_MAPPING_END_EVENT) < 0 ||
                     emit_new(b, YAML_DOCUMENT_END_EVENT) < 0 ||
-                    emit_new(b, YAML_STREAM_END_EVENT) < 0 || !yaml_emitter_flush(&b->emitter)))
+                    emit_new(b, YAML_STREAM_END_EVENT) < 0))
         rc = -1;
+    if (rc == 0 && !yaml_emitter_flush(&b->emitter))
+        rc = fail_emit(b);
+    /* libyaml ends a document that closes with a flow collection ("items:
+     * []") without a line break. */
+    if (rc == 0 && b->out->len > b->out_start && b->out->data[b->out->len - 1] != '\n' &&
+        buf_append(b->out, "\n", 1) < 0)
+        rc = fail(b, "%s: out of memory", b->name);
     if (b->emitter_open)
         yaml_emitter_delete(&b->emitter);
     b->emitter_open = 0;
@@ -857,6 +864,7 @@ static int add_package_file(builder *b, const char *path, const char *rel_path)
 {
     buf data = { 0 };
     event_list list = { 0 };
+    const char *dir_name = b->name;
     b->name = path;
     int rc = read_file(path, &data) < 0 ? fail(b, "%s: %s", path, strerror(errno))
                                         : parse_events(b, data.data, data.len, &list);
@@ -864,6 +872,7 @@ static int add_package_file(builder *b, const char *path, const char *rel_path)
         rc = wrap_documents(b, &list, rel_path);
     events_free(&list);
     buf_free(&data);
+    b->name = dir_name; /* path is the caller's and about to be freed */
     return rc;
 }
 
@@ -918,15 +927,15 @@ static int build_from_directory(const char *path, buf *out, char *err, size_t er
         rc = emit_new(&b, YAML_SEQUENCE_START_EVENT);
     if (rc == 0)
         rc = add_directory(&b, path, NULL);
-    if (rc == 0) {
-        b.name = path;
+    if (rc == 0)
         rc = emit_new(&b, YAML_SEQUENCE_END_EVENT);
-    }
     return builder_close(&b, rc);
 }
 
 /* ---- public entry points ---------------------------------------------------- */
 
+/* rl_input_build_bytes treats a NULL name, "-" and "stdin" as standard input:
+ * messages say "stdin" and no path annotations are set. */
 static int names_stdin(const char *name)
 {
     return !name || strcmp(name, "-") == 0 || strcmp(name, "stdin") == 0;

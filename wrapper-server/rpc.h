@@ -61,6 +61,7 @@ struct rpc_call {
     int responded;                /* response submitted (headers or trailers-only) */
     int finished;                 /* final status decided */
     int ended;                    /* method->end has run */
+    int reset_after_status;       /* RST_STREAM(NO_ERROR) once the status is sent */
     loop_timer *deadline_timer;
     struct grpc_reader *reader;
     rpc_segment segs[RPC_MAX_SEGMENTS];

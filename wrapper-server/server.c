@@ -69,6 +69,7 @@ struct server {
     loop_timer *grace_timer;
     loop_timer *goaway_timer;
     loop_timer *exit_timer;
+    loop_timer *drain_step_timer;
 };
 
 static const rpc_method *const methods[] = {
@@ -258,12 +259,12 @@ static void submit_headers_with_body(rpc_call *c)
 }
 
 /* After answering a request the client is still sending (an early error),
- * reset the stream so the client stops and frees it, as grpc-go does. */
+ * reset the stream so the client stops and frees it, as grpc-go does. The
+ * reset must follow the status on the wire, so it is submitted once the
+ * HEADERS frame has been sent (on_frame_send). */
 static void reset_if_client_still_sending(rpc_call *c)
 {
-    if (!nghttp2_session_get_stream_remote_close(c->conn->io.session, c->stream_id))
-        nghttp2_submit_rst_stream(c->conn->io.session, NGHTTP2_FLAG_NONE, c->stream_id,
-                                  NGHTTP2_NO_ERROR);
+    c->reset_after_status = 1;
 }
 
 static void call_settle(rpc_call *c, int code, const char *message)
@@ -571,6 +572,19 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     return 0;
 }
 
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
+{
+    (void)user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    rpc_call *c = stream_call(session, frame->hd.stream_id);
+    if (c && c->reset_after_status &&
+        !nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id))
+        nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                  NGHTTP2_NO_ERROR);
+    return 0;
+}
+
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,
                            void *user_data)
 {
@@ -599,6 +613,7 @@ static nghttp2_session_callbacks *server_callbacks(void)
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+        nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
     }
     return cbs;
 }
@@ -822,9 +837,13 @@ static void server_send_final_goaways(loop *l, void *ctx)
     }
 }
 
-/* When no unary call is left, end Watch streams and let connections close. */
-static void server_check_drained(server *s)
+/* When no unary call is left, end Watch streams and let connections close.
+ * Runs from a timer of its own, never inside another connection's callbacks,
+ * so that closing one connection cannot free another under its caller. */
+static void server_drain_step(loop *l, void *ctx)
 {
+    server *s = ctx;
+    s->drain_step_timer = NULL;
     if (s->active_calls > 0)
         return;
     health_end_watches();
@@ -832,8 +851,15 @@ static void server_check_drained(server *s)
         loop_stop(s->loop);
         return;
     }
-    if (!s->goaway_timer)
-        s->goaway_timer = loop_timer_add(s->loop, 0, server_send_final_goaways, s);
+    loop_timer_cancel(s->loop, s->goaway_timer);
+    s->goaway_timer = NULL;
+    server_send_final_goaways(l, s);
+}
+
+static void server_check_drained(server *s)
+{
+    if (s->draining && !s->drain_step_timer)
+        s->drain_step_timer = loop_timer_add(s->loop, 0, server_drain_step, s);
 }
 
 static void server_exit_now(loop *l, void *ctx)
@@ -852,7 +878,11 @@ static void server_grace_expired(loop *l, void *ctx)
     s->grace_timer = NULL;
     s->stopping = 1;
     log_warn("shutdown grace period over: cancelling %zu call(s) still running", s->active_calls);
-    for (conn *c = s->conns; c; c = c->next)
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        /* Hold the connection's flushes while walking its calls: a flush can
+         * complete and free calls. One flush afterwards sends everything. */
+        c->in_session = 1;
         for (rpc_call *call = c->calls; call; call = call->next_in_conn) {
             if (call->finished)
                 continue;
@@ -861,9 +891,12 @@ static void server_grace_expired(loop *l, void *ctx)
                            "the server is shutting down: the call did not finish within the "
                            "shutdown grace period");
         }
+        c->in_session = 0;
+        conn_flush(c);
+    }
     /* give the statuses a moment to leave, then go regardless */
     s->exit_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_exit_now, s);
-    server_send_final_goaways(l, s);
+    server_check_drained(s);
 }
 
 void server_drain(server *s)
@@ -901,5 +934,6 @@ void server_free(server *s)
     loop_timer_cancel(s->loop, s->grace_timer);
     loop_timer_cancel(s->loop, s->goaway_timer);
     loop_timer_cancel(s->loop, s->exit_timer);
+    loop_timer_cancel(s->loop, s->drain_step_timer);
     free(s);
 }

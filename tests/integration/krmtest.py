@@ -351,15 +351,19 @@ class Server:
 
     def stop(self, timeout=10.0):
         """SIGTERM, then wait; kills it when it does not exit in time.
-        Returns the exit code (None when it had to be killed)."""
+        Returns the exit code (None when it had to be killed).
+
+        The test's channels are closed first: a draining server may wait a
+        little for idle connections to go away (tests of shutdown with open
+        connections send SIGTERM themselves)."""
+        for ch in self.channels:
+            ch.close()
+        self.channels.clear()
         self.terminate()
         rc = self.wait(timeout)
         if rc is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
-        for ch in self.channels:
-            ch.close()
-        self.channels.clear()
         self._err.close()
         self._out.close()
         return rc
