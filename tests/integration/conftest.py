@@ -49,7 +49,7 @@ class Launcher:
         self.tmpdir = tmpdir
         self.servers = []
 
-    def start(self, entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None):
+    def start(self, entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None, cwd=None):
         """entrypoint: argv after "--" (may be empty).
         options: extra server flags placed before "--".
         wrapper: argv prefix (e.g. unshare ...).
@@ -66,7 +66,7 @@ class Launcher:
             self.pb, full, port,
             stderr_path=os.path.join(self.tmpdir, f"server{n}.stderr"),
             stdout_path=os.path.join(self.tmpdir, f"server{n}.stdout"),
-            env=env,
+            env=env, cwd=cwd,
         )
         self.servers.append(srv)
         if ready:
@@ -83,13 +83,15 @@ class Launcher:
                 srv.stop(timeout=0)
             if rc != 0:
                 problems.append(f"exit code {rc} (None = did not exit within 10 s after SIGTERM); {srv.describe()}")
+            elif krmtest.sanitizer_reports(srv.stderr()):
+                problems.append(f"sanitizer report; {srv.describe()}")
         self.servers.clear()
         assert not problems, "\n\n".join(problems)
 
 
 @pytest.fixture
 def start_server(pb, binaries, tmp_path):
-    """Factory: start_server(entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None)."""
+    """Factory: start_server(entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None, cwd=None)."""
     launcher = Launcher(pb, str(tmp_path))
     yield launcher.start
     launcher.close()

@@ -241,7 +241,7 @@ def wait_pidfile(path, count=2, timeout=5.0):
 class Server:
     """A running wrapper-server (possibly wrapped, e.g. by unshare)."""
 
-    def __init__(self, pb, argv, port, stderr_path, stdout_path, env=None):
+    def __init__(self, pb, argv, port, stderr_path, stdout_path, env=None, cwd=None):
         self.pb = pb
         self.argv = argv
         self.port = port
@@ -251,7 +251,7 @@ class Server:
         self._out = open(stdout_path, "wb")
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=env,
-            start_new_session=True,
+            cwd=cwd, start_new_session=True,
         )
         # The process that receives SIGTERM (the server itself; differs from
         # proc.pid when the server runs under a wrapper such as unshare).
@@ -369,9 +369,23 @@ class Server:
         return rc
 
 
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer", "runtime error:")
+
+
+def sanitizer_reports(text):
+    """Sanitizer report lines found in a process's stderr (ASan build)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return [l for l in text.splitlines() if any(m in l for m in SANITIZER_MARKERS)]
+
+
 def run_cli(args, timeout=10, input=None, env=None, cwd=None):
-    """Runs a binary to completion; returns CompletedProcess with bytes."""
-    return subprocess.run(
+    """Runs a binary to completion; returns CompletedProcess with bytes.
+    Fails the test when the binary printed a sanitizer report."""
+    res = subprocess.run(
         args, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         timeout=timeout, env=env, cwd=cwd,
     )
+    reports = sanitizer_reports(res.stderr)
+    assert not reports, f"{args!r} printed sanitizer reports:\n" + res.stderr.decode("utf-8", "replace")[-4000:]
+    return res

@@ -76,6 +76,14 @@ def test_function_inherits_server_environment(start_server):
     assert resp.log == b"from-the-server-env"
 
 
+def test_function_runs_in_server_working_directory(start_server, tmp_path):
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    srv = start_server(sh("cat; pwd >&2"), cwd=str(workdir))
+    resp = srv.evaluate(simple_rl(), image=IMAGE)
+    assert resp.log == f"{workdir}\n".encode()
+
+
 def test_json_resource_list_output_is_accepted(start_server):
     out = '{"apiVersion":"config.kubernetes.io/v1","kind":"ResourceList","items":[]}'
     srv = start_server(sh(f"cat >/dev/null; printf '%s' '{out}'"))
@@ -125,6 +133,16 @@ def test_stderr_with_newlines_and_utf8_survives_exactly(start_server):
     err = srv.evaluate_error(simple_rl(), image=IMAGE)
     stderr = "línea 1 — ünïcödé ✓ 😀\n\tTab%25 and %0A literal\r\nlast"
     expect_internal(err, parse_msg(IMAGE, stderr, EMPTY_OUTPUT))
+
+
+def test_invalid_utf8_in_stderr_becomes_replacement_characters(start_server):
+    """grpc-message must be valid UTF-8 (porch-compat.md §3). Porch's Go
+    server gets this from grpc-go's encodeGrpcMessage, which replaces every
+    byte that is not part of valid UTF-8 with U+FFFD. (grpcio decodes an
+    invalid message as Latin-1, which would also garble the valid "é".)"""
+    srv = start_server(sh(r"cat >/dev/null; printf 'caf\303\251 \377\376 bad \303(\n' >&2; exit 1"))
+    err = srv.evaluate_error(simple_rl(), image=IMAGE)
+    expect_internal(err, parse_msg(IMAGE, "café \ufffd\ufffd bad \ufffd(\n", EMPTY_OUTPUT))
 
 
 # ------------------------------------------------------- structured results
