@@ -145,3 +145,50 @@ int grpc_message_decode(const char *text, size_t len, buf *out)
     out->data[out->len] = '\0';
     return 0;
 }
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid. */
+static size_t utf8_seq_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;   /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;         /* no overlong forms */
+        if (c == 0xED) hi = 0x9F;         /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;         /* nothing above U+10FFFF */
+    } else
+        return 0;
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+int utf8_sanitize(const char *text, size_t len, buf *out)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        size_t n = utf8_seq_len(p + i, len - i);
+        if (n == 0) {
+            if (buf_append(out, "\xEF\xBF\xBD", 3) < 0)   /* U+FFFD per bad byte, as Go */
+                return -1;
+            i++;
+            continue;
+        }
+        if (buf_append(out, p + i, n) < 0)
+            return -1;
+        i += n;
+    }
+    return 0;
+}

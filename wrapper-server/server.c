@@ -155,8 +155,11 @@ static const char *call_content_type(const rpc_call *c)
 static void encode_status_message(const rpc_call *c, buf *out)
 {
     buf_reset(out);
-    grpc_message_encode(c->status_message.data ? c->status_message.data : "",
-                        c->status_message.len, out);
+    buf text = {0};
+    utf8_sanitize(c->status_message.data ? c->status_message.data : "", c->status_message.len,
+                  &text);
+    grpc_message_encode(text.data ? text.data : "", text.len, out);
+    buf_free(&text);
     if (out->len <= SERVER_MAX_MESSAGE_HEADER)
         return;
     size_t cut = SERVER_MAX_MESSAGE_HEADER - 64;

@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from krmtest import (
-    EMPTY_OUTPUT, fn, go_quote, parse_msg, read, resource_list, results_msg, simple_rl,
+    EMPTY_OUTPUT, fn, go_quote, parse_msg, results_msg, simple_rl,
 )
 
 IMAGE = "ghcr.io/example/fn:v1.2.3"

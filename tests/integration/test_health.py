@@ -6,7 +6,7 @@ import time
 import grpc
 import pytest
 
-from krmtest import HEALTH_LIST, HEALTH_WATCH
+from krmtest import HEALTH_LIST, HEALTH_WATCH, simple_rl
 
 SERVICES = ["", "evaluator.FunctionEvaluator", "grpc.health.v1.Health"]
 
@@ -118,7 +118,6 @@ def test_watch_unknown_service(cat_server):
 def test_many_health_checks_while_functions_run(start_server):
     """Health answers promptly while calls are in flight (probes time out after 1 s)."""
     srv = start_server(["sh", "-c", "sleep 1; cat"])
-    from krmtest import simple_rl
     call = srv.evaluate_callable()
     req = srv.pb.evaluator.EvaluateFunctionRequest
     futs = [call.future(req(resource_list=simple_rl(f"busy-{i}")), timeout=30) for i in range(10)]

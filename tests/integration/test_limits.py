@@ -4,7 +4,7 @@ functions that do not read their input."""
 import grpc
 import pytest
 
-from krmtest import DEFAULT_MAX, read, resource_list, simple_rl
+from krmtest import DEFAULT_MAX, resource_list, simple_rl
 
 LIMIT = 65536
 IMAGE = "example.com/limits:1"

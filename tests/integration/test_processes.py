@@ -5,7 +5,7 @@ stall the call, and does not outlive it."""
 
 import time
 
-from krmtest import read, resource_list, simple_rl, wait_pidfile, wait_processes_gone
+from krmtest import resource_list, simple_rl, wait_pidfile, wait_processes_gone
 
 
 def big_rl(nbytes, tag):

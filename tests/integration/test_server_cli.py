@@ -2,7 +2,6 @@
 and a server started without an entrypoint."""
 
 import socket
-import time
 
 import grpc
 import pytest

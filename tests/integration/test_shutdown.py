@@ -7,7 +7,6 @@ import threading
 import time
 
 import grpc
-import pytest
 
 from krmtest import (
     HEALTH_WATCH, fn, ipv6_loopback_available, simple_rl, tcp_state, wait_pidfile,

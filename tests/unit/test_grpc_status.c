@@ -162,3 +162,13 @@ Test(grpc_status, round_trip_all_bytes)
     buf_free(&encoded);
     buf_free(&decoded);
 }
+
+Test(grpc_status, utf8_sanitize_replaces_each_bad_byte)
+{
+    buf out = {0};
+    const char in[] = "caf\xc3\xa9 \xff\xfe bad \xc3( \xed\xa0\x80 \xf0\x9f\x98\x80";
+    cr_assert_eq(utf8_sanitize(in, sizeof in - 1, &out), 0);
+    cr_assert_str_eq(out.data, "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd bad \xef\xbf\xbd( "
+                               "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xf0\x9f\x98\x80");
+    buf_free(&out);
+}
