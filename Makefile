@@ -16,6 +16,15 @@ CPPFLAGS := -D_GNU_SOURCE -Ilib -I$(BUILD)/gen
 CFLAGS   := -std=c17 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers -fno-strict-aliasing
 LDLIBS    = $(shell pkg-config --libs $(PKGS))
+# STATIC_PREFIX: build fully static with musl-gcc against the libraries that
+# scripts/static-build.sh compiled from Debian's source packages into it.
+ifneq ($(STATIC_PREFIX),)
+CC       := musl-gcc
+CPPFLAGS += -I$(STATIC_PREFIX)/include
+CFLAGS   := $(filter-out -O2 -g,$(CFLAGS)) -Os -ffunction-sections -fdata-sections
+LDFLAGS  += -static -Wl,--gc-sections
+LDLIBS    = -L$(STATIC_PREFIX)/lib -lnghttp2 -lyaml -lprotobuf-c
+endif
 ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
@@ -28,6 +37,8 @@ LIB_SRCS  := $(wildcard lib/*.c)
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
 RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
+COPIER_SRCS := $(wildcard copier/*.c)
+BENCH_SRCS  := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_OBJS  := $(call obj,$(LIB_SRCS)) $(GEN_SRCS:.c=.o)
@@ -35,8 +46,11 @@ WS_OBJS   := $(call obj,$(WS_SRCS))
 RC_OBJS   := $(call obj,$(RC_SRCS))
 
 BINS := $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client
+ifneq ($(COPIER_SRCS),)
+BINS += $(BUILD)/bin/copier
+endif
 
-.PHONY: all deps test unit integration demo clean
+.PHONY: all deps test unit integration demo clean static images bench
 .SECONDARY:   # keep generated protobuf sources
 all: $(BINS)
 
@@ -65,9 +79,19 @@ $(BUILD)/bin/runner-client: $(call obj,runner-client/main.c) $(RC_OBJS) $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/obj/copier/%.o: CPPFLAGS += -Icopier
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Iwrapper-server -Irunner-client
 $(BUILD)/obj/runner-client/%.o: CPPFLAGS += -Irunner-client
 $(BUILD)/obj/wrapper-server/%.o: CPPFLAGS += -Iwrapper-server
+
+$(BUILD)/bin/copier: $(call obj,$(COPIER_SRCS)) $(BUILD)/lib.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Benchmark programs: each bench/NAME.c is one program build/bin/bench-NAME.
+$(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # One Criterion binary holds every unit test; it links the server's and the
 # client's modules (all but their main.c) so CLI parsing is tested as shipped.
@@ -84,6 +108,17 @@ integration: deps $(BINS)
 test: deps
 	$(MAKE) unit integration
 	$(MAKE) unit integration BUILD=build/asan SAN=1
+
+# Fully static musl binaries in build/static/ (libraries built from Debian's
+# source packages, cached under build/static-deps/).
+static: deps
+	./scripts/static-build.sh
+
+images: static
+	./images/build.sh
+
+bench: deps all $(patsubst bench/%.c,$(BUILD)/bin/bench-%,$(BENCH_SRCS))
+	./bench/run.sh $(BUILD)
 
 demo: deps all
 	./scripts/demo.sh $(BUILD)
