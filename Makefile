@@ -106,6 +106,7 @@ integration: deps $(BINS)
 	BUILD=$(BUILD) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
 test: deps
+	$(MAKE) static
 	$(MAKE) unit integration
 	$(MAKE) unit integration BUILD=build/asan SAN=1
 

@@ -56,6 +56,9 @@ struct gc_conn {
     int in_session;
     int flush_again;
     int broken;
+    const char *user_agent;
+    const char *const *extra;   /* name, value, name, value, ... */
+    size_t n_extra;
     gc_call_state *calls;
 };
 
@@ -437,18 +440,32 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
     buf_append(&cs->request, prefix, sizeof prefix);
     buf_append(&cs->request, request, len);
 
-    nghttp2_nv nva[9] = {
-        NV(":method", "POST"), NV(":scheme", "http"), NV(":path", path),
-        NV(":authority", c->authority), NV("content-type", "application/grpc"),
-        NV("user-agent", "runner-client/0.1"), NV("te", "trailers"),
-    };
-    size_t n = 7;
+    nghttp2_nv *nva = calloc(8 + c->n_extra, sizeof *nva);
+    if (!nva) {
+        buf_free(&cs->request);
+        grpc_reader_free(&cs->reader);
+        free(cs);
+        return -1;
+    }
+    size_t n = 0;
+    nva[n++] = (nghttp2_nv)NV(":method", "POST");
+    nva[n++] = (nghttp2_nv)NV(":scheme", "http");
+    nva[n++] = (nghttp2_nv)NV(":path", path);
+    nva[n++] = (nghttp2_nv)NV(":authority", c->authority);
+    nva[n++] = (nghttp2_nv)NV("content-type", "application/grpc");
+    nva[n++] = (nghttp2_nv)NV("user-agent", c->user_agent ? c->user_agent : "runner-client/0.1");
+    nva[n++] = (nghttp2_nv)NV("te", "trailers");
     if (timeout_ns > 0) {
         grpc_timeout_format(timeout_ns, cs->timeout_text);
         nva[n++] = (nghttp2_nv)NV("grpc-timeout", cs->timeout_text);
     }
+    for (size_t i = 0; i < c->n_extra; i++)
+        nva[n++] = (nghttp2_nv){(uint8_t *)c->extra[2 * i], (uint8_t *)c->extra[2 * i + 1],
+                                strlen(c->extra[2 * i]), strlen(c->extra[2 * i + 1]),
+                                NGHTTP2_NV_FLAG_NONE};
     nghttp2_data_provider prd = {.source.ptr = cs, .read_callback = read_request};
     cs->stream_id = nghttp2_submit_request(c->io.session, NULL, nva, n, &prd, cs);
+    free(nva);   /* nghttp2 copied the headers */
     if (cs->stream_id < 0) {
         buf_free(&cs->request);
         grpc_reader_free(&cs->reader);
@@ -461,6 +478,13 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
         cs->deadline = loop_timer_add(c->loop, timeout_ns, call_deadline, cs);
     gc_flush(c);
     return 0;
+}
+
+void gc_set_metadata(gc_conn *c, const char *user_agent, const char *const *pairs, size_t n_pairs)
+{
+    c->user_agent = user_agent;
+    c->extra = pairs;
+    c->n_extra = n_pairs;
 }
 
 size_t gc_pending(const gc_conn *c)

@@ -38,6 +38,11 @@ gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint3
 int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
             gc_done_fn *done, void *ctx);
 
+/* Request metadata for later calls: the user-agent (NULL: the default) and
+ * extra headers as name/value pairs (names lowercase). The strings must stay
+ * valid while calls are made. */
+void gc_set_metadata(gc_conn *c, const char *user_agent, const char *const *pairs, size_t n_pairs);
+
 /* Calls still running. */
 size_t gc_pending(const gc_conn *c);
 

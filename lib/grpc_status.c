@@ -39,6 +39,21 @@ const char *grpc_code_name(int code)
     return code_names[code];
 }
 
+/* The names grpc-go's codes.Code.String() gives, as users see them in
+ * "rpc error: code = Unavailable desc = ..." messages. */
+static const char *const go_code_names[CODE_COUNT] = {
+    "OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
+    "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted",
+    "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
+};
+
+const char *grpc_code_go_name(int code)
+{
+    if (code < 0 || code >= CODE_COUNT)
+        return "Unknown";
+    return go_code_names[code];
+}
+
 static int is_digit(char c)
 {
     return c >= '0' && c <= '9';

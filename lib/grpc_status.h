@@ -33,6 +33,9 @@ enum grpc_code {
  * returned: codes outside 0..16 give "UNKNOWN_CODE". */
 const char *grpc_code_name(int code);
 
+/* grpc-go's spelling: "Canceled", "DeadlineExceeded", "Unavailable", ... */
+const char *grpc_code_go_name(int code);
+
 /* Parses "0".."16" (decimal, no sign, no leading zeros except "0").
  * Returns the code, or -1 when the text is not a valid status. */
 int grpc_code_parse(const char *text, size_t len);

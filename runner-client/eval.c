@@ -8,6 +8,7 @@
 #include "evaluator.pb-c.h"
 #include "flags.h"
 #include "grpc_status.h"
+#include "grpc_unary.h"
 #include "grpc_timeout.h"
 #include "numparse.h"
 #include "rl_input.h"
@@ -86,11 +87,16 @@ int cmd_eval(int argc, char **argv)
     evaluator__evaluate_function_request__pack(&req, (uint8_t *)packed.data);
     buf_free(&rl);
 
-    rc_call_result r;
-    rc_unary(addr, "/evaluator.FunctionEvaluator/EvaluateFunction", packed.data, len, timeout_ns,
-             (uint32_t)max_message, &r);
+    gc_unary_opts opts = {.timeout_ns = timeout_ns, .max_message = (uint32_t)max_message};
+    gc_unary_result r;
+    int called = gc_unary(addr, "/evaluator.FunctionEvaluator/EvaluateFunction", packed.data, len,
+                          &opts, &r);
     buf_free(&packed);
     int rc = 1;
+    if (called < 0) {
+        fprintf(stderr, "runner-client eval: out of memory\n");
+        return 1;
+    }
     if (r.status != GRPC_OK) {
         fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
     } else {
@@ -107,6 +113,6 @@ int cmd_eval(int argc, char **argv)
             evaluator__evaluate_function_response__free_unpacked(resp, NULL);
         }
     }
-    rc_call_result_free(&r);
+    gc_unary_result_free(&r);
     return rc;
 }

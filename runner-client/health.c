@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "grpc_status.h"
+#include "grpc_unary.h"
 #include "grpc_timeout.h"
 #include "health.pb-c.h"
 
@@ -41,8 +42,12 @@ int cmd_health(int argc, char **argv)
         return 2;
     }
     grpc__health__v1__health_check_request__pack(&req, packed);
-    rc_call_result r;
-    rc_unary(addr, "/grpc.health.v1.Health/Check", packed, len, timeout_ns, 1 << 20, &r);
+    gc_unary_opts opts = {.connect_timeout_ns = timeout_ns, .timeout_ns = timeout_ns};
+    gc_unary_result r;
+    if (gc_unary(addr, "/grpc.health.v1.Health/Check", packed, len, &opts, &r) < 0) {
+        fprintf(stderr, "runner-client: out of memory\n");
+        return 1;
+    }
     int rc = 1;
     if (r.status != GRPC_OK) {
         fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
@@ -60,6 +65,6 @@ int cmd_health(int argc, char **argv)
             grpc__health__v1__health_check_response__free_unpacked(resp, NULL);
         }
     }
-    rc_call_result_free(&r);
+    gc_unary_result_free(&r);
     return rc;
 }

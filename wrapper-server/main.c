@@ -17,6 +17,7 @@
 #include "fn_job.h"
 #include "log.h"
 #include "loop.h"
+#include "probe.h"
 #include "server.h"
 
 typedef struct signals {
@@ -107,8 +108,18 @@ out:
     return rc;
 }
 
+static int invoked_as_probe(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    return !strcmp(base ? base + 1 : argv0, "grpc-health-probe");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 0 && invoked_as_probe(argv[0]))
+        return probe_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "probe"))
+        return probe_main(argc - 1, argv + 1);
     ws_config cfg;
     buf text = {0};
     enum ws_cli_result r = ws_cli_parse(argc, argv, &cfg, &text);

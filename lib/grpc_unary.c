@@ -1,15 +1,16 @@
-/* unary: one blocking-style gRPC call for runner-client's subcommands: a
- * private event loop runs until the call's done callback fires. */
+/* grpc_unary: a whole unary call for CLI tools; see grpc_unary.h. */
+#include "grpc_unary.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
 #include "grpc_client.h"
 #include "grpc_status.h"
+#include "loop.h"
 
 typedef struct unary_wait {
     loop *loop;
-    rc_call_result *out;
+    gc_unary_result *out;
 } unary_wait;
 
 static void unary_done(const gc_result *r, void *ctx)
@@ -26,25 +27,26 @@ static void unary_done(const gc_result *r, void *ctx)
     loop_stop(w->loop);
 }
 
-int rc_unary(const char *addr, const char *path, const void *req, size_t len, int64_t timeout_ns,
-             uint32_t max_message, rc_call_result *out)
+int gc_unary(const char *addr, const char *path, const void *request, size_t len,
+             const gc_unary_opts *opts, gc_unary_result *out)
 {
-    *out = (rc_call_result){0};
+    *out = (gc_unary_result){.status = GRPC_UNAVAILABLE};
     loop *l = loop_new();
     if (!l)
         return -1;
     buf err = {0};
-    /* the connection attempt shares the call's deadline (20 s without one) */
-    gc_conn *c = gc_connect(l, addr, timeout_ns > 0 ? timeout_ns : 20000000000LL, max_message,
+    int64_t connect_ns = opts->connect_timeout_ns > 0 ? opts->connect_timeout_ns : 20000000000LL;
+    gc_conn *c = gc_connect(l, addr, connect_ns, opts->max_message ? opts->max_message : 4 << 20,
                             &err);
     if (!c) {
-        out->status = GRPC_UNAVAILABLE;
         out->message = buf_steal(&err, NULL);
         loop_free(l);
-        return 0;
+        return out->message ? 0 : -1;
     }
+    out->connected = 1;
+    gc_set_metadata(c, opts->user_agent, opts->metadata, opts->n_metadata);
     unary_wait w = {.loop = l, .out = out};
-    if (gc_call(c, path, req, len, timeout_ns, unary_done, &w) < 0) {
+    if (gc_call(c, path, request, len, opts->timeout_ns, unary_done, &w) < 0) {
         out->status = GRPC_INTERNAL;
         out->message = strdup("cannot start the call");
     } else {
@@ -53,12 +55,12 @@ int rc_unary(const char *addr, const char *path, const void *req, size_t len, in
     gc_close(c);
     loop_free(l);
     buf_free(&err);
-    return 0;
+    return out->message ? 0 : -1;
 }
 
-void rc_call_result_free(rc_call_result *r)
+void gc_unary_result_free(gc_unary_result *r)
 {
     free(r->message);
     free(r->response);
-    *r = (rc_call_result){0};
+    *r = (gc_unary_result){0};
 }
