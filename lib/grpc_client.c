@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -338,6 +339,12 @@ static int open_socket(const char *addr, int64_t timeout_ns, buf *err)
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
     int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0 && !strcasecmp(host, "localhost")) {
+        /* RFC 6761: localhost is loopback, even in a root with no /etc/hosts
+         * (a probe exec'd in a scratch function image). */
+        hints.ai_flags = AI_NUMERICHOST;
+        rc = getaddrinfo("127.0.0.1", port, &hints, &res);
+    }
     if (rc != 0) {
         buf_printf(err, "cannot resolve %s: %s", host, gai_strerror(rc));
         return -1;

@@ -49,18 +49,20 @@ class Launcher:
         self.tmpdir = tmpdir
         self.servers = []
 
-    def start(self, entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None, cwd=None):
+    def start(self, entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None, cwd=None,
+              binary=None):
         """entrypoint: argv after "--" (may be empty).
         options: extra server flags placed before "--".
         wrapper: argv prefix (e.g. unshare ...).
         argv: full server argv after the binary, "{port}" replaced by the port
-        (overrides the --port/options/entrypoint layout)."""
+        (overrides the --port/options/entrypoint layout).
+        binary: the server binary (default: $BUILD/bin/wrapper-server)."""
         port = free_port()
         if argv is not None:
             args = [a.replace("{port}", str(port)) for a in argv]
         else:
             args = ["--port", str(port), *options, "--", *entrypoint]
-        full = list(wrapper or []) + [SERVER_BIN] + args
+        full = list(wrapper or []) + [binary or SERVER_BIN] + args
         n = len(self.servers)
         srv = Server(
             self.pb, full, port,
