@@ -24,6 +24,8 @@ static const char usage[] =
     "  --shutdown-grace DUR         on SIGTERM, how long in-flight calls may run before\n"
     "                               their functions are killed (default 10s)\n"
     "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
+    "  --idle-timeout DUR           close connections that had no call for this long;\n"
+    "                               0 never (default 5m)\n"
     "  -h, --help                   show this help\n"
     "      --version                show the version\n";
 
@@ -54,6 +56,11 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
         if (duration_parse(value, &ns) < 0)
             return bad_value(text, name, value, "a duration such as 10s or 500ms");
         cfg->shutdown_grace_ns = ns;
+    } else if (!strcmp(name, "--idle-timeout")) {
+        int64_t ns;
+        if (duration_parse(value, &ns) < 0)
+            return bad_value(text, name, value, "a duration such as 5m, or 0 for never");
+        cfg->idle_timeout_ns = ns;
     } else if (!strcmp(name, "--max-concurrent-streams")) {
         if (parse_uint(value, 100000, &v) < 0 || v == 0)
             return bad_value(text, name, value, "a count 1-100000");
@@ -68,7 +75,8 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
 static int is_known_flag(const char *name)
 {
     static const char *const known[] = {"--port", "--max-request-body-size", "--verbosity",
-                                        "--shutdown-grace", "--max-concurrent-streams"};
+                                        "--shutdown-grace", "--max-concurrent-streams",
+                                        "--idle-timeout"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))
             return 1;
@@ -83,6 +91,7 @@ enum ws_cli_result ws_cli_parse(int argc, char **argv, ws_config *cfg, buf *text
         .verbosity = 2,
         .shutdown_grace_ns = 10LL * 1000000000,
         .max_streams = 1000,
+        .idle_timeout_ns = 5LL * 60 * 1000000000,
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

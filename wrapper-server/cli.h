@@ -2,7 +2,8 @@
  *
  *   wrapper-server [--port 9446] [--max-request-body-size 6291456]
  *                  [--verbosity 2] [--shutdown-grace 10s]
- *                  [--max-concurrent-streams 1000] -- ENTRYPOINT [ARGS...]
+ *                  [--max-concurrent-streams 1000] [--idle-timeout 5m]
+ *                  -- ENTRYPOINT [ARGS...]
  *
  * Flags take "--flag value" or "--flag=value". Everything after "--" is the
  * function to run; "--" with nothing after it is allowed (an image with
@@ -22,6 +23,7 @@ typedef struct ws_config {
     int verbosity;
     int64_t shutdown_grace_ns;
     uint32_t max_streams;        /* per connection */
+    int64_t idle_timeout_ns;     /* close connections without calls; 0: never */
     char **entrypoint;           /* NULL-terminated; entrypoint[0] NULL when empty */
 } ws_config;
 

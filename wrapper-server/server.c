@@ -43,6 +43,7 @@
 #define SERVER_GOAWAY_WAIT_NS 1000000000LL /* final GOAWAY if the PING is not acked */
 #define SERVER_KILL_GRACE_NS 1000000000LL  /* SIGTERM -> SIGKILL for cancelled functions */
 #define SERVER_MAX_MESSAGE_HEADER 6144     /* encoded grpc-message; C-core allows 8 KiB of metadata */
+#define SERVER_HANDSHAKE_NS (10 * 1000000000LL) /* preface + SETTINGS must arrive by then */
 
 static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
@@ -54,6 +55,10 @@ typedef struct conn {
     uint32_t watching;     /* events the loop watches for */
     int in_session;        /* inside nghttp2 recv/send: it must not be re-entered */
     int flush_again;       /* a flush was asked for meanwhile */
+    int got_settings;      /* the client's SETTINGS arrived: handshake done */
+    int closing;
+    loop_timer *handshake_timer;
+    loop_timer *idle_timer;   /* armed while the connection has no calls */
     struct conn *next;
 } conn;
 
@@ -81,6 +86,7 @@ static const rpc_method *const methods[] = {
 
 static void conn_flush(conn *c);
 static void conn_close(conn *c);
+static void conn_arm_idle(conn *c);
 static void server_check_drained(server *s);
 
 /* ---- helpers for handlers ---------------------------------------------- */
@@ -102,6 +108,8 @@ static rpc_call *call_new(conn *cn, int32_t stream_id)
     c->stream_id = stream_id;
     c->next_in_conn = cn->calls;
     cn->calls = c;
+    loop_timer_cancel(cn->srv->loop, cn->idle_timer);
+    cn->idle_timer = NULL;
     return c;
 }
 
@@ -137,6 +145,8 @@ static void call_free(rpc_call *c)
     buf_free(&c->stream_out);
     buf_free(&c->status_message);
     free(c);
+    if (!cn->calls)
+        conn_arm_idle(cn);
 }
 
 /* ---- responses ----------------------------------------------------------- */
@@ -545,6 +555,12 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     conn *cn = user_data;
+    if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
+        !cn->got_settings) {
+        cn->got_settings = 1;
+        loop_timer_cancel(cn->srv->loop, cn->handshake_timer);
+        cn->handshake_timer = NULL;
+    }
     if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
         !memcmp(frame->ping.opaque_data, drain_ping, 8) && cn->srv->draining && !cn->final_goaway) {
         cn->final_goaway = 1;
@@ -675,13 +691,53 @@ static void conn_close(conn *c)
             break;
         }
     loop_unwatch(s->loop, c->io.fd);
+    c->closing = 1;            /* no idle timer from the calls freed below */
     while (c->calls)
         call_free(c->calls);   /* a lost connection cancels its calls */
+    loop_timer_cancel(s->loop, c->handshake_timer);
+    loop_timer_cancel(s->loop, c->idle_timer);
     log_v(4, "connection fd %d closed", c->io.fd);
     h2_io_free(&c->io);
     free(c);
     if (s->draining)
         server_check_drained(s);
+}
+
+/* A peer that does not complete the HTTP/2 handshake in time (a port
+ * scanner, a slow-trickle attack) loses its connection. */
+static void conn_handshake_expired(loop *l, void *ctx)
+{
+    (void)l;
+    conn *c = ctx;
+    c->handshake_timer = NULL;
+    log_v(2, "connection fd %d: no HTTP/2 preface and SETTINGS within %lld s; closing", c->io.fd,
+          SERVER_HANDSHAKE_NS / 1000000000LL);
+    conn_close(c);
+}
+
+/* A connection without calls for --idle-timeout is sent GOAWAY; clients
+ * reconnect when they need to (grpc-go's MaxConnectionIdle). */
+static void conn_idle_expired(loop *l, void *ctx)
+{
+    (void)l;
+    conn *c = ctx;
+    c->idle_timer = NULL;
+    log_v(3, "connection fd %d idle; closing", c->io.fd);
+    if (!c->final_goaway) {
+        c->final_goaway = 1;
+        nghttp2_submit_goaway(c->io.session, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->io.session),
+                              NGHTTP2_NO_ERROR, (const uint8_t *)"idle", 4);
+    }
+    conn_flush(c);
+}
+
+static void conn_arm_idle(conn *c)
+{
+    int64_t idle = c->srv->cfg->idle_timeout_ns;
+    if (idle <= 0 || c->closing || c->idle_timer)
+        return;
+    c->idle_timer = loop_timer_add(c->srv->loop, idle, conn_idle_expired, c);
 }
 
 static int conn_start_session(conn *c)
@@ -737,6 +793,8 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         }
         c->next = s->conns;
         s->conns = c;
+        c->handshake_timer = loop_timer_add(s->loop, SERVER_HANDSHAKE_NS, conn_handshake_expired, c);
+        conn_arm_idle(c);
         log_v(4, "connection fd %d accepted", cfd);
         conn_flush(c);   /* our SETTINGS go out at once */
     }

@@ -25,6 +25,7 @@ Test(ws_cli, defaults_match_porch)
     cr_assert_eq(cfg.max_message, 6291456u);
     cr_assert_eq(cfg.verbosity, 2);
     cr_assert_eq(cfg.shutdown_grace_ns, 10LL * 1000000000);
+    cr_assert_eq(cfg.idle_timeout_ns, 300LL * 1000000000);
     cr_assert_str_eq(cfg.entrypoint[0], "/fn");
     cr_assert_null(cfg.entrypoint[1]);
     buf_free(&text);
@@ -35,12 +36,14 @@ Test(ws_cli, both_flag_forms_and_entrypoint_args)
     ws_config cfg;
     buf text = {0};
     char **argv = ARGV("--port", "1234", "--max-request-body-size=100", "--verbosity=4",
-                       "--shutdown-grace", "1.5s", "--", "sh", "-c", "cat --port");
+                       "--shutdown-grace", "1.5s", "--idle-timeout=0", "--", "sh", "-c",
+                       "cat --port");
     cr_assert_eq(parse(&cfg, &text, argv), WS_CLI_RUN);
     cr_assert_eq(cfg.port, 1234);
     cr_assert_eq(cfg.max_message, 100u);
     cr_assert_eq(cfg.verbosity, 4);
     cr_assert_eq(cfg.shutdown_grace_ns, 1500000000LL);
+    cr_assert_eq(cfg.idle_timeout_ns, 0);
     cr_assert_str_eq(cfg.entrypoint[0], "sh");
     cr_assert_str_eq(cfg.entrypoint[2], "cat --port");
     buf_free(&text);
