@@ -129,7 +129,12 @@ static int feed_body(grpc_reader *r, const uint8_t *data, size_t len,
         return 0;
     r->state = GRPC_READER_PREFIX;
     int rc = deliver(r, (const uint8_t *)r->msg.data, r->msg.len, on_message, ctx);
-    buf_reset(&r->msg);
+    /* A unary call reads one message: do not sit on a multi-megabyte buffer
+     * for the rest of the call. Small buffers are kept for the next message. */
+    if (r->msg.cap > 64 * 1024)
+        buf_free(&r->msg);
+    else
+        buf_reset(&r->msg);
     return rc;
 }
 
