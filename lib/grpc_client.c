@@ -54,8 +54,6 @@ struct gc_conn {
     char authority[256];
     uint32_t max_message;
     uint32_t watching;
-    int in_session;
-    int flush_again;
     int broken;
     const char *user_agent;
     const char *const *extra;   /* name, value, name, value, ... */
@@ -239,10 +237,7 @@ static void gc_on_io(loop *l, int fd, uint32_t events, void *ctx)
     (void)l, (void)fd;
     gc_conn *c = ctx;
     if (events & ~LOOP_WRITE) {
-        c->in_session = 1;
-        int rv = h2_io_read(&c->io);
-        c->in_session = 0;
-        if (rv == H2_IO_CLOSED) {
+        if (h2_io_read(&c->io) == H2_IO_CLOSED) {
             loop_unwatch(c->loop, c->io.fd);
             c->watching = 0;
             gc_fail_all(c, "connection closed by the server");
@@ -256,17 +251,9 @@ static void gc_flush(gc_conn *c)
 {
     if (c->broken)
         return;
-    if (c->in_session) {
-        c->flush_again = 1;
+    int rv = h2_io_flush(&c->io);
+    if (rv == H2_IO_DEFERRED)
         return;
-    }
-    int rv;
-    do {
-        c->flush_again = 0;
-        c->in_session = 1;
-        rv = h2_io_write(&c->io);
-        c->in_session = 0;
-    } while (c->flush_again && rv != H2_IO_CLOSED);
     if (rv == H2_IO_CLOSED) {
         loop_unwatch(c->loop, c->io.fd);
         c->watching = 0;

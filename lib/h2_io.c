@@ -12,7 +12,7 @@
 #define H2_IO_MAX_READS 16         /* per event, so one busy peer cannot starve others */
 #define H2_IO_WRITE_BATCH (128 * 1024)
 
-int h2_io_read(h2_io *io)
+static int h2_io_read_busy(h2_io *io)
 {
     uint8_t data[H2_IO_READ_CHUNK];
     for (int i = 0; i < H2_IO_MAX_READS; i++) {
@@ -56,7 +56,15 @@ static int h2_io_fill(h2_io *io)
     return 0;
 }
 
-int h2_io_write(h2_io *io)
+int h2_io_read(h2_io *io)
+{
+    io->busy = 1;
+    int rv = h2_io_read_busy(io);
+    io->busy = 0;
+    return rv;
+}
+
+static int h2_io_write(h2_io *io)
 {
     for (;;) {
         if (io->out_off == io->out.len) {
@@ -79,6 +87,22 @@ int h2_io_write(h2_io *io)
         }
         io->out_off += (size_t)n;
     }
+}
+
+int h2_io_flush(h2_io *io)
+{
+    if (io->busy) {
+        io->flush_again = 1;
+        return H2_IO_DEFERRED;
+    }
+    int rv;
+    do {
+        io->flush_again = 0;
+        io->busy = 1;
+        rv = h2_io_write(io);
+        io->busy = 0;
+    } while (io->flush_again && rv != H2_IO_CLOSED);
+    return rv;
 }
 
 int h2_io_finished(const h2_io *io)

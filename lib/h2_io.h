@@ -17,12 +17,15 @@ typedef struct h2_io {
     nghttp2_session *session;
     buf out;          /* serialized frames not yet written */
     size_t out_off;   /* bytes of out already written */
+    int busy;         /* inside nghttp2 (recv or send): it must not be re-entered */
+    int flush_again;  /* a flush was asked for while busy */
 } h2_io;
 
 enum h2_io_result {
     H2_IO_OK = 0,        /* nothing more to do until the next event */
     H2_IO_BLOCKED = 1,   /* the socket is full: wait for it to be writable */
     H2_IO_CLOSED = -1,   /* peer closed, I/O error or protocol error: close */
+    H2_IO_DEFERRED = 2,  /* asked while busy: the outer call will flush */
 };
 
 /* Read until the socket would block (or a bounded number of reads) and feed
@@ -30,8 +33,12 @@ enum h2_io_result {
 int h2_io_read(h2_io *io);
 
 /* Write everything the session has to send. Returns H2_IO_OK when all is
- * written, H2_IO_BLOCKED when the socket is full, H2_IO_CLOSED on error. */
-int h2_io_write(h2_io *io);
+ * written, H2_IO_BLOCKED when the socket is full, H2_IO_CLOSED on error.
+ *
+ * nghttp2 must not be re-entered, yet its callbacks (and what they call)
+ * submit frames and ask for flushes. A flush asked for while the session is
+ * busy returns H2_IO_DEFERRED and is done when the outer call returns. */
+int h2_io_flush(h2_io *io);
 
 /* True when the session has nothing left to read or write and nothing is
  * buffered: the connection can be closed (e.g. after GOAWAY). */

@@ -53,8 +53,6 @@ typedef struct conn {
     rpc_call *calls;
     int final_goaway;      /* last-stream-id GOAWAY sent */
     uint32_t watching;     /* events the loop watches for */
-    int in_session;        /* inside nghttp2 recv/send: it must not be re-entered */
-    int flush_again;       /* a flush was asked for meanwhile */
     int got_settings;      /* the client's SETTINGS arrived: handshake done */
     int closing;
     loop_timer *handshake_timer;
@@ -641,22 +639,13 @@ static nghttp2_session_callbacks *server_callbacks(void)
 
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
 
-/* Write what the session has queued. nghttp2 must not be re-entered, and
- * its callbacks submit frames too, so a flush asked for from inside a
- * callback is recorded and done when the outer call returns. */
+/* Write what the session has queued, then close the connection if it is
+ * done, or watch for writability if the socket is full. */
 static void conn_flush(conn *c)
 {
-    if (c->in_session) {
-        c->flush_again = 1;
+    int rv = h2_io_flush(&c->io);
+    if (rv == H2_IO_DEFERRED)
         return;
-    }
-    int rv;
-    do {
-        c->flush_again = 0;
-        c->in_session = 1;
-        rv = h2_io_write(&c->io);
-        c->in_session = 0;
-    } while (c->flush_again && rv != H2_IO_CLOSED);
     if (rv == H2_IO_CLOSED || (rv == H2_IO_OK && h2_io_finished(&c->io))) {
         conn_close(c);
         return;
@@ -670,14 +659,9 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)fd;
     conn *c = ctx;
-    if (events & ~LOOP_WRITE) {
-        c->in_session = 1;
-        int rv = h2_io_read(&c->io);
-        c->in_session = 0;
-        if (rv == H2_IO_CLOSED) {
-            conn_close(c);
-            return;
-        }
+    if ((events & ~LOOP_WRITE) && h2_io_read(&c->io) == H2_IO_CLOSED) {
+        conn_close(c);
+        return;
     }
     conn_flush(c);
 }
@@ -943,7 +927,7 @@ static void server_grace_expired(loop *l, void *ctx)
         next = c->next;
         /* Hold the connection's flushes while walking its calls: a flush can
          * complete and free calls. One flush afterwards sends everything. */
-        c->in_session = 1;
+        c->io.busy = 1;
         for (rpc_call *call = c->calls; call; call = call->next_in_conn) {
             if (call->finished)
                 continue;
@@ -952,7 +936,7 @@ static void server_grace_expired(loop *l, void *ctx)
                            "the server is shutting down: the call did not finish within the "
                            "shutdown grace period");
         }
-        c->in_session = 0;
+        c->io.busy = 0;
         conn_flush(c);
     }
     /* give the statuses a moment to leave, then go regardless */
