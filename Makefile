@@ -93,9 +93,11 @@ $(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# One Criterion binary holds every unit test; it links the server's and the
-# client's modules (all but their main.c) so CLI parsing is tested as shipped.
-$(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) $(BUILD)/lib.a
+# One Criterion binary holds every unit test; it links the server's, the
+# client's and the copier's modules (all but their main.c) so what is tested
+# is what ships.
+$(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
+                     $(call obj,$(filter-out copier/main.c,$(COPIER_SRCS))) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
