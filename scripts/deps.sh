@@ -6,7 +6,8 @@ set -eu
 
 PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
 libyaml-dev libcriterion-dev protobuf-compiler python3 python3-grpcio
-python3-protobuf python3-pytest procps util-linux"
+python3-protobuf python3-pytest procps util-linux
+skopeo docker-registry umoci bubblewrap oci-image-tool busybox-static"
 
 missing=""
 for p in $PACKAGES; do
