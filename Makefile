@@ -130,3 +130,66 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD)/obj $(BUILD)/gen -name '*.d' 2>/dev/null)
+
+# ---- Fuzzing: libFuzzer targets tests/fuzz/fuzz_NAME.c -> build/fuzz/bin/ ----
+#   make fuzz-smoke   each target FUZZ_SMOKE_TIME s (default 5) over its seeds
+#   make fuzz         each target FUZZ_TIME s (default 300); the corpus grows
+#                     in build/fuzz/corpus/NAME
+# clang with ASan+UBSan; lib/ sources are compiled again into build/fuzz/. When
+# `make static` has fetched Debian's sources (build/static-deps/src), libyaml
+# and protobuf-c are compiled in with coverage, so the fuzzer sees inside
+# them; otherwise the pkg-config libraries are linked uninstrumented.
+FUZZ_CC         ?= clang
+FUZZ_TIME       ?= 300
+FUZZ_SMOKE_TIME ?= 5
+FUZZ_DEPS_SRC   ?= build/static-deps/src
+FUZZ            := build/fuzz
+FUZZ_SAN        := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS     := -std=c17 -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
+FUZZ_NAMES      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_EXT_SRCS   := $(wildcard $(FUZZ_DEPS_SRC)/libyaml/src/*.c \
+                              $(FUZZ_DEPS_SRC)/protobuf-c/protobuf-c/protobuf-c.c)
+FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/buf.c lib/numparse.c lib/grpc_frame.c \
+                     lib/grpc_timeout.c lib/resourcelist.c wrapper-server/cli.c) \
+                   $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) \
+                   $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
+
+.PHONY: fuzz fuzz-smoke fuzz-build
+fuzz-build: deps $(FUZZ_NAMES:%=$(FUZZ)/bin/fuzz_%)
+
+fuzz-smoke: fuzz-build
+	FUZZ_SMOKE_TIME=$(FUZZ_SMOKE_TIME) ./scripts/fuzz.sh smoke $(FUZZ_NAMES)
+
+fuzz: fuzz-build
+	FUZZ_TIME=$(FUZZ_TIME) ./scripts/fuzz.sh long $(FUZZ_NAMES)
+
+$(FUZZ)/gen/%.pb-c.c $(FUZZ)/gen/%.pb-c.h: proto/%.proto
+	@mkdir -p $(FUZZ)/gen
+	protoc-c --proto_path=proto --c_out=$(FUZZ)/gen $<
+
+$(FUZZ)/gen/%.pb-c.o: $(FUZZ)/gen/%.pb-c.c
+	$(FUZZ_CC) -I$(FUZZ)/gen $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ)/obj/%.o: %.c $(PROTOS:%=$(FUZZ)/gen/%.pb-c.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
+	    -MMD -MP -c -o $@ $<
+
+fuzz_yaml = $(shell pkg-config --modversion yaml-0.1)
+fuzz_yaml_v = $(subst ., ,$(fuzz_yaml))
+$(FUZZ)/ext/%.o: $(FUZZ_DEPS_SRC)/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -w -I$(FUZZ_DEPS_SRC)/libyaml/include \
+	    -DYAML_VERSION_MAJOR=$(word 1,$(fuzz_yaml_v)) -DYAML_VERSION_MINOR=$(word 2,$(fuzz_yaml_v)) \
+	    -DYAML_VERSION_PATCH=$(word 3,$(fuzz_yaml_v)) \
+	    -DYAML_VERSION_STRING='"$(fuzz_yaml)"' -c -o $@ $<
+
+$(FUZZ)/lib.a: $(FUZZ_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ)/bin/fuzz_%: $(FUZZ)/obj/tests/fuzz/fuzz_%.o $(FUZZ)/lib.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(shell pkg-config --libs $(PKGS))
+
+-include $(shell find $(FUZZ)/obj -name '*.d' 2>/dev/null)
