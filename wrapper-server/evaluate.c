@@ -1,29 +1,34 @@
 /* evaluate: the evaluator.FunctionEvaluator/EvaluateFunction handler.
  *
- * request -> decode (protobuf-c) -> fn_job runs the entrypoint with the
- * ResourceList on stdin -> fn_verdict judges the run as Porch does ->
- * reply {resource_list: stdout, log: stderr} or an INTERNAL status.
+ * request -> decode (protobuf-c) -> the evaluator (ev_exec in the wrapper
+ * server: fn_job runs the entrypoint, fn_verdict judges the run as Porch
+ * does) -> reply {resource_list: stdout, log: stderr} or the error status.
  *
- * The reply borrows stdout and stderr from the job instead of copying them
- * into a new protobuf message: only the two field headers are encoded here,
- * and the transport streams the pieces out. */
+ * The reply borrows stdout and stderr from the evaluator's result instead of
+ * copying them into a new protobuf message: only the two field headers are
+ * encoded here, and the transport streams the pieces out. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "evaluator.h"
 #include "evaluator.pb-c.h"
-#include "fn_job.h"
-#include "fn_verdict.h"
 #include "grpc_status.h"
 #include "handlers.h"
 #include "log.h"
 #include "server.h"
 
-#define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */
+static evaluator *eval_backend;
+
+void evaluate_set_backend(evaluator *ev)
+{
+    eval_backend = ev;
+}
 
 typedef struct eval_state {
     Evaluator__EvaluateFunctionRequest *req;
-    fn_job *job;
+    ev_call *call;
+    int delivered;            /* the evaluator's done ran */
     uint8_t out_header[11];   /* field 1 tag + varint length */
     uint8_t log_header[11];   /* field 2 tag + varint length */
     char log_marker[128];     /* appended when the log had to be cut to fit */
@@ -47,17 +52,16 @@ static const char *eval_image(const eval_state *st)
 }
 
 /* Reply OK with stdout and as much of stderr as fits in one message. */
-static void eval_reply_ok(rpc_call *c, eval_state *st)
+static void eval_reply_ok(rpc_call *c, eval_state *st, const ev_result *r)
 {
-    const fn_job *job = st->job;
     size_t max = server_max_message(c->srv);
     rpc_segment segs[5];
     int n = 0;
-    size_t h1 = pb_len_field_header(st->out_header, 1, job->out.len);
+    size_t h1 = pb_len_field_header(st->out_header, 1, r->out_len);
     segs[n++] = (rpc_segment){st->out_header, h1};
-    segs[n++] = (rpc_segment){job->out.data, job->out.len};
-    size_t used = h1 + job->out.len;
-    size_t log_len = job->err.len;
+    segs[n++] = (rpc_segment){r->out, r->out_len};
+    size_t used = h1 + r->out_len;
+    size_t log_len = r->log_len;
     size_t marker_len = 0;
     if (log_len && used + 11 + log_len > max) {
         int m = snprintf(st->log_marker, sizeof st->log_marker,
@@ -71,40 +75,30 @@ static void eval_reply_ok(rpc_call *c, eval_state *st)
     if (log_len + marker_len) {
         size_t h2 = pb_len_field_header(st->log_header, 2, log_len + marker_len);
         segs[n++] = (rpc_segment){st->log_header, h2};
-        segs[n++] = (rpc_segment){job->err.data, log_len};
+        segs[n++] = (rpc_segment){r->log, log_len};
         if (marker_len)
             segs[n++] = (rpc_segment){st->log_marker, marker_len};
     }
-    log_info("Evaluated \"%s\": stdout length in bytes: %zu", eval_image(st), job->out.len);
+    log_info("Evaluated \"%s\": stdout length in bytes: %zu", eval_image(st), r->out_len);
     rpc_reply(c, segs, n);
 }
 
-static void eval_done(fn_job *job, void *ctx)
+static void eval_done(ev_call *call, const ev_result *r, void *ctx)
 {
+    (void)call;
     rpc_call *c = ctx;
     eval_state *st = c->state;
-    fn_verdict v;
-    fn_verdict_judge(eval_image(st), job, &v);
-    log_v(3, "function %d for \"%s\" finished in %.1f ms", (int)job->pid, eval_image(st),
-          (double)(loop_now_ns() - job->started_ns) / 1e6);
-    if (v.warning.len)
-        log_warn("%s", v.warning.data);
-    if (v.code == GRPC_OK) {
-        fn_verdict_free(&v);
-        eval_reply_ok(c, st);   /* c may be freed inside: nothing after this */
+    st->delivered = 1;
+    if (r->code == GRPC_OK) {
+        eval_reply_ok(c, st, r);   /* c may be freed inside: nothing after this */
         return;
     }
-    log_info("Evaluating \"%s\" failed: %s", eval_image(st), v.message.data);
-    buf msg = v.message;
-    v.message = (buf){0};
-    fn_verdict_free(&v);
-    rpc_fail(c, GRPC_INTERNAL, msg.data);
-    buf_free(&msg);
+    log_info("Evaluating \"%s\" failed: %s", eval_image(st), r->message);
+    rpc_fail(c, r->code, r->message);
 }
 
 static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
 {
-    const ws_config *cfg = server_config(c->srv);
     eval_state *st = calloc(1, sizeof *st);
     if (!st) {
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -118,41 +112,28 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
                  "protobuf");
         return;
     }
-    if (!cfg->entrypoint[0]) {
-        rpc_fail(c, GRPC_INTERNAL,
-                 "wrapper-server has no entrypoint to run: nothing followed \"--\" on its command "
-                 "line (the function image has neither Entrypoint nor Cmd)");
-        return;
-    }
-    fn_job_spec spec = {
-        .argv = cfg->entrypoint,
-        .input = (const char *)st->req->resource_list.data,
+    ev_request req = {
+        .image = eval_image(st),
+        .input = st->req->resource_list.data,
         .input_len = st->req->resource_list.len,
-        .max_stdout = cfg->max_message,
-        .max_stderr = EVAL_MAX_STDERR,
     };
-    fn_spawn_error why;
-    st->job = fn_job_start(server_loop(c->srv), &spec, eval_done, c, &why);
-    if (!st->job) {
-        fn_verdict v;
-        fn_verdict_spawn_failed(eval_image(st), &why, &v);
-        log_info("Evaluating \"%s\" failed: %s", eval_image(st), v.message.data);
-        rpc_fail(c, GRPC_INTERNAL, v.message.data);
-        fn_verdict_free(&v);
-    }
+    st->call = ev_call_start(eval_backend, &req, eval_done, c);
+    if (!st->call)
+        rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }
 
 static void eval_end(rpc_call *c, int finished)
 {
-    (void)finished;   /* the job knows whether it is done */
+    (void)finished;   /* whether the evaluator is done is what matters */
     eval_state *st = c->state;
     if (!st)
         return;
-    if (st->job) {
-        if (st->job->finished)
-            fn_job_free(st->job);
+    /* The evaluator's result is borrowed by the reply until now. */
+    if (st->call) {
+        if (st->delivered)
+            ev_call_free(st->call);
         else
-            fn_job_cancel(st->job, server_kill_grace_ns());
+            ev_call_cancel(st->call);
     }
     if (st->req)
         evaluator__evaluate_function_request__free_unpacked(st->req, NULL);

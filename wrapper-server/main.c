@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ev_exec.h"
 #include "fn_job.h"
+#include "handlers.h"
 #include "log.h"
 #include "loop.h"
 #include "probe.h"
@@ -72,6 +74,8 @@ static int signals_open(void)
     return fd;
 }
 
+#define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */
+
 static int run(const ws_config *cfg)
 {
     signals sig = {.fd = signals_open()};
@@ -82,11 +86,20 @@ static int run(const ws_config *cfg)
     if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
     loop *l = loop_new();
-    server *srv = l ? server_new(l, cfg) : NULL;
+    ev_exec_config exec = {
+        .loop = l,
+        .max_stdout = cfg->max_message,
+        .max_stderr = EVAL_MAX_STDERR,
+        .kill_grace_ns = server_kill_grace_ns(),
+        .argv = cfg->entrypoint,
+    };
+    evaluator *ev = l ? ev_exec_new(&exec) : NULL;
+    server *srv = ev ? server_new(l, cfg) : NULL;
     buf err = {0};
     int rc = 1;
     if (!srv)
         goto out;
+    evaluate_set_backend(ev);
     sig.srv = srv;
     if (server_listen(srv, &err) < 0) {
         fprintf(stderr, "unexpected error: %s\n", err.data);
@@ -99,6 +112,7 @@ static int run(const ws_config *cfg)
     rc = loop_run(l) < 0 ? 1 : 0;
 out:
     server_free(srv);
+    ev_destroy(ev);
     fn_job_shutdown();
     loop_free(l);
     close(sig.fd);

@@ -1,0 +1,173 @@
+/* ev_exec: local-process evaluator; see ev_exec.h.
+ *
+ * A call is: resolve the argv (fixed, or the lookup's binary) -> fn_job_start
+ * -> fn_job done -> fn_verdict_judge -> done(result). Failures known at once
+ * (no entrypoint, not found, spawn failed) are delivered from a zero-delay
+ * timer, so done never runs inside start. */
+#include "ev_exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fn_job.h"
+#include "fn_verdict.h"
+#include "grpc_status.h"
+#include "log.h"
+
+typedef struct exec_ev {
+    evaluator base;
+    ev_exec_config cfg;
+} exec_ev;
+
+typedef struct exec_call {
+    ev_call base;
+    char *image;
+    ev_done_fn *done;
+    void *ctx;
+    fn_job *job;
+    loop_timer *deferred;      /* pending delivery of an immediate result */
+    buf path;                  /* lookup mode: the binary */
+    char *argv[2];
+    fn_verdict verdict;
+    ev_result res;
+} exec_call;
+
+static void exec_set_failure(exec_call *c, int code, int not_found)
+{
+    c->res = (ev_result){.code = code, .not_found = not_found,
+                         .message = c->verdict.message.data ? c->verdict.message.data : ""};
+}
+
+static void exec_deliver_deferred(loop *l, void *ctx)
+{
+    (void)l;
+    exec_call *c = ctx;
+    c->deferred = NULL;   /* the loop frees the timer */
+    c->done(&c->base, &c->res, c->ctx);
+}
+
+static void exec_job_done(fn_job *job, void *ctx)
+{
+    exec_call *c = ctx;
+    fn_verdict_judge(c->image, job, &c->verdict);
+    log_v(3, "function %d for \"%s\" finished in %.1f ms", (int)job->pid, c->image,
+          (double)(loop_now_ns() - job->started_ns) / 1e6);
+    if (c->verdict.warning.len)
+        log_warn("%s", c->verdict.warning.data);
+    if (c->verdict.code == GRPC_OK)
+        c->res = (ev_result){.code = GRPC_OK,
+                             .out = (const uint8_t *)job->out.data, .out_len = job->out.len,
+                             .log = (const uint8_t *)job->err.data, .log_len = job->err.len};
+    else
+        exec_set_failure(c, c->verdict.code, 0);
+    c->done(&c->base, &c->res, c->ctx);
+}
+
+/* The argv to run, or NULL with c->verdict.message (and c->res) set. */
+static char *const *exec_resolve(exec_ev *e, exec_call *c)
+{
+    if (e->cfg.argv) {
+        if (e->cfg.argv[0])
+            return e->cfg.argv;
+        buf_append_str(&c->verdict.message,
+                       "wrapper-server has no entrypoint to run: nothing followed \"--\" on its "
+                       "command line (the function image has neither Entrypoint nor Cmd)");
+        exec_set_failure(c, GRPC_INTERNAL, 0);
+        return NULL;
+    }
+    if (e->cfg.lookup(e->cfg.lookup_ctx, c->image, &c->path) && c->path.len) {
+        c->argv[0] = c->path.data;
+        return c->argv;
+    }
+    buf_append_str(&c->verdict.message, "function ");
+    go_quote(c->image, &c->verdict.message);
+    buf_append_str(&c->verdict.message, " not found");
+    exec_set_failure(c, GRPC_NOT_FOUND, 1);
+    return NULL;
+}
+
+static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
+{
+    exec_ev *e = (exec_ev *)base;
+    exec_call *c = calloc(1, sizeof *c);
+    if (!c || !(c->image = strdup(req->image ? req->image : ""))) {
+        free(c);
+        return NULL;
+    }
+    c->base.ev = base;
+    c->done = done;
+    c->ctx = ctx;
+    char *const *argv = exec_resolve(e, c);
+    if (argv) {
+        fn_job_spec spec = {
+            .argv = argv,
+            .input = (const char *)req->input,
+            .input_len = req->input_len,
+            .max_stdout = e->cfg.max_stdout,
+            .max_stderr = e->cfg.max_stderr,
+        };
+        fn_spawn_error why;
+        if (!e->cfg.argv)
+            log_info("Evaluating \"%s\" in executable mode", c->image);
+        c->job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, &why);
+        if (c->job)
+            return &c->base;
+        fn_verdict_spawn_failed(c->image, &why, &c->verdict);
+        exec_set_failure(c, c->verdict.code, 0);
+    }
+    c->deferred = loop_timer_add(e->cfg.loop, 0, exec_deliver_deferred, c);
+    if (!c->deferred) {
+        fn_verdict_free(&c->verdict);
+        buf_free(&c->path);
+        free(c->image);
+        free(c);
+        return NULL;
+    }
+    return &c->base;
+}
+
+static void exec_free_call(ev_call *base)
+{
+    exec_call *c = (exec_call *)base;
+    if (c->job)
+        fn_job_free(c->job);
+    fn_verdict_free(&c->verdict);
+    buf_free(&c->path);
+    free(c->image);
+    free(c);
+}
+
+static void exec_cancel(ev_call *base)
+{
+    exec_call *c = (exec_call *)base;
+    exec_ev *e = (exec_ev *)base->ev;
+    if (c->deferred)
+        loop_timer_cancel(e->cfg.loop, c->deferred);
+    if (c->job)
+        fn_job_cancel(c->job, e->cfg.kill_grace_ns);   /* frees itself once reaped */
+    c->job = NULL;
+    exec_free_call(base);
+}
+
+static void exec_destroy(evaluator *e)
+{
+    free(e);
+}
+
+static const ev_ops exec_ops = {
+    .name = "exec",
+    .start = exec_start,
+    .cancel = exec_cancel,
+    .free_call = exec_free_call,
+    .destroy = exec_destroy,
+};
+
+evaluator *ev_exec_new(const ev_exec_config *cfg)
+{
+    exec_ev *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->base.ops = &exec_ops;
+    e->cfg = *cfg;
+    return &e->base;
+}

@@ -1,0 +1,74 @@
+/* evaluator: "evaluate this function image on this ResourceList", behind one
+ * interface, so the gRPC handler does not care how a function is run.
+ *
+ * Implementations (as in Porch's function runner):
+ *   ev_exec   runs a local binary: the wrapper server's fixed entrypoint, or
+ *             the binary a FunctionConfig maps the image to;
+ *   ev_multi  tries evaluators in order, moving on only when one says
+ *             NOT_FOUND (it has no such function); any other error is final.
+ * A pod evaluator (issue 4) plugs in the same way.
+ *
+ * Calls are asynchronous on the loop: start() returns a call handle and
+ * done(call, result, ctx) runs later from the loop, never inside start(),
+ * exactly once unless the call is cancelled first. The result (and what it
+ * points to) stays valid until ev_call_free(); after done the owner must
+ * free the call. */
+#ifndef KRM_EVALUATOR_H
+#define KRM_EVALUATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loop.h"
+
+typedef struct evaluator evaluator;
+typedef struct ev_call ev_call;
+
+typedef struct ev_request {
+    const char *image;         /* as the caller sent it; may be "" */
+    const uint8_t *input;      /* the ResourceList; valid until done or cancel */
+    size_t input_len;
+} ev_request;
+
+typedef struct ev_result {
+    int code;                  /* GRPC_OK, else the status to answer with */
+    int not_found;             /* this evaluator has no such function (code NOT_FOUND) */
+    const char *message;       /* status message when code != GRPC_OK */
+    const uint8_t *out;        /* GRPC_OK: the function's ResourceList (stdout) */
+    size_t out_len;
+    const uint8_t *log;        /* GRPC_OK: the function's stderr */
+    size_t log_len;
+} ev_result;
+
+typedef void ev_done_fn(ev_call *call, const ev_result *r, void *ctx);
+
+typedef struct ev_ops {
+    const char *name;          /* "exec", "multi", ... for logs */
+    /* Returns NULL only when out of memory; every other failure arrives
+     * through done. */
+    ev_call *(*start)(evaluator *e, const ev_request *req, ev_done_fn *done, void *ctx);
+    /* Abandon a call whose done has not run: stop its work, free it. */
+    void (*cancel)(ev_call *call);
+    /* Free a call after its done ran. */
+    void (*free_call)(ev_call *call);
+    void (*destroy)(evaluator *e);
+} ev_ops;
+
+struct evaluator {
+    const ev_ops *ops;
+};
+
+/* Every call starts with this header, so the generic functions below can
+ * dispatch on it. */
+struct ev_call {
+    evaluator *ev;
+};
+
+/* Start a call; done runs later from the loop, even for an immediate
+ * failure such as NOT_FOUND. Returns NULL only when out of memory. */
+ev_call *ev_call_start(evaluator *e, const ev_request *req, ev_done_fn *done, void *ctx);
+void ev_call_cancel(ev_call *call);
+void ev_call_free(ev_call *call);
+void ev_destroy(evaluator *e);
+
+#endif

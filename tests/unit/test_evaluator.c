@@ -1,0 +1,215 @@
+/* Unit tests for the evaluators: ev_exec runs real processes (cat, false,
+ * sleep) on a real loop, and ev_multi chains real ev_exec instances whose
+ * lookups know different images, so the fallback rules are checked on the
+ * real code paths: next runtime only on NOT_FOUND, any other error final. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ev_exec.h"
+#include "ev_multi.h"
+#include "fn_job.h"
+#include "grpc_status.h"
+
+typedef struct known { const char *image, *path; } known;
+
+static int table_lookup(void *ctx, const char *image, buf *path)
+{
+    for (const known *k = ctx; k->image; k++)
+        if (!strcmp(k->image, image))
+            return buf_append_str(path, k->path) == 0;
+    return 0;
+}
+
+typedef struct outcome {
+    int calls;
+    int code, not_found;
+    char message[512];
+    char out[256];
+} outcome;
+
+static void record(ev_call *call, const ev_result *r, void *ctx)
+{
+    outcome *o = ctx;
+    o->calls++;
+    o->code = r->code;
+    o->not_found = r->not_found;
+    snprintf(o->message, sizeof o->message, "%s", r->message ? r->message : "");
+    snprintf(o->out, sizeof o->out, "%.*s", (int)r->out_len, r->out ? (const char *)r->out : "");
+    ev_call_free(call);
+}
+
+static loop *lp;
+
+/* SIGCHLD stand-in: poll the reaper; stop when the outcome arrived (or at a
+ * 10 s safety limit, which fails the test). */
+typedef struct pump { outcome *o; int64_t until; int live_zero; } pump;
+
+static void pump_tick(loop *l, void *ctx)
+{
+    pump *p = ctx;
+    fn_job_reap();
+    int done = p->live_zero ? fn_job_live_count() == 0 : p->o->calls > 0;
+    if (done || loop_now_ns() > p->until) {
+        loop_stop(l);
+        return;
+    }
+    loop_timer_add(l, 2000000, pump_tick, p);
+}
+
+static void run_until(outcome *o, int live_zero)
+{
+    pump p = {.o = o, .until = loop_now_ns() + 10000000000LL, .live_zero = live_zero};
+    loop_timer_add(lp, 0, pump_tick, &p);
+    cr_assert_eq(loop_run(lp), 0);
+}
+
+static evaluator *exec_with(const known *table)
+{
+    ev_exec_config cfg = {.loop = lp, .max_stdout = 1 << 20, .max_stderr = 1 << 16,
+                          .kill_grace_ns = 100000000, .lookup = table_lookup,
+                          .lookup_ctx = (void *)table};
+    return ev_exec_new(&cfg);
+}
+
+static const char *RL = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+
+static void evaluate(evaluator *e, const char *image, outcome *o)
+{
+    ev_request req = {.image = image, .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    ev_call *c = ev_call_start(e, &req, record, o);
+    cr_assert_not_null(c);
+    cr_assert_eq(o->calls, 0, "done must not run inside start");
+    run_until(o, 0);
+    cr_assert_eq(o->calls, 1);
+}
+
+static void setup(void) { lp = loop_new(); }
+static void teardown(void) { fn_job_shutdown(); loop_free(lp); }
+
+TestSuite(evaluator, .init = setup, .fini = teardown);
+
+static const known CAT[] = {{"a", "/bin/cat"}, {"x", "/bin/cat"}, {NULL, NULL}};
+static const known FALSE[] = {{"b", "/bin/false"}, {"x", "/bin/false"}, {NULL, NULL}};
+
+Test(evaluator, exec_runs_the_mapped_binary)
+{
+    evaluator *e = exec_with(CAT);
+    outcome o = {0};
+    evaluate(e, "a", &o);
+    cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    cr_assert_str_eq(o.out, RL);
+    ev_destroy(e);
+}
+
+Test(evaluator, exec_unknown_image_is_not_found)
+{
+    evaluator *e = exec_with(CAT);
+    outcome o = {0};
+    evaluate(e, "ghcr.io/x/unknown:v1", &o);
+    cr_assert_eq(o.code, GRPC_NOT_FOUND);
+    cr_assert(o.not_found);
+    cr_assert_str_eq(o.message, "function \"ghcr.io/x/unknown:v1\" not found");
+    ev_destroy(e);
+}
+
+Test(evaluator, exec_fixed_argv_without_entrypoint_fails_clearly)
+{
+    char *argv[] = {NULL};
+    ev_exec_config cfg = {.loop = lp, .max_stdout = 1024, .max_stderr = 1024, .argv = argv};
+    evaluator *e = ev_exec_new(&cfg);
+    outcome o = {0};
+    evaluate(e, "img", &o);
+    cr_assert_eq(o.code, GRPC_INTERNAL);
+    cr_assert(!o.not_found);
+    cr_assert(strstr(o.message, "no entrypoint"), "%s", o.message);
+    ev_destroy(e);
+}
+
+Test(evaluator, exec_spawn_failure_uses_go_wording)
+{
+    static const known MISSING[] = {{"m", "/nonexistent/fn"}, {NULL, NULL}};
+    evaluator *e = exec_with(MISSING);
+    outcome o = {0};
+    evaluate(e, "m", &o);
+    cr_assert_eq(o.code, GRPC_INTERNAL);
+    cr_assert(strstr(o.message, "fork/exec /nonexistent/fn: no such file or directory"), "%s",
+              o.message);
+    ev_destroy(e);
+}
+
+Test(evaluator, multi_falls_through_not_found)
+{
+    evaluator *evs[] = {exec_with(FALSE), exec_with(CAT)};
+    evaluator *m = ev_multi_new(lp, evs, 2);
+    outcome o = {0};
+    evaluate(m, "a", &o);       /* FALSE has no "a"; CAT runs it */
+    cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    cr_assert_str_eq(o.out, RL);
+    ev_destroy(m);
+}
+
+Test(evaluator, multi_other_errors_are_final)
+{
+    evaluator *evs[] = {exec_with(FALSE), exec_with(CAT)};
+    evaluator *m = ev_multi_new(lp, evs, 2);
+    outcome o = {0};
+    evaluate(m, "x", &o);       /* both know "x": FALSE fails, CAT must not be tried */
+    cr_assert_eq(o.code, GRPC_INTERNAL);
+    cr_assert(!o.not_found);
+    cr_assert(strstr(o.message, "failed to parse the output of function \"x\""), "%s", o.message);
+    ev_destroy(m);
+}
+
+Test(evaluator, multi_all_not_found_reports_the_last)
+{
+    evaluator *evs[] = {exec_with(FALSE), exec_with(CAT)};
+    evaluator *m = ev_multi_new(lp, evs, 2);
+    outcome o = {0};
+    evaluate(m, "zzz", &o);
+    cr_assert_eq(o.code, GRPC_NOT_FOUND);
+    cr_assert_str_eq(o.message, "function \"zzz\" not found");
+    ev_destroy(m);
+}
+
+Test(evaluator, multi_without_runtimes_fails_precondition)
+{
+    evaluator *m = ev_multi_new(lp, NULL, 0);
+    outcome o = {0};
+    evaluate(m, "a", &o);
+    cr_assert_eq(o.code, GRPC_FAILED_PRECONDITION);
+    cr_assert(strstr(o.message, "no function runtime"), "%s", o.message);
+    ev_destroy(m);
+}
+
+Test(evaluator, cancel_kills_the_function_and_never_calls_done)
+{
+    char *argv[] = {"/bin/sleep", "30", NULL};
+    ev_exec_config cfg = {.loop = lp, .max_stdout = 1024, .max_stderr = 1024,
+                          .kill_grace_ns = 100000000, .argv = argv};
+    evaluator *slow = ev_exec_new(&cfg);
+    outcome o = {0};
+    ev_request req = {.image = "s", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    ev_call *c = ev_call_start(slow, &req, record, &o);
+    cr_assert_not_null(c);
+    cr_assert_eq(fn_job_live_count(), 1);
+    ev_call_cancel(c);
+    run_until(&o, 1);                   /* until the killed job is reaped */
+    cr_assert_eq(fn_job_live_count(), 0);
+    cr_assert_eq(o.calls, 0);
+    ev_destroy(slow);
+}
+
+Test(evaluator, cancel_before_an_immediate_result_is_delivered)
+{
+    evaluator *e = exec_with(CAT);
+    outcome o = {0};
+    ev_request req = {.image = "nope", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    ev_call *c = ev_call_start(e, &req, record, &o);
+    ev_call_cancel(c);
+    outcome dummy = {0};
+    evaluate(e, "a", &dummy);           /* runs the loop past the cancelled timer */
+    cr_assert_eq(o.calls, 0);
+    ev_destroy(e);
+}
