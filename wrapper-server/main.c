@@ -16,11 +16,11 @@
 #include "cli.h"
 #include "ev_exec.h"
 #include "fn_job.h"
-#include "handlers.h"
 #include "log.h"
 #include "loop.h"
 #include "probe.h"
-#include "server.h"
+#include "rpc_server.h"
+#include "services.h"
 
 typedef struct signals {
     int fd;
@@ -94,12 +94,23 @@ static int run(const ws_config *cfg)
         .argv = cfg->entrypoint,
     };
     evaluator *ev = l ? ev_exec_new(&exec) : NULL;
-    server *srv = ev ? server_new(l, cfg) : NULL;
+    static const rpc_method *const methods[] = {
+        &evaluate_method, &health_check_method, &health_list_method, &health_watch_method, NULL,
+    };
+    rpc_server_config scfg = {
+        .port = cfg->port,
+        .max_message = cfg->max_message,
+        .max_streams = cfg->max_streams,
+        .idle_timeout_ns = cfg->idle_timeout_ns,
+        .shutdown_grace_ns = cfg->shutdown_grace_ns,
+        .methods = methods,
+        .app = ev,
+    };
+    server *srv = ev ? server_new(l, &scfg) : NULL;
     buf err = {0};
     int rc = 1;
     if (!srv)
         goto out;
-    evaluate_set_backend(ev);
     sig.srv = srv;
     if (server_listen(srv, &err) < 0) {
         fprintf(stderr, "unexpected error: %s\n", err.data);

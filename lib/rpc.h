@@ -1,5 +1,5 @@
-/* rpc: the contract between the HTTP/2 transport (server.c) and the method
- * handlers (evaluate.c, health.c).
+/* rpc: the contract between the HTTP/2 transport (rpc_server.c) and the
+ * method handlers (svc_evaluate.c, svc_health.c).
  *
  * The transport turns a request stream into an rpc_call, checks headers,
  * deframes the request message and calls the method's handler with it. The
@@ -8,8 +8,8 @@
  * stream. The transport owns the call; it calls the method's `end` hook
  * exactly once when the handler must let go: after the stream closed, or
  * early when the deadline passed or the client cancelled. */
-#ifndef KRM_WS_RPC_H
-#define KRM_WS_RPC_H
+#ifndef KRM_RPC_H
+#define KRM_RPC_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +88,7 @@ void rpc_finish(rpc_call *c, int code, const char *message);
 int server_is_draining(const server *s);
 uint32_t server_max_message(const server *s);
 loop *server_loop(const server *s);
-const struct ws_config *server_config(const server *s);
+/* The app pointer of rpc_server_config. */
+void *server_app(const server *s);
 
 #endif

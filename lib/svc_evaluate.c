@@ -1,8 +1,9 @@
-/* evaluate: the evaluator.FunctionEvaluator/EvaluateFunction handler.
+/* svc_evaluate: the evaluator.FunctionEvaluator/EvaluateFunction handler.
  *
- * request -> decode (protobuf-c) -> the evaluator (ev_exec in the wrapper
- * server: fn_job runs the entrypoint, fn_verdict judges the run as Porch
- * does) -> reply {resource_list: stdout, log: stderr} or the error status.
+ * request -> decode (protobuf-c) -> the server's evaluator (server_app: in
+ * the wrapper server ev_exec, where fn_job runs the entrypoint and
+ * fn_verdict judges the run as Porch does; in the function runner ev_multi
+ * over its runtimes) -> reply {resource_list, log} or the error status.
  *
  * The reply borrows stdout and stderr from the evaluator's result instead of
  * copying them into a new protobuf message: only the two field headers are
@@ -14,16 +15,9 @@
 #include "evaluator.h"
 #include "evaluator.pb-c.h"
 #include "grpc_status.h"
-#include "handlers.h"
 #include "log.h"
-#include "server.h"
-
-static evaluator *eval_backend;
-
-void evaluate_set_backend(evaluator *ev)
-{
-    eval_backend = ev;
-}
+#include "rpc_server.h"
+#include "services.h"
 
 typedef struct eval_state {
     Evaluator__EvaluateFunctionRequest *req;
@@ -117,7 +111,7 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
         .input = st->req->resource_list.data,
         .input_len = st->req->resource_list.len,
     };
-    st->call = ev_call_start(eval_backend, &req, eval_done, c);
+    st->call = ev_call_start(server_app(c->srv), &req, eval_done, c);
     if (!st->call)
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }

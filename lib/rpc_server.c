@@ -1,4 +1,4 @@
-/* server: the gRPC transport of the wrapper server.
+/* rpc_server: the gRPC transport of wrapper-server and runner-client serve.
  *
  * Listens on [::]:PORT (dual stack), runs one nghttp2 server session per
  * connection, and turns each request stream into an rpc_call handed to a
@@ -17,7 +17,7 @@
  * Draining (SIGTERM): stop accepting, GOAWAY with a shutdown notice and a
  * PING, then the final GOAWAY once the PING is acknowledged; in-flight calls
  * run to completion within the grace period, then are cancelled. */
-#include "server.h"
+#include "rpc_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +35,7 @@
 #include "grpc_status.h"
 #include "grpc_timeout.h"
 #include "h2_io.h"
-#include "handlers.h"
+#include "services.h"
 #include "log.h"
 
 #define SERVER_WINDOW (1 << 20)            /* per stream receive window */
@@ -62,7 +62,8 @@ typedef struct conn {
 
 struct server {
     loop *loop;
-    const ws_config *cfg;
+    rpc_server_config cfg_copy;
+    const rpc_server_config *cfg;
     int listen_fd;
     int port;
     conn *conns;
@@ -75,13 +76,6 @@ struct server {
     loop_timer *drain_step_timer;
 };
 
-static const rpc_method *const methods[] = {
-    &evaluate_method,
-    &health_check_method,
-    &health_list_method,
-    &health_watch_method,
-};
-
 static void conn_flush(conn *c);
 static void conn_close(conn *c);
 static void conn_arm_idle(conn *c);
@@ -92,7 +86,7 @@ static void server_check_drained(server *s);
 int server_is_draining(const server *s) { return s->draining; }
 uint32_t server_max_message(const server *s) { return s->cfg->max_message; }
 loop *server_loop(const server *s) { return s->loop; }
-const ws_config *server_config(const server *s) { return s->cfg; }
+void *server_app(const server *s) { return s->cfg->app; }
 
 /* ---- calls --------------------------------------------------------------- */
 
@@ -361,7 +355,7 @@ void rpc_send(rpc_call *c, const void *msg, size_t len)
 
 /* ---- request checks ------------------------------------------------------- */
 
-static const rpc_method *find_method(const char *path, buf *why)
+static const rpc_method *find_method(const server *s, const char *path, buf *why)
 {
     const char *slash = path[0] == '/' ? strchr(path + 1, '/') : NULL;
     if (!slash) {
@@ -371,7 +365,8 @@ static const rpc_method *find_method(const char *path, buf *why)
     size_t svc_len = (size_t)(slash - path - 1);
     const char *svc = path + 1, *name = slash + 1;
     int service_known = 0;
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+    const rpc_method *const *methods = s->cfg->methods;
+    for (size_t i = 0; methods[i]; i++) {
         if (strlen(methods[i]->service) != svc_len || memcmp(methods[i]->service, svc, svc_len))
             continue;
         service_known = 1;
@@ -421,7 +416,7 @@ static void call_check_headers(rpc_call *c)
         free(c->content_type);
         c->content_type = NULL;   /* answer with ours, not theirs */
         call_fail_http(c, "415", GRPC_INVALID_ARGUMENT, why.data);
-    } else if (!(m = find_method(c->path ? c->path : "", &why))) {
+    } else if (!(m = find_method(c->srv, c->path ? c->path : "", &why))) {
         call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
     } else if (c->encoding && strcmp(c->encoding, "identity") != 0) {
         buf_printf(&why, "grpc: Decompressor is not installed for grpc-encoding \"%s\"",
@@ -822,13 +817,14 @@ static int listen_on(int family, int port, int *out_port)
     return fd;
 }
 
-server *server_new(loop *l, const ws_config *cfg)
+server *server_new(loop *l, const rpc_server_config *cfg)
 {
     server *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->loop = l;
-    s->cfg = cfg;
+    s->cfg_copy = *cfg;
+    s->cfg = &s->cfg_copy;
     s->listen_fd = -1;
     return s;
 }

@@ -1,4 +1,4 @@
-/* health: grpc.health.v1.Health (Check, List, Watch).
+/* svc_health: grpc.health.v1.Health (Check, List, Watch).
  *
  * Follows the health checking spec rather than Porch's shortcut: the whole
  * server ("") and each service served are known names; other names are
@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "grpc_status.h"
-#include "handlers.h"
 #include "health.pb-c.h"
-#include "server.h"
+#include "rpc_server.h"
+#include "services.h"
 
 static const char *const known_services[] = {
     "",

@@ -1,0 +1,35 @@
+/* rpc_server: the gRPC transport shared by wrapper-server and
+ * `runner-client serve` (listener, HTTP/2 connections, routing to the
+ * methods given, draining). See rpc_server.c. */
+#ifndef KRM_RPC_SERVER_H
+#define KRM_RPC_SERVER_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "loop.h"
+#include "rpc.h"
+
+typedef struct rpc_server_config {
+    int port;                    /* 0: any free port */
+    uint32_t max_message;        /* largest request and response message */
+    uint32_t max_streams;        /* concurrent calls per connection */
+    int64_t idle_timeout_ns;     /* close connections without calls; 0: never */
+    int64_t shutdown_grace_ns;   /* in-flight calls get this long after SIGTERM */
+    const rpc_method *const *methods;   /* NULL-terminated */
+    void *app;                   /* the handlers' shared state (server_app) */
+} rpc_server_config;
+
+/* Copies cfg (the methods array must outlive the server). */
+server *server_new(loop *l, const rpc_server_config *cfg);
+/* Bind [::]:port (or 0.0.0.0 without IPv6) and start accepting. */
+int server_listen(server *s, buf *err);
+int server_port(const server *s);
+/* First call: graceful drain; second call: stop at once. The loop stops
+ * when the drain completes. */
+void server_drain(server *s);
+/* How long cancelled functions get between SIGTERM and SIGKILL. */
+int64_t server_kill_grace_ns(void);
+void server_free(server *s);
+
+#endif
