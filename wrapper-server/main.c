@@ -6,11 +6,9 @@
  * event loop, reap every child (orphans included), and on SIGTERM/SIGINT
  * drain the server before exiting 0. */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -19,68 +17,14 @@
 #include "log.h"
 #include "loop.h"
 #include "probe.h"
+#include "proc_signals.h"
 #include "rpc_server.h"
 #include "services.h"
-
-typedef struct signals {
-    int fd;
-    server *srv;
-} signals;
-
-static void on_signal(loop *l, int fd, uint32_t events, void *ctx)
-{
-    (void)l, (void)events;
-    signals *sig = ctx;
-    struct signalfd_siginfo info;
-    for (;;) {
-        ssize_t n = read(fd, &info, sizeof info);
-        if (n != (ssize_t)sizeof info) {
-            if (n < 0 && errno != EAGAIN && errno != EINTR)
-                log_error("read signalfd: %s", strerror(errno));
-            return;
-        }
-        switch (info.ssi_signo) {
-        case SIGCHLD:
-            fn_job_reap();
-            break;
-        case SIGTERM:
-        case SIGINT:
-            log_v(3, "received %s", strsignal((int)info.ssi_signo));
-            server_drain(sig->srv);
-            break;
-        default:
-            break;
-        }
-    }
-}
-
-/* Block the signals we handle so they queue on the signalfd; the children
- * get a clean mask back in fn_job. SIGPIPE is ignored: a client or a
- * function closing its end is an ordinary event, seen as EPIPE. */
-static int signals_open(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
-        log_error("cannot set up signal handling: %s", strerror(errno));
-        return -1;
-    }
-    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (fd < 0)
-        log_error("signalfd: %s", strerror(errno));
-    return fd;
-}
 
 #define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */
 
 static int run(const ws_config *cfg)
 {
-    signals sig = {.fd = signals_open()};
-    if (sig.fd < 0)
-        return 1;
     /* Orphans of functions become our children (and are reaped) even when
      * we are not PID 1. */
     if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -107,17 +51,15 @@ static int run(const ws_config *cfg)
         .app = ev,
     };
     server *srv = ev ? server_new(l, &scfg) : NULL;
+    proc_signals *sig = srv ? proc_signals_open(l, srv, NULL, NULL) : NULL;
     buf err = {0};
     int rc = 1;
-    if (!srv)
+    if (!sig)
         goto out;
-    sig.srv = srv;
     if (server_listen(srv, &err) < 0) {
         fprintf(stderr, "unexpected error: %s\n", err.data);
         goto out;
     }
-    if (loop_watch(l, sig.fd, LOOP_READ, on_signal, &sig) < 0)
-        goto out;
     if (!cfg->entrypoint[0])
         log_warn("no function entrypoint after \"--\": every EvaluateFunction call will fail");
     rc = loop_run(l) < 0 ? 1 : 0;
@@ -125,8 +67,8 @@ out:
     server_free(srv);
     ev_destroy(ev);
     fn_job_shutdown();
+    proc_signals_close(sig);
     loop_free(l);
-    close(sig.fd);
     buf_free(&err);
     if (rc == 0)
         log_info("Server stopped");
