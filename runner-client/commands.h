@@ -7,5 +7,6 @@
 
 int cmd_eval(int argc, char **argv);
 int cmd_health(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -1,5 +1,5 @@
 /* runner-client: the companion of wrapper-server: calls function servers
- * (eval, health); later also creates function pods. See README.md. */
+ * (eval, health) and serves as the function runner (serve). See README.md. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +13,7 @@ static const char usage[] =
     "Commands:\n"
     "  eval     evaluate a package through a wrapper server's EvaluateFunction\n"
     "  health   check a server's grpc.health.v1 status\n"
+    "  serve    run the function runner: EvaluateFunction for any configured image\n"
     "\n"
     "Run 'runner-client COMMAND --help' for a command's flags.\n";
 
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
         return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "health"))
         return cmd_health(argc - 2, argv + 2);
+    if (!strcmp(cmd, "serve"))
+        return cmd_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);
         return 0;

@@ -1,0 +1,282 @@
+/* serve: `runner-client serve`, the function runner: one gRPC endpoint
+ * (evaluator.FunctionEvaluator, as Porch's function-runner serves it to
+ * porch-server) that evaluates any function image by the runtime configured
+ * for it, plus grpc.health.v1.Health.
+ *
+ * Same transport, limits and signal handling as the wrapper server
+ * (lib/rpc_server, lib/proc_signals). The runtimes sit behind ev_multi:
+ *   exec  FunctionConfig binaryExecutor entries (--function-config) map an
+ *         image to a local binary, run like the wrapper server runs its
+ *         entrypoint (lib/ev_exec, same verdict and messages);
+ *   pod   not available yet: the runner says so at start-up, and images
+ *         with no exec entry are answered NOT_FOUND.
+ * SIGHUP reloads the FunctionConfigs; a call in flight keeps the binary it
+ * was started with, and a config that fails to load leaves the old one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "ev_exec.h"
+#include "ev_multi.h"
+#include "flags.h"
+#include "fn_job.h"
+#include "fnconfig.h"
+#include "grpc_timeout.h"
+#include "log.h"
+#include "numparse.h"
+#include "proc_signals.h"
+#include "rpc_server.h"
+#include "services.h"
+
+#define SERVE_MAX_STDERR (1024 * 1024)
+#define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
+
+static const char serve_usage[] =
+    "Usage: runner-client serve [flags]\n"
+    "Serves evaluator.FunctionEvaluator/EvaluateFunction and grpc.health.v1.Health,\n"
+    "running each requested image with the runtime configured for it.\n"
+    "\n"
+    "  --port N                     TCP port, all addresses (default 9445)\n"
+    "  --function-config PATH       FunctionConfig YAML file or directory; SIGHUP reloads it\n"
+    "  --functions DIR              base of relative binaryExecutor paths (default ./functions)\n"
+    "  --default-image-prefix P     prefix of images named without a registry\n"
+    "                               (default " DEFAULT_PREFIX ")\n"
+    "  --disable-runtimes LIST      comma-separated: exec, pod\n"
+    "  --max-request-body-size N    largest message accepted or sent (default 6291456)\n"
+    "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
+    "  --idle-timeout DUR           close idle connections after this; 0 never (default 5m)\n"
+    "  --shutdown-grace DUR         SIGTERM: time in-flight calls get (default 10s)\n"
+    "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
+
+typedef struct serve_opts {
+    const char *port, *config, *functions, *prefix, *disable, *max_message, *max_streams;
+    const char *idle, *grace, *log_level;
+} serve_opts;
+
+typedef struct runner {
+    fnconfig cfg;
+    const char *config_path;    /* NULL: no FunctionConfigs */
+    const char *functions_dir;
+    const char *prefix;
+    rpc_server_config server;
+    int exec_enabled, pod_disabled;
+} runner;
+
+/* ---- FunctionConfigs ------------------------------------------------------ */
+
+static void runner_warn_unsupported(const fnconfig *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const fnconfig_entry *e = &c->entries[i];
+        if (e->go.present)
+            log_warn("%s: FunctionConfig \"%s\": goExecutor is not supported by this runtime; "
+                     "ignored", e->file, e->name);
+        if (e->pod.present && !e->binary.present)
+            log_warn("%s: FunctionConfig \"%s\": podExecutor needs the pod runtime, which is "
+                     "not available yet", e->file, e->name);
+    }
+}
+
+static int runner_load(runner *r, fnconfig *out, buf *err)
+{
+    *out = (fnconfig){0};
+    if (!r->config_path)
+        return 0;
+    if (fnconfig_load(r->config_path, r->functions_dir, out, err) < 0)
+        return -1;
+    runner_warn_unsupported(out);
+    return 0;
+}
+
+static void runner_reload(void *ctx)
+{
+    runner *r = ctx;
+    fnconfig fresh;
+    buf err = {0};
+    if (!r->config_path) {
+        log_info("SIGHUP: no --function-config to reload");
+    } else if (runner_load(r, &fresh, &err) < 0) {
+        log_error("SIGHUP: keeping the previous FunctionConfigs: %s", err.data);
+    } else {
+        fnconfig_free(&r->cfg);
+        r->cfg = fresh;
+        log_info("SIGHUP: loaded %zu FunctionConfigs from %s", r->cfg.n, r->config_path);
+    }
+    buf_free(&err);
+}
+
+/* ev_exec's lookup: the binary a FunctionConfig gives this image. */
+static int runner_lookup(void *ctx, const char *image, buf *path)
+{
+    runner *r = ctx;
+    buf resolved = {0};
+    int found = 0;
+    if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data) {
+        const fnconfig_entry *e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
+        found = e && buf_append_str(path, e->binary.path) == 0;
+    }
+    buf_free(&resolved);
+    return found;
+}
+
+/* ---- flags ---------------------------------------------------------------- */
+
+static int bad_flag(const char *flag, const char *value, const char *want)
+{
+    fprintf(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
+            want);
+    return -1;
+}
+
+static int parse_runtimes(runner *r, const char *list)
+{
+    r->exec_enabled = 1;
+    if (!list)
+        return 0;
+    char *copy = strdup(list);
+    if (!copy)
+        return -1;
+    int rc = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(tok, "exec"))
+            r->exec_enabled = 0;
+        else if (!strcmp(tok, "pod"))
+            r->pod_disabled = 1;
+        else
+            rc = bad_flag("--disable-runtimes", tok, "exec or pod");
+    }
+    free(copy);
+    return rc;
+}
+
+static int parse_duration_flag(const char *flag, const char *text, int64_t *out)
+{
+    if (text && duration_parse(text, out) < 0)
+        return bad_flag(flag, text, "a duration such as 10s or 5m");
+    return 0;
+}
+
+static int parse_uint_flag(const char *flag, const char *text, unsigned long long min,
+                           unsigned long long max, unsigned long long *out)
+{
+    if (text && (parse_uint(text, max, out) < 0 || *out < min)) {
+        char want[64];
+        snprintf(want, sizeof want, "a whole number %llu-%llu", min, max);
+        return bad_flag(flag, text, want);
+    }
+    return 0;
+}
+
+static int serve_configure(runner *r, const serve_opts *o)
+{
+    unsigned long long port = 9445, max_msg = 6291456, streams = 1000, level = 2;
+    int64_t idle = 5LL * 60 * 1000000000, grace = 10LL * 1000000000;
+    if (parse_uint_flag("--port", o->port, 0, 65535, &port) < 0 ||
+        parse_uint_flag("--max-request-body-size", o->max_message, 1, 2147483647ULL, &max_msg) < 0 ||
+        parse_uint_flag("--max-concurrent-streams", o->max_streams, 1, 100000, &streams) < 0 ||
+        parse_uint_flag("--log-level", o->log_level, 0, 10, &level) < 0 ||
+        parse_duration_flag("--idle-timeout", o->idle, &idle) < 0 ||
+        parse_duration_flag("--shutdown-grace", o->grace, &grace) < 0 ||
+        parse_runtimes(r, o->disable) < 0)
+        return -1;
+    log_verbosity = (int)level;
+    r->config_path = o->config;
+    r->functions_dir = o->functions ? o->functions : "./functions";
+    r->prefix = o->prefix ? o->prefix : DEFAULT_PREFIX;
+    r->server = (rpc_server_config){
+        .port = (int)port, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
+        .idle_timeout_ns = idle, .shutdown_grace_ns = grace,
+    };
+    return 0;
+}
+
+/* ---- the server ----------------------------------------------------------- */
+
+static evaluator *serve_runtimes(runner *r, loop *l)
+{
+    evaluator *evs[1];
+    size_t n = 0;
+    if (r->exec_enabled) {
+        ev_exec_config exec = {
+            .loop = l, .max_stdout = r->server.max_message, .max_stderr = SERVE_MAX_STDERR,
+            .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
+        };
+        if (!(evs[n++] = ev_exec_new(&exec)))
+            return NULL;
+    }
+    if (!r->pod_disabled)
+        log_warn("the pod runtime is not available in this version: images without an exec "
+                 "FunctionConfig are answered NOT_FOUND (--disable-runtimes=pod silences this)");
+    evaluator *multi = ev_multi_new(l, evs, n);
+    if (!multi && n)
+        ev_destroy(evs[0]);
+    return multi;
+}
+
+static int serve_run(runner *r)
+{
+    static const rpc_method *const methods[] = {
+        &evaluate_method, &health_check_method, &health_list_method, &health_watch_method, NULL,
+    };
+    loop *l = loop_new();
+    evaluator *ev = l ? serve_runtimes(r, l) : NULL;
+    r->server.methods = methods;
+    r->server.app = ev;
+    server *srv = ev ? server_new(l, &r->server) : NULL;
+    proc_signals *sig = srv ? proc_signals_open(l, srv, runner_reload, r) : NULL;
+    buf err = {0};
+    int rc = 1;
+    if (!sig)
+        goto out;
+    if (server_listen(srv, &err) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", err.data);
+        goto out;
+    }
+    log_info("function runner listening on port %d with %zu FunctionConfigs", server_port(srv),
+             r->cfg.n);
+    rc = loop_run(l) < 0 ? 1 : 0;
+out:
+    server_free(srv);
+    ev_destroy(ev);
+    fn_job_shutdown();
+    proc_signals_close(sig);
+    loop_free(l);
+    buf_free(&err);
+    return rc;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    serve_opts o = {0};
+    flag_def defs[] = {
+        {"--port", &o.port}, {"--function-config", &o.config}, {"--functions", &o.functions},
+        {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
+        {"--max-request-body-size", &o.max_message}, {"--max-concurrent-streams", &o.max_streams},
+        {"--idle-timeout", &o.idle}, {"--shutdown-grace", &o.grace}, {"--log-level", &o.log_level},
+        {0},
+    };
+    int n_pos, help;
+    buf err = {0};
+    if (flags_parse(argc, argv, defs, NULL, 0, &n_pos, &help, &err) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", err.data);
+        buf_free(&err);
+        return 2;
+    }
+    if (help) {
+        fputs(serve_usage, stdout);
+        return 0;
+    }
+    runner r = {0};
+    if (serve_configure(&r, &o) < 0)
+        return 2;
+    if (runner_load(&r, &r.cfg, &err) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", err.data);
+        buf_free(&err);
+        return 2;
+    }
+    int rc = serve_run(&r);
+    fnconfig_free(&r.cfg);
+    return rc;
+}
