@@ -1,0 +1,27 @@
+/* fn_call: one EvaluateFunction call as runner-client makes it: pack the
+ * request, call, unpack the answer. Shared by `eval --image` (one call) and
+ * pipelines (one call per step), so both see failures the same way. */
+#ifndef KRM_RC_FN_CALL_H
+#define KRM_RC_FN_CALL_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "grpc_unary.h"
+
+typedef struct fn_call_result {
+    int status;         /* gRPC status code */
+    char *message;      /* status message; never NULL after fn_call */
+    buf resource_list;  /* status OK: the function's output */
+    buf log;            /* status OK: the function's stderr */
+} fn_call_result;
+
+/* Calls EvaluateFunction on addr with `image` and the ResourceList rl.
+ * Returns 0 with *out filled (check out->status; an answer that is not
+ * valid protobuf becomes INTERNAL), or -1 when out of memory. Release *out
+ * with fn_call_result_free. */
+int fn_call(const char *addr, const char *image, const char *rl, size_t len,
+            const gc_unary_opts *opts, fn_call_result *out);
+void fn_call_result_free(fn_call_result *r);
+
+#endif

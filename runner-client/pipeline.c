@@ -1,0 +1,310 @@
+/* pipeline: building the list of steps from --fn flags and Kptfiles; see
+ * pipeline.h.
+ *
+ * A Kptfile step supports what kpt's `Function` type says a step is, minus
+ * what runner-client cannot honour: `exec` (no local binaries here) and
+ * `selectors`/`exclude` (running a function on a subset of the resources)
+ * are refused with a message rather than silently ignored, since ignoring
+ * a selector would apply the function to every resource. */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
+
+static pl_step *new_step(pipeline *p)
+{
+    pl_step *grown = realloc(p->steps, (p->n_steps + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    p->steps = grown;
+    pl_step *s = &p->steps[p->n_steps++];
+    *s = (pl_step){ 0 };
+    return s;
+}
+
+void pipeline_free(pipeline *p)
+{
+    for (size_t i = 0; i < p->n_steps; i++) {
+        free(p->steps[i].image);
+        free(p->steps[i].name);
+        rl_doc_free(p->steps[i].config);
+    }
+    free(p->steps);
+    *p = (pipeline){ 0 };
+}
+
+/* ---- --fn IMG[=k=v,...] ------------------------------------------------------- */
+
+/* Splits "k=v,k2=v2" (modified in place) into pairs; at most `max`. */
+static int split_pairs(char *text, rl_kv *pairs, size_t max, size_t *n, buf *err)
+{
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok) {
+            buf_printf(err, "\"%s\" is not KEY=VALUE", tok);
+            return -1;
+        }
+        *eq = '\0';
+        if (*n < max)
+            pairs[(*n)++] = (rl_kv){ tok, eq + 1 };
+    }
+    if (*n == 0) {
+        buf_printf(err, "nothing after '=': want KEY=VALUE pairs");
+        return -1;
+    }
+    return 0;
+}
+
+int pipeline_add_fn(pipeline *p, const char *spec, buf *err)
+{
+    const char *eq = strchr(spec, '=');
+    size_t image_len = eq ? (size_t)(eq - spec) : strlen(spec);
+    if (image_len == 0) {
+        buf_printf(err, "--fn \"%s\": no image (want IMAGE[=KEY=VALUE,...])", spec);
+        return -1;
+    }
+    char *config = eq ? strdup(eq + 1) : NULL;
+    size_t max = eq ? strlen(eq + 1) / 2 + 1 : 0, n = 0;
+    rl_kv *pairs = max ? calloc(max, sizeof *pairs) : NULL;
+    int rc = -1;
+    pl_step *s = NULL;
+    if (eq && (!config || !pairs))
+        buf_printf(err, "out of memory");
+    else if (eq && split_pairs(config, pairs, max, &n, err) < 0)
+        buf_printf(err, " in --fn \"%s\"", spec);
+    else if (!(s = new_step(p)) || !(s->image = strndup(spec, image_len)) ||
+             (eq && !(s->config = rl_doc_config_map(CONFIG_MAP_NAME, pairs, n))))
+        buf_printf(err, "out of memory");
+    else
+        rc = 0;
+    free(pairs);
+    free(config);
+    return rc;
+}
+
+/* ---- Kptfile ------------------------------------------------------------------- */
+
+/* What a Kptfile is being read as, for messages. */
+typedef struct kptfile {
+    const char *path;      /* the Kptfile */
+    char *dir;             /* its directory, for configPath */
+    rl_doc *doc;
+    const yaml_document_t *y;
+    buf *err;
+} kptfile;
+
+static int read_whole_file(const char *path, buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (;;) {
+        if (buf_reserve(out, 65536) < 0)
+            break;
+        ssize_t n = read(fd, out->data + out->len, out->cap - out->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return n < 0 ? -1 : 0;
+        }
+        out->len += (size_t)n;
+        out->data[out->len] = '\0';
+    }
+    close(fd);
+    errno = ENOMEM;
+    return -1;
+}
+
+/* Reads `path` as one YAML object; NULL with a message in err. */
+static rl_doc *load_object_file(const char *path, const char *what, buf *err)
+{
+    buf data = { 0 };
+    char why[512];
+    rl_doc *d = NULL;
+    if (read_whole_file(path, &data) < 0)
+        buf_printf(err, "%s %s: %s", what, path, strerror(errno));
+    else if (!(d = rl_doc_load_object(data.data, data.len, why, sizeof why)))
+        buf_printf(err, "%s %s: %s", what, path, why);
+    buf_free(&data);
+    return d;
+}
+
+static int __attribute__((format(printf, 4, 5)))
+step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    buf_printf(k->err, "%s: pipeline.%s[%zu]: %s", k->path, list, i, what);
+    return -1;
+}
+
+/* A configMap's entries (scalars) as a ConfigMap object. */
+static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_step *s)
+{
+    const yaml_node_t *m = yaml_document_get_node((yaml_document_t *)k->y, map);
+    if (!m || m->type != YAML_MAPPING_NODE)
+        return step_error(k, list, i, "configMap is not a mapping");
+    size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+    rl_kv *pairs = calloc(n ? n : 1, sizeof *pairs);
+    if (!pairs)
+        return step_error(k, list, i, "out of memory");
+    int rc = 0;
+    for (size_t j = 0; rc == 0 && j < n; j++) {
+        const yaml_node_pair_t *pair = &m->data.mapping.pairs.start[j];
+        pairs[j] = (rl_kv){ rl_yaml_text(k->y, pair->key), rl_yaml_text(k->y, pair->value) };
+        if (!pairs[j].key || !pairs[j].value)
+            rc = step_error(k, list, i, "configMap entry %zu is not a string key and value",
+                            j + 1);
+    }
+    if (rc == 0 && !(s->config = rl_doc_config_map(CONFIG_MAP_NAME, pairs, n)))
+        rc = step_error(k, list, i, "out of memory");
+    free(pairs);
+    return rc;
+}
+
+static int step_config_path(kptfile *k, const char *list, size_t i, const char *rel, pl_step *s)
+{
+    buf path = { 0 }, why = { 0 };
+    int rc = 0;
+    if (rel[0] == '/' ? buf_append_str(&path, rel) : buf_printf(&path, "%s/%s", k->dir, rel))
+        rc = step_error(k, list, i, "out of memory");
+    else if (!(s->config = load_object_file(path.data, "configPath", &why)))
+        rc = step_error(k, list, i, "%s", why.data ? why.data : "out of memory");
+    buf_free(&path);
+    buf_free(&why);
+    return rc;
+}
+
+static int optional_text(kptfile *k, int entry, const char *key, const char **out)
+{
+    int id = rl_yaml_get(k->y, entry, key);
+    *out = rl_yaml_is_null(k->y, id) ? NULL : rl_yaml_text(k->y, id);
+    return rl_yaml_is_null(k->y, id) || *out ? 0 : -1;
+}
+
+static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i, int entry)
+{
+    const char *image, *name, *config_path;
+    if (yaml_document_get_node((yaml_document_t *)k->y, entry)->type != YAML_MAPPING_NODE)
+        return step_error(k, list, i, "not a mapping");
+    if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exec")))
+        return step_error(k, list, i, "exec functions are not supported; use image");
+    if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "selectors")) ||
+        !rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exclude")))
+        return step_error(k, list, i, "selectors and exclude are not supported");
+    if (optional_text(k, entry, "image", &image) < 0 || !image || !*image)
+        return step_error(k, list, i, "image is required (a string)");
+    if (optional_text(k, entry, "name", &name) < 0)
+        return step_error(k, list, i, "name is not a string");
+    if (optional_text(k, entry, "configPath", &config_path) < 0)
+        return step_error(k, list, i, "configPath is not a string");
+    int config_map = rl_yaml_get(k->y, entry, "configMap");
+    if (config_path && !rl_yaml_is_null(k->y, config_map))
+        return step_error(k, list, i, "configMap and configPath cannot both be set");
+    pl_step *s = new_step(p);
+    if (!s || !(s->image = strdup(image)) || (name && !(s->name = strdup(name))))
+        return step_error(k, list, i, "out of memory");
+    s->validator = strcmp(list, "validators") == 0;
+    if (config_path)
+        return step_config_path(k, list, i, config_path, s);
+    if (!rl_yaml_is_null(k->y, config_map))
+        return step_config_map(k, list, i, config_map, s);
+    return 0;
+}
+
+static int add_kptfile_list(kptfile *k, pipeline *p, int pl, const char *list)
+{
+    int seq = rl_yaml_get(k->y, pl, list);
+    if (rl_yaml_is_null(k->y, seq))
+        return 0;
+    const yaml_node_t *n = yaml_document_get_node((yaml_document_t *)k->y, seq);
+    if (n->type != YAML_SEQUENCE_NODE) {
+        buf_printf(k->err, "%s: pipeline.%s is not a sequence", k->path, list);
+        return -1;
+    }
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    for (size_t i = 0; i < count; i++) {
+        int entry = yaml_document_get_node((yaml_document_t *)k->y, seq)->data.sequence.items.start[i];
+        if (add_kptfile_step(k, p, list, i, entry) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Checks kind and apiVersion; returns the pipeline node (0: none), or -1
+ * with err set. */
+static int check_kptfile(kptfile *k)
+{
+    const char *kind = rl_yaml_text(k->y, rl_yaml_get(k->y, 0, "kind"));
+    const char *api = rl_yaml_text(k->y, rl_yaml_get(k->y, 0, "apiVersion"));
+    if (!kind || strcmp(kind, "Kptfile") != 0 || !api || strncmp(api, "kpt.dev/", 8) != 0) {
+        buf_printf(k->err, "%s: not a Kptfile (want apiVersion kpt.dev/v1, kind Kptfile)",
+                   k->path);
+        return -1;
+    }
+    int pl = rl_yaml_get(k->y, 0, "pipeline");
+    if (!rl_yaml_is_null(k->y, pl) &&
+        yaml_document_get_node((yaml_document_t *)k->y, pl)->type != YAML_MAPPING_NODE) {
+        buf_printf(k->err, "%s: pipeline is not a mapping", k->path);
+        return -1;
+    }
+    return pl;
+}
+
+/* Where the Kptfile is: `path` itself, or path/Kptfile for a directory. */
+static int locate_kptfile(const char *path, buf *file, char **dir)
+{
+    struct stat st;
+    int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (is_dir ? buf_printf(file, "%s/Kptfile", path) < 0 : buf_append_str(file, path) < 0)
+        return -1;
+    const char *slash = strrchr(file->data, '/');
+    *dir = slash ? strndup(file->data, (size_t)(slash - file->data + (slash == file->data)))
+                 : strdup(".");
+    return *dir ? 0 : -1;
+}
+
+int pipeline_load_kptfile(pipeline *p, const char *path, buf *err)
+{
+    buf file = { 0 };
+    kptfile k = { .err = err };
+    size_t before = p->n_steps;
+    int rc = -1;
+    if (locate_kptfile(path, &file, &k.dir) < 0) {
+        buf_printf(err, "out of memory");
+    } else if ((k.path = file.data), (k.doc = load_object_file(k.path, "--pipeline", err))) {
+        k.y = rl_doc_yaml(k.doc);
+        int pl = check_kptfile(&k);
+        if (pl < 0)
+            rc = -1;
+        else if (rl_yaml_is_null(k.y, pl))
+            rc = 0; /* no pipeline: reported below */
+        else if (add_kptfile_list(&k, p, pl, "mutators") == 0 &&
+            add_kptfile_list(&k, p, pl, "validators") == 0)
+            rc = 0;
+        if (rc == 0 && p->n_steps == before) {
+            buf_printf(err, "%s: the pipeline has no mutators or validators", k.path);
+            rc = -1;
+        }
+    }
+    rl_doc_free(k.doc);
+    free(k.dir);
+    buf_free(&file);
+    return rc;
+}

@@ -1,0 +1,156 @@
+/* Tests for pipeline: the steps runner-client builds from --fn flags and
+ * Kptfiles (images, names, functionConfig, mutator/validator order) and
+ * the one-line errors for what it cannot use. */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pipeline.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/pipeline_test.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(pipeline, .init = make_dir, .fini = remove_dir);
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static const char *config_text(const pl_step *s)
+{
+    static buf out;
+    buf_free(&out);
+    char err[128];
+    cr_assert_not_null(s->config);
+    cr_assert_eq(rl_doc_emit(s->config, NULL, &out, err, sizeof err), 0, "%s", err);
+    return out.data;
+}
+
+Test(pipeline, fn_flags)
+{
+    pipeline p = { 0 };
+    buf err = { 0 };
+    cr_assert_eq(pipeline_add_fn(&p, "gcr.io/kpt-fn/set-labels:v0.1", &err), 0);
+    cr_assert_eq(pipeline_add_fn(&p, "img=k=v,k2=a=b", &err), 0, "%s", err.data);
+    cr_assert_eq(p.n_steps, 2);
+    cr_assert_str_eq(p.steps[0].image, "gcr.io/kpt-fn/set-labels:v0.1");
+    cr_assert_null(p.steps[0].config);
+    cr_assert_str_eq(p.steps[1].image, "img");
+    cr_assert_str_eq(config_text(&p.steps[1]),
+                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n"
+                     "data:\n  k: v\n  k2: \"a=b\"\n");
+    cr_assert_eq(p.steps[1].validator, 0);
+    pipeline_free(&p);
+    buf_free(&err);
+}
+
+static void assert_fn_error(const char *spec, const char *want)
+{
+    pipeline p = { 0 };
+    buf err = { 0 };
+    cr_assert_eq(pipeline_add_fn(&p, spec, &err), -1, "%s accepted", spec);
+    cr_assert(err.data && strstr(err.data, want), "\"%s\" lacks \"%s\"", err.data, want);
+    pipeline_free(&p);
+    buf_free(&err);
+}
+
+Test(pipeline, bad_fn_flags)
+{
+    assert_fn_error("", "no image");
+    assert_fn_error("=k=v", "no image");
+    assert_fn_error("img=", "want KEY=VALUE");
+    assert_fn_error("img=k", "\"k\" is not KEY=VALUE");
+    assert_fn_error("img=k=v,=v", "is not KEY=VALUE");
+}
+
+Test(pipeline, kptfile_steps_in_order)
+{
+    write_file("cfg.yaml", "apiVersion: fn.example.com/v1\nkind: Custom\nspec: {x: 1}\n");
+    const char *kptfile = write_file("Kptfile",
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: app}\npipeline:\n"
+        "  validators:\n  - image: v1\n"
+        "  mutators:\n  - image: m1\n    name: first\n    configMap: {a: b, x: 1}\n"
+        "  - image: m2\n    configPath: cfg.yaml\n");
+    (void)kptfile;
+    pipeline p = { 0 };
+    buf err = { 0 };
+    cr_assert_eq(pipeline_load_kptfile(&p, dir, &err), 0, "%s", err.data);
+    cr_assert_eq(p.n_steps, 3);
+    cr_assert_str_eq(p.steps[0].image, "m1");
+    cr_assert_str_eq(p.steps[0].name, "first");
+    cr_assert(strstr(config_text(&p.steps[0]), "data:\n  a: b\n  x: \"1\"\n"));
+    cr_assert_str_eq(p.steps[1].image, "m2");
+    cr_assert_null(p.steps[1].name);
+    cr_assert_str_eq(config_text(&p.steps[1]),
+                     "apiVersion: fn.example.com/v1\nkind: Custom\nspec: {x: 1}\n");
+    cr_assert_str_eq(p.steps[2].image, "v1");
+    cr_assert_eq(p.steps[2].validator, 1);
+    cr_assert_null(p.steps[2].config);
+    pipeline_free(&p);
+    buf_free(&err);
+}
+
+static void assert_kptfile_error(const char *body, const char *want)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "apiVersion: kpt.dev/v1\nkind: Kptfile\n%s", body);
+    const char *path = write_file("Kptfile", text);
+    pipeline p = { 0 };
+    buf err = { 0 };
+    cr_assert_eq(pipeline_load_kptfile(&p, path, &err), -1, "accepted:\n%s", text);
+    cr_assert(err.data && strstr(err.data, want), "\"%s\" lacks \"%s\"", err.data, want);
+    cr_assert(strstr(err.data, path), "\"%s\" does not name the file", err.data);
+    pipeline_free(&p);
+    buf_free(&err);
+}
+
+Test(pipeline, bad_kptfiles)
+{
+    assert_kptfile_error("", "no mutators or validators");
+    assert_kptfile_error("pipeline: []\n", "pipeline is not a mapping");
+    assert_kptfile_error("pipeline:\n  mutators: [a]\n", "pipeline.mutators[0]: not a mapping");
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: [a]\n", "image is required");
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configMap: {a: [b]}\n",
+                         "configMap entry 1 is not a string");
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: nope.yaml\n",
+                         "nope.yaml: No such file");
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: Kptfile\n"
+                         "    configMap: {a: b}\n",
+                         "cannot both be set");
+    assert_kptfile_error("pipeline:\n  validators:\n  - image: a\n  - exec: ./x\n",
+                         "pipeline.validators[1]: exec functions are not supported");
+    assert_kptfile_error("pipeline: {mutators: [{image: a}]}\n: bad\n  - x", "line ");
+}
+
+Test(pipeline, not_a_kptfile)
+{
+    const char *path = write_file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\n");
+    pipeline p = { 0 };
+    buf err = { 0 };
+    cr_assert_eq(pipeline_load_kptfile(&p, path, &err), -1);
+    cr_assert(strstr(err.data, "not a Kptfile"), "%s", err.data);
+    pipeline_free(&p);
+    buf_free(&err);
+}
