@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 
 extern char **environ;
 
@@ -411,8 +412,10 @@ int fn_job_reap(void)
         fn_job *job = live_jobs;
         while (job && (job->pid != pid || job->exited))
             job = job->next;
-        if (job)
+        if (job) {
+            metrics_function_exited(status);
             fn_job_exited(job, status);
+        }
         else
             log_v(4, "reaped orphan process %d", (int)pid);
     }

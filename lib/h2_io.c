@@ -7,10 +7,30 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 
 #define H2_IO_READ_CHUNK (64 * 1024)
 #define H2_IO_MAX_READS 16         /* per event, so one busy peer cannot starve others */
 #define H2_IO_WRITE_BATCH (128 * 1024)
+
+static int h2_io_feed_busy(h2_io *io, const uint8_t *data, size_t len)
+{
+    metrics_bytes_received(len);
+    ssize_t used = nghttp2_session_mem_recv(io->session, data, len);
+    if (used < 0) {
+        log_v(3, "fd %d: HTTP/2 error: %s", io->fd, nghttp2_strerror((int)used));
+        return H2_IO_CLOSED;
+    }
+    return H2_IO_OK;
+}
+
+int h2_io_feed(h2_io *io, const uint8_t *data, size_t len)
+{
+    io->busy = 1;
+    int rv = h2_io_feed_busy(io, data, len);
+    io->busy = 0;
+    return rv;
+}
 
 static int h2_io_read_busy(h2_io *io)
 {
@@ -27,11 +47,8 @@ static int h2_io_read_busy(h2_io *io)
             log_v(3, "read(fd %d): %s", io->fd, strerror(errno));
             return H2_IO_CLOSED;
         }
-        ssize_t used = nghttp2_session_mem_recv(io->session, data, (size_t)n);
-        if (used < 0) {
-            log_v(3, "fd %d: HTTP/2 error: %s", io->fd, nghttp2_strerror((int)used));
+        if (h2_io_feed_busy(io, data, (size_t)n) == H2_IO_CLOSED)
             return H2_IO_CLOSED;
-        }
         if ((size_t)n < sizeof data)
             return H2_IO_OK;
     }
@@ -86,6 +103,7 @@ static int h2_io_write(h2_io *io)
             return H2_IO_CLOSED;
         }
         io->out_off += (size_t)n;
+        metrics_bytes_sent((size_t)n);
     }
 }
 

@@ -28,6 +28,10 @@ enum h2_io_result {
     H2_IO_DEFERRED = 2,  /* asked while busy: the outer call will flush */
 };
 
+/* Feed bytes already read from the socket (e.g. while telling HTTP/2 from
+ * HTTP/1.1) to the session. Returns H2_IO_OK or H2_IO_CLOSED. */
+int h2_io_feed(h2_io *io, const uint8_t *data, size_t len);
+
 /* Read until the socket would block (or a bounded number of reads) and feed
  * the session. Returns H2_IO_OK or H2_IO_CLOSED. */
 int h2_io_read(h2_io *io);

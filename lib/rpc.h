@@ -72,6 +72,7 @@ struct rpc_call {
     int body_final;               /* no more data after what is queued */
     int status;
     buf status_message;
+    int64_t started_ns;           /* for the latency histogram */
     uint8_t frame_prefix[16];     /* for the handler's segment headers */
 };
 

@@ -14,6 +14,11 @@
  *     on_stream_close   tell the handler to let go, free the call
  *   handler answers -> rpc_reply/rpc_fail -> nghttp2 submit -> conn_flush
  *
+ * The first bytes of a connection decide its protocol: the HTTP/2 preface
+ * means gRPC; anything else that looks like HTTP/1.1 goes to http1.c for
+ * the probe and scrape endpoints (/healthz, /readyz, /metrics). Our own
+ * SETTINGS wait until then, so an HTTP/1.1 client reads a clean response.
+ *
  * Draining (SIGTERM): stop accepting, GOAWAY with a shutdown notice and a
  * PING, then the final GOAWAY once the PING is acknowledged; in-flight calls
  * run to completion within the grace period, then are cancelled. */
@@ -36,7 +41,9 @@
 #include "grpc_timeout.h"
 #include "h2_io.h"
 #include "services.h"
+#include "http1.h"
 #include "log.h"
+#include "metrics.h"
 
 #define SERVER_WINDOW (1 << 20)            /* per stream receive window */
 #define SERVER_CONN_WINDOW (16 << 20)      /* per connection receive window */
@@ -47,8 +54,18 @@
 
 static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
+/* What the first bytes said. */
+enum conn_mode { CONN_SNIFFING, CONN_HTTP2, CONN_HTTP1 };
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof h2_preface - 1)
+
 typedef struct conn {
     server *srv;
+    enum conn_mode mode;
+    uint8_t first[H2_PREFACE_LEN];   /* bytes read while sniffing */
+    size_t first_len;
+    http1_conn *h1;
     h2_io io;
     rpc_call *calls;
     int final_goaway;      /* last-stream-id GOAWAY sent */
@@ -98,6 +115,7 @@ static rpc_call *call_new(conn *cn, int32_t stream_id)
     c->srv = cn->srv;
     c->conn = cn;
     c->stream_id = stream_id;
+    c->started_ns = loop_now_ns();
     c->next_in_conn = cn->calls;
     cn->calls = c;
     loop_timer_cancel(cn->srv->loop, cn->idle_timer);
@@ -125,6 +143,9 @@ static void call_free(rpc_call *c)
         }
     call_end_handler(c);
     loop_timer_cancel(c->srv->loop, c->deadline_timer);
+    if (c->method)
+        metrics_call_handled(c->method, c->finished ? c->status : GRPC_CANCELLED,
+                             loop_now_ns() - c->started_ns);
     c->srv->active_calls -= (size_t)c->counted;
     if (c->reader) {
         grpc_reader_free(c->reader);
@@ -430,6 +451,7 @@ static void call_check_headers(rpc_call *c)
         call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
     } else {
         c->method = m;
+        metrics_call_started(m);
         c->counted = !m->server_streaming;
         c->srv->active_calls += (size_t)c->counted;
         grpc_reader_init(c->reader, c->srv->cfg->max_message);
@@ -638,6 +660,8 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
  * done, or watch for writability if the socket is full. */
 static void conn_flush(conn *c)
 {
+    if (c->mode != CONN_HTTP2)
+        return;   /* nothing of ours goes out before the protocol is known */
     int rv = h2_io_flush(&c->io);
     if (rv == H2_IO_DEFERRED)
         return;
@@ -650,10 +674,76 @@ static void conn_flush(conn *c)
         c->watching = want;
 }
 
+/* ---- HTTP/1.1: probes and metrics ------------------------------------------ */
+
+static void conn_http1_request(void *ctx, const char *path, http1_response *r)
+{
+    conn *c = ctx;
+    server *s = c->srv;
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
+        r->status = s->draining ? 503 : 200;
+        buf_append_str(&r->body, s->draining ? "draining\n" : "ok\n");
+    } else if (!strcmp(path, "/metrics")) {
+        r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        metrics_render(&r->body, s->active_calls);
+    } else {
+        r->status = 404;
+        buf_printf(&r->body, "%s is not served: this port speaks gRPC over HTTP/2, and serves "
+                   "/healthz, /readyz and /metrics over HTTP/1.1\n", path);
+    }
+}
+
+static void conn_http1_io(conn *c)
+{
+    uint32_t want = http1_on_io(c->h1);
+    if (!want) {
+        conn_close(c);
+        return;
+    }
+    if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
+        c->watching = want;
+}
+
+/* Reads the first bytes and decides the protocol. Returns -1 when the
+ * connection is to be closed (peer gone, or neither protocol). */
+static int conn_sniff(conn *c)
+{
+    ssize_t n = read(c->io.fd, c->first + c->first_len, H2_PREFACE_LEN - c->first_len);
+    if (n == 0)
+        return -1;
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+    c->first_len += (size_t)n;
+    if (!memcmp(c->first, h2_preface, c->first_len)) {
+        if (c->first_len < H2_PREFACE_LEN)
+            return 0;                       /* so far so good: wait for the rest */
+        c->mode = CONN_HTTP2;
+        return h2_io_feed(&c->io, c->first, c->first_len) == H2_IO_CLOSED ? -1 : 0;
+    }
+    if (c->first[0] < 'A' || c->first[0] > 'Z') {
+        log_v(2, "connection fd %d: neither HTTP/2 nor HTTP/1.1 (first byte 0x%02x%s); closing",
+              c->io.fd, c->first[0], c->first[0] == 0x16 ? ", a TLS handshake?" : "");
+        return -1;
+    }
+    c->mode = CONN_HTTP1;
+    c->h1 = http1_new(c->io.fd, c->first, c->first_len, conn_http1_request, c);
+    return c->h1 ? 0 : -1;
+}
+
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)fd;
     conn *c = ctx;
+    if (c->mode == CONN_SNIFFING && conn_sniff(c) < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->mode == CONN_SNIFFING)
+        return;
+    if (c->mode == CONN_HTTP1) {
+        conn_http1_io(c);
+        return;
+    }
     if ((events & ~LOOP_WRITE) && h2_io_read(&c->io) == H2_IO_CLOSED) {
         conn_close(c);
         return;
@@ -676,6 +766,7 @@ static void conn_close(conn *c)
     loop_timer_cancel(s->loop, c->handshake_timer);
     loop_timer_cancel(s->loop, c->idle_timer);
     log_v(4, "connection fd %d closed", c->io.fd);
+    http1_free(c->h1);
     h2_io_free(&c->io);
     free(c);
     if (s->draining)
@@ -689,7 +780,8 @@ static void conn_handshake_expired(loop *l, void *ctx)
     (void)l;
     conn *c = ctx;
     c->handshake_timer = NULL;
-    log_v(2, "connection fd %d: no HTTP/2 preface and SETTINGS within %lld s; closing", c->io.fd,
+    log_v(2, "connection fd %d: no %s within %lld s; closing", c->io.fd,
+          c->mode == CONN_HTTP1 ? "complete HTTP/1.1 request" : "HTTP/2 preface and SETTINGS",
           SERVER_HANDSHAKE_NS / 1000000000LL);
     conn_close(c);
 }
@@ -702,6 +794,10 @@ static void conn_idle_expired(loop *l, void *ctx)
     conn *c = ctx;
     c->idle_timer = NULL;
     log_v(3, "connection fd %d idle; closing", c->io.fd);
+    if (c->mode != CONN_HTTP2) {
+        conn_close(c);
+        return;
+    }
     if (!c->final_goaway) {
         c->final_goaway = 1;
         nghttp2_submit_goaway(c->io.session, NGHTTP2_FLAG_NONE,
@@ -775,7 +871,11 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         c->handshake_timer = loop_timer_add(s->loop, SERVER_HANDSHAKE_NS, conn_handshake_expired, c);
         conn_arm_idle(c);
         log_v(4, "connection fd %d accepted", cfd);
-        conn_flush(c);   /* our SETTINGS go out at once */
+        /* Our SETTINGS go out once the first bytes say HTTP/2 (conn_sniff). */
+        if (loop_watch(s->loop, cfd, LOOP_READ, conn_on_io, c) == 0)
+            c->watching = LOOP_READ;
+        else
+            conn_close(c);
     }
 }
 
@@ -868,6 +968,8 @@ static void server_send_final_goaways(loop *l, void *ctx)
     s->goaway_timer = NULL;
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
+        if (c->mode != CONN_HTTP2)
+            continue;   /* closed by the drain step once no call is left */
         if (!c->final_goaway) {
             c->final_goaway = 1;
             nghttp2_submit_goaway(c->io.session, NGHTTP2_FLAG_NONE,
@@ -887,6 +989,11 @@ static void server_drain_step(loop *l, void *ctx)
     s->drain_step_timer = NULL;
     if (s->active_calls > 0)
         return;
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->mode != CONN_HTTP2)
+            conn_close(c);   /* a probe or scrape, or a peer that said nothing */
+    }
     health_end_watches();
     if (!s->conns) {
         loop_stop(s->loop);
@@ -954,6 +1061,8 @@ void server_drain(server *s)
     health_drain_started();
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
+        if (c->mode != CONN_HTTP2)
+            continue;
         nghttp2_submit_shutdown_notice(c->io.session);
         nghttp2_submit_ping(c->io.session, NGHTTP2_FLAG_NONE, drain_ping);
         conn_flush(c);

@@ -1,0 +1,29 @@
+/* metrics: the process's counters, rendered in Prometheus' text format for
+ * `GET /metrics` on the server port.
+ *
+ * Names follow go-grpc-prometheus (grpc_server_started_total,
+ * grpc_server_handled_total, grpc_server_handling_seconds), which Porch's
+ * dashboards already know, plus our own krm_* series for the functions:
+ * exit codes and signals, live child processes, calls in flight and bytes
+ * moved. The loop is single-threaded, so plain integers suffice. */
+#ifndef KRM_METRICS_H
+#define KRM_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "rpc.h"
+
+void metrics_call_started(const rpc_method *m);
+/* code: the final gRPC status (CANCELLED when the client went away). */
+void metrics_call_handled(const rpc_method *m, int code, int64_t duration_ns);
+/* A function's wait status, as waitpid gave it. */
+void metrics_function_exited(int wait_status);
+void metrics_bytes_received(size_t n);
+void metrics_bytes_sent(size_t n);
+
+/* Appends every series; in_flight is the server's count of unary calls. */
+void metrics_render(buf *out, size_t in_flight);
+
+#endif
