@@ -7,7 +7,8 @@ set -eu
 PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
 libyaml-dev libcriterion-dev protobuf-compiler python3 python3-grpcio
 python3-protobuf python3-pytest procps util-linux
-skopeo docker-registry umoci bubblewrap oci-image-tool busybox-static"
+skopeo docker-registry umoci bubblewrap oci-image-tool busybox-static
+clang libclang-rt-14-dev curl"
 
 missing=""
 for p in $PACKAGES; do

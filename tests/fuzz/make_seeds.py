@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets to tests/fuzz/corpus/<target>/.
+
+Run from anywhere: python3 tests/fuzz/make_seeds.py. The files are committed;
+rerun after changing this script. Protobuf seeds are encoded by hand (the
+messages are tiny) so no generated Python code is needed. Regression seeds
+that reproduce fixed bugs are kept as separate files named regress-*, which
+this script leaves alone.
+"""
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- protobuf wire format ----
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field_bytes(num, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def field_varint(num, value):
+    return varint(num << 3) + varint(value)
+
+
+RL = """apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: cm, namespace: ns}
+  data: {key: value}
+"""
+
+# ---- grpc_frame: 4 header bytes (limit index | fail-after << 5, seed), stream ----
+def frame(body, flag=0):
+    if isinstance(body, str):
+        body = body.encode()
+    return bytes([flag]) + struct.pack(">I", len(body)) + body
+
+
+def frame_seeds():
+    req = field_bytes(1, RL) + field_bytes(2, "fn:v1")
+    write("grpc_frame", "one-message", bytes([5, 1, 2, 3]) + frame("hello"))
+    write("grpc_frame", "request", bytes([6, 9, 9, 9]) + frame(req))
+    write("grpc_frame", "three-and-partial",
+          bytes([5, 0, 0, 1]) + frame("a") + frame("") + frame("xyz", 1) + frame("tail")[:7])
+    write("grpc_frame", "empty-only", bytes([0, 0, 0, 0]) + frame(""))
+    write("grpc_frame", "bad-flag", bytes([4, 7, 7, 7]) + frame("ok") + frame("no", 2))
+    write("grpc_frame", "too-large", bytes([2, 1, 1, 1]) + frame("12345") + frame("123456"))
+    write("grpc_frame", "callback-fails", bytes([5 | 1 << 5, 3, 2, 1]) + frame("a") + frame("b"))
+    write("grpc_frame", "split-prefix", bytes([3, 0xFF, 0, 0x10]) + frame("0123456789abcdef") * 2)
+
+
+# ---- proto: every input is decoded as every message type ----
+def proto_seeds():
+    write("proto", "empty", b"")
+    write("proto", "eval-request", field_bytes(1, RL) + field_bytes(2, "gcr.io/kpt-fn/set-namespace:v0.4"))
+    write("proto", "eval-response", field_bytes(1, RL) + field_bytes(2, "log line\n"))
+    write("proto", "health-check-request", field_bytes(1, "evaluator.FunctionEvaluator"))
+    write("proto", "health-check-response", field_varint(1, 1))
+    entry = field_bytes(1, "grpc.health.v1.Health") + field_bytes(2, field_varint(1, 1))
+    write("proto", "health-list-response", field_bytes(1, entry) + field_bytes(1, field_bytes(1, "")))
+    write("proto", "config-map", field_bytes(1, field_bytes(1, "k") + field_bytes(2, "v")))
+    # unknown fields of every wire type, and a status past the enum
+    write("proto", "unknown-fields",
+          field_varint(1, 7) + varint(15 << 3 | 1) + b"\x01" * 8 + varint(16 << 3 | 5) + b"\x02" * 4
+          + field_bytes(99, "x") + field_varint(2, 2**64 - 1))
+    write("proto", "duplicate-fields", field_bytes(2, "a") + field_bytes(2, "bb") + field_bytes(1, "") * 2)
+
+
+# ---- resourcelist ----
+def rl_seeds():
+    write("resourcelist", "valid.yaml", RL + "functionConfig: {kind: ConfigMap}\n")
+    write("resourcelist", "results.yaml", """apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items: []
+results:
+- message: bad value
+  severity: error
+  resourceRef: {apiVersion: v1, kind: ConfigMap, name: cm, namespace: ns}
+  field: {path: data.key, currentValue: 1.5e3, proposedValue: true}
+  file: {path: cm.yaml, index: 2}
+  tags: {a: b, c: ""}
+- message: "note \\u00e9\\t\\"quoted\\""
+  severity: info
+  field: {currentValue: .nan, proposedValue: 0x1F}
+- severity: warning
+  resourceRef: {metadata: {name: legacy}}
+""")
+    write("resourcelist", "json.json",
+          '{"apiVersion":"config.kubernetes.io/v1","kind":"ResourceList","items":[{"kind":"A"}],'
+          '"results":[{"message":"m","severity":"error","field":{"currentValue":-Inf}}]}')
+    write("resourcelist", "legacy-results.yaml",
+          "kind: ResourceList\nitems: []\nresults:\n  items:\n  - message: x\n    severity: warning\n")
+    write("resourcelist", "wrong-kind.yaml", "apiVersion: v1\nkind: ConfigMap\n")
+    write("resourcelist", "two-docs.yaml", "kind: ResourceList\n---\nkind: ResourceList\n")
+    write("resourcelist", "anchors-tags.yaml",
+          "%YAML 1.1\n%TAG !e! tag:example.com,2000:\n--- !e!rl\nkind: &k ResourceList\n"
+          "items: [*k, !!str 1, {? [a] : b}]\nresults: [{message: *k, tags: {<<: {x: y}}}]\n")
+    write("resourcelist", "bad-types.yaml",
+          "kind: ResourceList\nresults:\n- message: {a: 1}\n- 12345678901\n- file: {index: abc}\n"
+          "  tags: x\n- message: one\n  message: two\n")
+    write("resourcelist", "bom-and-bad-utf8.yaml",
+          b"\xef\xbb\xbfkind: ResourceList\nitems:\n- x: \"\xc3\x28\"\n")
+    write("resourcelist", "nesting.yaml", "kind: ResourceList\nitems: " + "[" * 60 + "]" * 60 + "\n")
+    write("resourcelist", "empty", b"")
+
+
+# ---- grpc_timeout: header values and durations ----
+def timeout_seeds():
+    for i, v in enumerate(["1S", "1000000u", "0n", "99999999H", "12345678m", "123456789S", "5x"]):
+        write("grpc_timeout", "header-%d" % i, v)
+    for i, v in enumerate(["1.5s", "1h30m", "250us", "10ns", "+5m", "2\u00b5s", "3\u03bcs",
+                           ".5h", "9223372036854775807ns", "300", "1.s2m"]):
+        write("grpc_timeout", "duration-%d" % i, v)
+    write("grpc_timeout", "int64-max", struct.pack("<q", 2**63 - 1))
+
+
+# ---- ws_cli: arguments separated by NUL ----
+def cli_seeds():
+    def args(*a):
+        return "\0".join(a)
+    write("ws_cli", "run", args("--port", "9446", "--", "/fn", "arg"))
+    write("ws_cli", "all-flags",
+          args("--port=0", "--max-request-body-size=1", "--verbosity=10", "--shutdown-grace=1.5s",
+               "--max-concurrent-streams=100000", "--idle-timeout=0", "--", "fn"))
+    write("ws_cli", "empty-entrypoint", args("--verbosity", "4", "--"))
+    write("ws_cli", "help", args("--port=1", "-h"))
+    write("ws_cli", "version", args("--version"))
+    write("ws_cli", "missing-value", args("--port", "--", "fn"))
+    write("ws_cli", "unknown", args("--bogus=1", "--", "fn"))
+    write("ws_cli", "bad-values", args("--port=65536", "--idle-timeout=-1s", "--", "x"))
+    write("ws_cli", "positional", args("fn"))
+    write("ws_cli", "long-name", args("--" + "p" * 80 + "=1", "--"))
+
+
+if __name__ == "__main__":
+    frame_seeds()
+    proto_seeds()
+    rl_seeds()
+    timeout_seeds()
+    cli_seeds()
