@@ -1,0 +1,385 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD: the benchmarks behind `make bench`.
+#
+# Why a script around C programs: the measurements themselves are C
+# (bench-startup, bench-loadgen, bench-pipefloor) so that the timers cost
+# less than the server; this script only starts servers on free ports,
+# runs the programs in a fixed order, and prints one table. Every figure is
+# shown next to a floor measured in the same run (the same work without the
+# server, or a trivial exec), because on a shared 2-core VM absolute numbers
+# move with the load while ratios to a same-run floor hold still. Floor and
+# server runs are interleaved (ROUNDS rounds, median of the round medians)
+# for the same reason.
+#
+# The table goes to stdout and to BUILD/bench/results.txt. Exit status: 0
+# when every measurement ran (missed targets print MISSED), 1 when one
+# failed. Knobs (environment): BENCH_ROUNDS, BENCH_SMALL_CALLS,
+# BENCH_TPUT_CALLS, BENCH_MEM_CALLS, BENCH_DYN_MEM_CALLS, BENCH_LARGE_CALLS.
+set -eu
+
+BUILD=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$BUILD/bin
+STATIC=${BENCH_STATIC:-$ROOT/build/static}
+OUT=$BUILD/bench
+TMP=$OUT/tmp
+ROUNDS=${BENCH_ROUNDS:-3}
+SMALL_CALLS=${BENCH_SMALL_CALLS:-200}     # per round, concurrency 1
+TPUT_CALLS=${BENCH_TPUT_CALLS:-1000}      # per concurrency level 8 and 64
+MEM_CALLS=${BENCH_MEM_CALLS:-10000}       # total calls before the RSS reading
+DYN_MEM_CALLS=${BENCH_DYN_MEM_CALLS:-1000}
+LARGE_CALLS=${BENCH_LARGE_CALLS:-5}       # per round, 5 MiB
+LARGE_SIZE=$((5 * 1024 * 1024))
+
+mkdir -p "$OUT" "$TMP"
+RESULTS=$OUT/results.txt
+rm -f "$TMP"/rows.*
+SERVERS=""
+
+cleanup() {
+    for pid in $SERVERS; do
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+die() {
+    echo "bench: $*" >&2
+    exit 1
+}
+
+# ---- running the C programs ---------------------------------------------------
+
+# tool NAME ARGS...: run bench-NAME, its result line in LINE; any failure
+# ends the benchmark (a measurement that did not happen must not look like
+# one). Not meant for $(...): the failure must end this shell.
+tool() {
+    local name=$1
+    shift
+    LINE=$("$BIN/bench-$name" "$@" 2>"$TMP/$name.err") ||
+        die "bench-$name $* failed: $(tail -n 3 "$TMP/$name.err")"
+}
+
+# get KEY LINE: the value of KEY=value in a result line.
+get() {
+    printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
+}
+
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+calc() {
+    awk "BEGIN {printf \"%.${2:-2}f\", $1}"
+}
+
+# ---- servers --------------------------------------------------------------------
+
+# start_server BINARY: starts BINARY --port 0 -- cat; sets SRV_PID and SRV_PORT
+# once it answers a health Check.
+start_server() {
+    local log=$TMP/server-$(basename "$(dirname "$1")").log i
+    "$1" --port 0 -- cat 2>"$log" &
+    SRV_PID=$!
+    SERVERS="$SERVERS $SRV_PID"
+    SRV_PORT=""
+    for i in $(seq 100); do
+        SRV_PORT=$(sed -n 's/.*Listening on :\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
+        [ -n "$SRV_PORT" ] && break
+        kill -0 "$SRV_PID" 2>/dev/null || die "$1 exited: $(tail -n 3 "$log")"
+        sleep 0.05
+    done
+    [ -n "$SRV_PORT" ] || die "$1 did not report its port within 5 s"
+    tool loadgen --addr "127.0.0.1:$SRV_PORT" --rpc check --calls 1
+    SRV_CALLS=0
+    CPU_US=0
+    CPU_CALLS=0
+}
+
+stop_server() {
+    kill -TERM "$SRV_PID" 2>/dev/null || die "server $SRV_PID is gone"
+    wait "$SRV_PID" || die "server $SRV_PID exited with status $?"
+    SERVERS=$(printf '%s\n' $SERVERS | grep -vx "$SRV_PID" | tr '\n' ' ' || true)
+}
+
+# rss_kib FIELD: VmRSS, RssAnon, RssFile or VmHWM of the running server, in KiB.
+rss_kib() {
+    awk -v f="$1:" '$1 == f {print $2}' "/proc/$SRV_PID/status"
+}
+
+# mem_mark NAME: records the server's VmRSS, RssAnon and RssFile as
+# NAME_rss, NAME_anon, NAME_file.
+mem_mark() {
+    sleep 0.2   # let the last connection's teardown finish
+    eval "$1_rss=$(rss_kib VmRSS) $1_anon=$(rss_kib RssAnon) $1_file=$(rss_kib RssFile)"
+}
+
+# srv_cpu_us: CPU time (user + system) the server has used, in us; its
+# children (the functions) are not counted.
+srv_cpu_us() {
+    awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($14 + $15) * 1000000 / hz}' \
+        "/proc/$SRV_PID/stat"
+}
+
+# eval_calls ARGS...: bench-loadgen against the current server (result in
+# LINE), counting the calls made, warm-up included; adds the calls and the
+# server's CPU time to CPU_CALLS and CPU_US.
+eval_calls() {
+    local arg warmup=0 prev="" cpu0 n
+    for arg in "$@"; do
+        [ "$prev" = --warmup ] && warmup=$arg
+        prev=$arg
+    done
+    cpu0=$(srv_cpu_us)
+    tool loadgen --addr "127.0.0.1:$SRV_PORT" "$@"
+    n=$((warmup + $(get count "$LINE")))
+    SRV_CALLS=$((SRV_CALLS + n))
+    CPU_CALLS=$((CPU_CALLS + n))
+    CPU_US=$((CPU_US + $(srv_cpu_us) - cpu0))
+}
+
+# cpu_note FLOOR_CPU_US CLIENT_CPU_US: a note comparing CPU time per call,
+# the server's from CPU_US / CPU_CALLS (then reset). Unlike wall time this
+# hardly moves with the machine's load.
+cpu_note() {
+    note "(CPU per call, children excluded: server $(calc "$CPU_US / $CPU_CALLS" 0) us," \
+         "floor $(calc "$1" 0) us; bench-loadgen client $(calc "$2" 0) us)"
+    CPU_US=0
+    CPU_CALLS=0
+}
+
+# ---- the table ---------------------------------------------------------------------
+
+ROW_FMT='%-2s %-46s %15s  %-38s %7s  %-17s %s\n'
+
+# Rows are collected per item (TMP/rows.N) and printed in item order at the
+# end; progress goes to stderr meanwhile.
+row() {   # item, what, result, baseline, ratio, target, verdict
+    ITEM=$1
+    printf "$ROW_FMT" "$@" >>"$TMP/rows.$ITEM"
+}
+
+note() {   # a line under the last row
+    printf '   %s\n' "$*" >>"$TMP/rows.$ITEM"
+}
+
+say() {
+    echo "bench: $*" >&2
+}
+
+verdict() {   # awk condition that is true when the target is met
+    if awk "BEGIN {exit !($1)}"; then echo met; else echo MISSED; fi
+}
+
+# table START_LOAD: the whole table, from the collected rows.
+table() {
+    echo "krm-fn-runtime benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs," \
+         "kernel $(uname -r)"
+    echo "load average at start $1, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "every ratio is to a baseline measured in this same run; medians unless said;"
+    echo "server and floor runs are interleaved, $ROUNDS rounds, median of the rounds"
+    echo
+    printf "$ROW_FMT" "#" "measurement" "result" "baseline (same run)" "ratio" "target" ""
+    cat "$TMP"/rows.1 "$TMP"/rows.2 "$TMP"/rows.3 "$TMP"/rows.4 "$TMP"/rows.5 "$TMP"/rows.6
+    echo
+    echo "floors: 'spawn cat + pipes' is bench-pipefloor: posix_spawnp cat, write the same"
+    echo "bytes to its stdin, read its stdout to EOF, waitpid (N at once on one poll loop"
+    echo "for N streams); '--version' is exec of the same binary until it exits."
+    echo "throughput target >= 0.83x is the 1.2x overhead target as a rate."
+    echo "server under test: $MAIN_SRV --port 0 -- cat (default flags;"
+    echo "--max-concurrent-streams defaults to 1000, above the 64 used)."
+}
+
+# ---- 1. start-up -----------------------------------------------------------------------
+
+bench_startup() {   # BINARY LABEL
+    local srv floor s f
+    tool startup --runs 20 -- "$1" --port '{port}' -- cat
+    srv=$LINE
+    tool startup --runs 20 --until exit -- "$1" --version
+    floor=$LINE
+    s=$(get median_us "$srv")
+    f=$(get median_us "$floor")
+    row 1 "start-up to first SERVING Check, $2" "$(calc "$s/1000") ms" \
+        "$(calc "$f/1000") ms exec to exit (--version)" "$(calc "$s/$f")x" "< 2 ms" \
+        "$(verdict "$s < 2000")"
+    note "(fastest of 20: $(calc "$(get min_us "$srv")/1000") ms, floor" \
+         "$(calc "$(get min_us "$floor")/1000") ms; $(get attempts "$srv") Check attempts per start)"
+}
+
+bench_startup_floor() {
+    tool startup --runs 20 --until exit -- /bin/true
+    note "(exec of /bin/true to exit, for scale: $(calc "$(get median_us "$LINE")/1000") ms)"
+}
+
+# ---- 3. overhead and 4. throughput at concurrency 1 ----------------------------------
+
+bench_small() {
+    local i srv floor s_med="" f_med="" s_cps="" f_cps="" f_cpu="" c_cpu="" s f
+    for i in $(seq "$ROUNDS"); do
+        tool pipefloor --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        floor=$LINE
+        eval_calls --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        srv=$LINE
+        f_med="$f_med $(get median_us "$floor")"
+        s_med="$s_med $(get median_us "$srv")"
+        f_cps="$f_cps $(get calls_per_s "$floor")"
+        s_cps="$s_cps $(get calls_per_s "$srv")"
+        f_cpu="$f_cpu $(get cpu_us "$floor")"
+        c_cpu="$c_cpu $(get cpu_us "$srv")"
+    done
+    s=$(median $s_med)
+    f=$(median $f_med)
+    row 3 "overhead: EvaluateFunction, cat, 2 KiB" "$(calc "$s/1000") ms" \
+        "$(calc "$f/1000") ms spawn cat + pipes" "$(calc "$s/$f")x" "<= 1.2x" \
+        "$(verdict "$s / $f <= 1.2")"
+    cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
+    s=$(median $s_cps)
+    f=$(median $f_cps)
+    row 4 "throughput, 1 stream (2 KiB, cat)" "$(calc "$s" 0) calls/s" \
+        "$(calc "$f" 0) runs/s spawn cat + pipes" "$(calc "$s/$f")x" ">= 0.83x" \
+        "$(verdict "$s / $f >= 1 / 1.2")"
+}
+
+bench_throughput() {   # CONCURRENCY
+    local i n=$((TPUT_CALLS / ROUNDS)) s_cps="" f_cps="" f_cpu="" c_cpu="" s f
+    for i in $(seq "$ROUNDS"); do
+        tool pipefloor --input "$TMP/rl-2k.yaml" --concurrency "$1" --calls "$n" --warmup "$1"
+        f_cps="$f_cps $(get calls_per_s "$LINE")"
+        f_cpu="$f_cpu $(get cpu_us "$LINE")"
+        eval_calls --input "$TMP/rl-2k.yaml" --concurrency "$1" --calls "$n" --warmup "$1"
+        s_cps="$s_cps $(get calls_per_s "$LINE")"
+        c_cpu="$c_cpu $(get cpu_us "$LINE")"
+    done
+    s=$(median $s_cps)
+    f=$(median $f_cps)
+    row 4 "throughput, $1 streams (2 KiB, cat)" "$(calc "$s" 0) calls/s" \
+        "$(calc "$f" 0) runs/s, $1 cat at once" "$(calc "$s/$f")x" ">= 0.83x" \
+        "$(verdict "$s / $f >= 1 / 1.2")"
+    cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
+}
+
+# ---- 2. memory ----------------------------------------------------------------------------
+
+# mem_rows LABEL CALLS [WARM CALLS]: the rows for marks idle and after (and
+# warm, the leak check: growth from after the warm-up to the end).
+mem_rows() {
+    row 2 "memory idle (VmRSS), $1" "$idle_rss KiB" "-" "-" "< 2048 KiB" \
+        "$(verdict "$idle_rss < 2048")"
+    row 2 "memory growth, idle to $2 calls, $1" "$((after_rss - idle_rss)) KiB" \
+        "idle $idle_rss KiB" "$(calc "$after_rss/$idle_rss")x" "< 64 KiB" \
+        "$(verdict "$after_rss - $idle_rss < 64")"
+    note "(VmRSS = RssAnon + RssFile: idle $idle_anon + $idle_file KiB," \
+         "after $2 calls $after_anon + $after_file KiB)"
+    [ $# -gt 2 ] || return 0
+    row 2 "memory growth, call $3 to $2 (leak check)" "$((after_rss - warm_rss)) KiB" \
+        "$warm_rss KiB at call $3" "$(calc "$after_rss/$warm_rss")x" "< 64 KiB" \
+        "$(verdict "$after_rss - $warm_rss < 64")"
+}
+
+# Tops the current server up to N EvaluateFunction calls (8 streams).
+fill_calls() {
+    local left=$(($1 - SRV_CALLS))
+    [ "$left" -gt 0 ] || return 0
+    eval_calls --input "$TMP/rl-2k.yaml" --concurrency 8 --calls "$left"
+}
+
+# ---- 5. large ------------------------------------------------------------------------------
+
+bench_large() {
+    local i srv floor s_med="" f_med="" f_cpu="" c_cpu="" s f
+    CPU_US=0
+    CPU_CALLS=0
+    for i in $(seq "$ROUNDS"); do
+        tool pipefloor --input "$TMP/rl-5m.yaml" --calls "$LARGE_CALLS" --warmup 1
+        floor=$LINE
+        eval_calls --input "$TMP/rl-5m.yaml" --calls "$LARGE_CALLS" --warmup 1
+        srv=$LINE
+        f_med="$f_med $(get median_us "$floor")"
+        s_med="$s_med $(get median_us "$srv")"
+        f_cpu="$f_cpu $(get cpu_us "$floor")"
+        c_cpu="$c_cpu $(get cpu_us "$srv")"
+    done
+    s=$(median $s_med)
+    f=$(median $f_med)
+    row 5 "large: EvaluateFunction, cat, 5 MiB" "$(calc "$s/1000" 1) ms" \
+        "$(calc "$f/1000" 1) ms spawn cat + pipes" "$(calc "$s/$f")x" "<= 1.5x" \
+        "$(verdict "$s / $f <= 1.5")"
+    cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
+}
+
+# ---- 6. sizes ----------------------------------------------------------------------------------
+
+bench_sizes() {
+    local f size limit
+    if [ ! -x "$STATIC/wrapper-server" ]; then
+        row 6 "static binary sizes" "-" "-" "-" "-" "not built: run make static"
+        return
+    fi
+    for f in "$STATIC"/*; do
+        [ -f "$f" ] && [ ! -L "$f" ] || continue
+        size=$(stat -c %s "$f")
+        limit=1024
+        [ "$(basename "$f")" = wrapper-server ] && limit=512
+        row 6 "size of static $(basename "$f")" "$(((size + 1023) / 1024)) KiB" \
+            "-" "-" "<= $limit KiB" "$(verdict "$size <= $limit * 1024")"
+    done
+}
+
+# ---- main -----------------------------------------------------------------------------------------
+
+main() {
+    local label=dynamic warm_calls start_load
+    MAIN_SRV=$BIN/wrapper-server
+    if [ -x "$STATIC/wrapper-server" ]; then
+        MAIN_SRV=$STATIC/wrapper-server
+        label=static
+    fi
+    start_load=$(cut -d' ' -f1-3 /proc/loadavg)
+    tool loadgen --size 2048 --dump "$TMP/rl-2k.yaml"
+    tool loadgen --size "$LARGE_SIZE" --dump "$TMP/rl-5m.yaml"
+
+    say "1. start-up"
+    [ "$label" = dynamic ] || bench_startup "$MAIN_SRV" "$label"
+    bench_startup "$BIN/wrapper-server" dynamic
+    bench_startup_floor
+
+    start_server "$MAIN_SRV"
+    mem_mark idle
+    say "3. overhead, 2 KiB, 1 stream ($label server on port $SRV_PORT)"
+    bench_small
+    say "4. throughput, 8 and 64 streams"
+    bench_throughput 8
+    bench_throughput 64
+    mem_mark warm
+    warm_calls=$SRV_CALLS
+    say "2. memory: $((MEM_CALLS - SRV_CALLS)) more calls to reach $MEM_CALLS"
+    fill_calls "$MEM_CALLS"
+    mem_mark after
+    mem_rows "$label" "$SRV_CALLS" "$warm_calls"
+    say "5. large, 5 MiB"
+    bench_large
+    note "(peak VmHWM of the $label server after the 5 MiB calls: $(rss_kib VmHWM) KiB)"
+    stop_server
+
+    if [ "$label" != dynamic ]; then
+        say "2. memory of the dynamic binary, $DYN_MEM_CALLS calls"
+        start_server "$BIN/wrapper-server"
+        mem_mark idle
+        fill_calls "$DYN_MEM_CALLS"
+        mem_mark after
+        mem_rows dynamic "$SRV_CALLS"
+        note "(the dynamic binary's RssFile counts the shared libraries it maps:" \
+             "libc, libnghttp2, libyaml, libprotobuf-c)"
+        stop_server
+    fi
+    bench_sizes
+    table "$start_load" >"$RESULTS.tmp"
+    mv "$RESULTS.tmp" "$RESULTS"
+    cat "$RESULTS"
+    say "table written to $RESULTS"
+}
+
+main
