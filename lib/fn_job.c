@@ -169,25 +169,48 @@ static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx)
     fn_job_close_pipe(job, &job->fd_in);
 }
 
+/* One read of stdout. Straight into job->out when it has room to spare (a
+ * big output, presized in fn_job_start), else through `chunk`, appending
+ * only what arrived: reserving a whole chunk ahead for every small output
+ * would make each call allocate (and, with musl, map and unmap) 64 KiB and
+ * more. Returns read()'s result; -1 with errno ENOMEM when out of memory. */
+static ssize_t fn_job_read_stdout(fn_job *job, int fd, char *chunk)
+{
+    size_t room = job->out.data ? job->out.cap - job->out.len : 0;
+    if (room >= FN_JOB_READ_CHUNK / 4) {
+        ssize_t n = read(fd, job->out.data + job->out.len, room);
+        if (n > 0) {
+            job->out.len += (size_t)n;
+            job->out.data[job->out.len] = '\0';
+        }
+        return n;
+    }
+    ssize_t n = read(fd, chunk, FN_JOB_READ_CHUNK);
+    if (n > 0 && buf_append(&job->out, chunk, (size_t)n) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
+}
+
 static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
     fn_job *job = ctx;
+    char chunk[FN_JOB_READ_CHUNK];
     for (;;) {
-        if (buf_reserve(&job->out, FN_JOB_READ_CHUNK) < 0) {
-            log_error("function %d stdout: out of memory", (int)job->pid);
-            job->output_too_large = 1;
-            break;
-        }
-        ssize_t n = read(fd, job->out.data + job->out.len, job->out.cap - job->out.len);
+        ssize_t n = fn_job_read_stdout(job, fd, chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
             return;
+        if (n < 0 && errno == ENOMEM) {
+            log_error("function %d stdout: out of memory", (int)job->pid);
+            job->output_too_large = 1;
+            break;
+        }
         if (n <= 0)
             break;
-        job->out.len += (size_t)n;
-        job->out.data[job->out.len] = '\0';
         if (job->out.len > job->spec.max_stdout) {
             job->output_too_large = 1;
             kill(-job->pid, SIGKILL);
@@ -320,6 +343,10 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
     if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
         (void)fcntl(in[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
         (void)fcntl(out[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+        /* A function's output is usually about as big as its input: room
+         * for that up front spares the copies of a growing buffer. */
+        size_t guess = spec->input_len + spec->input_len / 8;
+        (void)buf_reserve(&job->out, guess < spec->max_stdout ? guess : spec->max_stdout + 1);
     }
     int rc = spawn_child(path, spec->argv, in[0], out[1], err[1], &job->pid);
     if (rc) {
@@ -364,6 +391,8 @@ fail:
         close_fd(&out[i]);
         close_fd(&err[i]);
     }
+    if (job)
+        buf_free(&job->out);
     free(job);
     return NULL;
 }
