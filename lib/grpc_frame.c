@@ -111,6 +111,7 @@ static int feed_prefix(grpc_reader *r, const uint8_t *data, size_t len,
     buf_reset(&r->msg);
     if (reserve_exact(&r->msg, r->msg_len) < 0)
         return -2;
+
     r->state = GRPC_READER_BODY;
     return 0;
 }
@@ -136,6 +137,16 @@ static int feed_body(grpc_reader *r, const uint8_t *data, size_t len,
     else
         buf_reset(&r->msg);
     return rc;
+}
+
+int grpc_reader_take(grpc_reader *r, const uint8_t *msg, size_t len, buf *out)
+{
+    if (r->msg.data && msg == (const uint8_t *)r->msg.data) {
+        *out = r->msg;
+        r->msg = (buf){0};
+        return 0;
+    }
+    return buf_append(out, msg, len);
 }
 
 int grpc_reader_feed(grpc_reader *r, const uint8_t *data, size_t len,

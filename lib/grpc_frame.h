@@ -52,6 +52,12 @@ int grpc_reader_feed(grpc_reader *r, const uint8_t *data, size_t len,
                      int (*on_message)(void *ctx, uint8_t flag, const uint8_t *msg, size_t len),
                      void *ctx);
 
+/* From inside on_message: keep the message beyond the call. The reader's
+ * own buffer is handed over when the message was assembled there (no copy:
+ * it may be megabytes); a message that arrived in one piece is copied.
+ * Returns 0, or -1 on ENOMEM. out must be empty; free it with buf_free. */
+int grpc_reader_take(grpc_reader *r, const uint8_t *msg, size_t len, buf *out);
+
 /* True when input ended in the middle of a prefix or a message. */
 int grpc_reader_partial(const grpc_reader *r);
 

@@ -76,6 +76,10 @@ struct rpc_call {
     uint8_t frame_prefix[16];     /* for the handler's segment headers */
 };
 
+/* From inside handle(): keep the request message (which is otherwise only
+ * valid during the call) in *out, without copying a large one. 0 or -1. */
+int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out);
+
 /* Answer a unary call: one message made of segs (already protobuf-encoded,
  * without the gRPC prefix; the transport adds it), then status OK. */
 void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs);

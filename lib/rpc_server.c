@@ -323,6 +323,11 @@ static void call_fail_http(rpc_call *c, const char *http_status, int code, const
     conn_flush(c->conn);
 }
 
+int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out)
+{
+    return grpc_reader_take(c->reader, msg, len, out);
+}
+
 void rpc_fail(rpc_call *c, int code, const char *message)
 {
     call_fail_http(c, "200", code, message);

@@ -13,14 +13,15 @@
 #include <string.h>
 
 #include "evaluator.h"
-#include "evaluator.pb-c.h"
 #include "grpc_status.h"
 #include "log.h"
+#include "pb_request.h"
 #include "rpc_server.h"
 #include "services.h"
 
 typedef struct eval_state {
-    Evaluator__EvaluateFunctionRequest *req;
+    buf msg;                  /* the request message, kept for the call */
+    pb_eval_request req;      /* decoded in place: resource_list points into msg */
     ev_call *call;
     int delivered;            /* the evaluator's done ran */
     uint8_t out_header[11];   /* field 1 tag + varint length */
@@ -42,7 +43,7 @@ static size_t pb_len_field_header(uint8_t *out, uint8_t field, size_t len)
 
 static const char *eval_image(const eval_state *st)
 {
-    return st->req->image ? st->req->image : "";
+    return st->req.image ? st->req.image : "";
 }
 
 /* Reply OK with stdout and as much of stderr as fits in one message. */
@@ -99,17 +100,22 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
         return;
     }
     c->state = st;
-    st->req = evaluator__evaluate_function_request__unpack(NULL, len, msg);
-    if (!st->req) {
-        rpc_fail(c, GRPC_INTERNAL,
-                 "grpc: error unmarshalling request: the EvaluateFunctionRequest is not valid "
-                 "protobuf");
+    char why[128], text[256];
+    if (rpc_take_message(c, msg, len, &st->msg) < 0) {
+        rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    if (pb_eval_request_decode((const uint8_t *)st->msg.data, st->msg.len, &st->req, why,
+                               sizeof why) < 0) {
+        snprintf(text, sizeof text, "grpc: error unmarshalling request: the "
+                 "EvaluateFunctionRequest is not valid protobuf (%s)", why);
+        rpc_fail(c, GRPC_INTERNAL, text);
         return;
     }
     ev_request req = {
         .image = eval_image(st),
-        .input = st->req->resource_list.data,
-        .input_len = st->req->resource_list.len,
+        .input = st->req.resource_list,
+        .input_len = st->req.resource_list_len,
     };
     st->call = ev_call_start(server_app(c->srv), &req, eval_done, c);
     if (!st->call)
@@ -129,8 +135,8 @@ static void eval_end(rpc_call *c, int finished)
         else
             ev_call_cancel(st->call);
     }
-    if (st->req)
-        evaluator__evaluate_function_request__free_unpacked(st->req, NULL);
+    pb_eval_request_free(&st->req);
+    buf_free(&st->msg);
     free(st);
     c->state = NULL;
 }

@@ -1,0 +1,30 @@
+/* pb_request: decodes an EvaluateFunctionRequest in place.
+ *
+ * protobuf-c's unpack copies every bytes field into a new allocation; for a
+ * multi-megabyte ResourceList that is one more copy into fresh memory per
+ * call, and page faults on fresh memory are a large part of a big call's
+ * cost. The message has two fields (resource_list = 1, bytes; image = 2,
+ * string), so this decoder points into the received message instead and
+ * only copies the short image name. Wire rules follow protobuf: unknown
+ * fields are skipped, a repeated scalar field keeps its last value, a known
+ * field with the wrong wire type, a truncated field, field number 0 and
+ * groups are errors (as grpc-go's decoder reports them). tests/fuzz checks it
+ * against protobuf-c. */
+#ifndef KRM_PB_REQUEST_H
+#define KRM_PB_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pb_eval_request {
+    const uint8_t *resource_list;   /* points into the message; NULL when absent */
+    size_t resource_list_len;
+    char *image;                    /* malloc'd, NUL-terminated; "" when absent */
+} pb_eval_request;
+
+/* Returns 0, or -1 with a reason in why (ENOMEM included). */
+int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out, char *why,
+                           size_t why_len);
+void pb_eval_request_free(pb_eval_request *r);
+
+#endif

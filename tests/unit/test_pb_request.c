@@ -1,0 +1,86 @@
+/* Unit tests for pb_request, the in-place EvaluateFunctionRequest decoder:
+ * each case is checked against protobuf-c's generated unpack, the decoder
+ * it replaces, so the two agree on what a request means. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "evaluator.pb-c.h"
+#include "pb_request.h"
+
+/* Decodes with both; asserts they agree; returns our result code. */
+static int decode_both(const uint8_t *msg, size_t len, pb_eval_request *r)
+{
+    char why[128];
+    int rc = pb_eval_request_decode(msg, len, r, why, sizeof why);
+    Evaluator__EvaluateFunctionRequest *ref =
+        evaluator__evaluate_function_request__unpack(NULL, len, msg);
+    cr_assert_eq(rc == 0, ref != NULL, "decoder %s, protobuf-c %s (%s)", rc ? "failed" : "ok",
+                 ref ? "ok" : "failed", rc ? why : "");
+    if (ref) {
+        cr_assert_eq(r->resource_list_len, ref->resource_list.len);
+        if (ref->resource_list.len)
+            cr_assert(!memcmp(r->resource_list, ref->resource_list.data, ref->resource_list.len));
+        cr_assert_str_eq(r->image, ref->image ? ref->image : "");
+        evaluator__evaluate_function_request__free_unpacked(ref, NULL);
+    }
+    return rc;
+}
+
+#define MSG(...) ((const uint8_t[]){__VA_ARGS__})
+
+Test(pb_request, both_fields_point_into_the_message)
+{
+    const uint8_t m[] = {0x0a, 3, 'a', 'b', 'c', 0x12, 2, 'f', 'n'};
+    pb_eval_request r;
+    cr_assert_eq(decode_both(m, sizeof m, &r), 0);
+    cr_assert_eq(r.resource_list, m + 2, "not in place");
+    cr_assert_str_eq(r.image, "fn");
+    pb_eval_request_free(&r);
+}
+
+Test(pb_request, empty_message_is_a_request_with_nothing)
+{
+    pb_eval_request r;
+    cr_assert_eq(decode_both(MSG(0), 0, &r), 0);
+    cr_assert_null(r.resource_list);
+    cr_assert_str_eq(r.image, "");
+    pb_eval_request_free(&r);
+}
+
+Test(pb_request, last_occurrence_wins_and_unknown_fields_are_skipped)
+{
+    const uint8_t m[] = {0x0a, 1, 'x', 0x18, 0x96, 0x01, 0x21, 1, 2, 3, 4, 5, 6, 7, 8,
+                         0x2d, 1, 2, 3, 4, 0x3a, 2, 'z', 'z', 0x0a, 1, 'y'};
+    pb_eval_request r;
+    cr_assert_eq(decode_both(m, sizeof m, &r), 0);
+    cr_assert_eq(r.resource_list_len, 1);
+    cr_assert_eq(r.resource_list[0], 'y');
+    pb_eval_request_free(&r);
+}
+
+Test(pb_request, malformed_messages_are_refused)
+{
+    const struct { const uint8_t *m; size_t n; } bad[] = {
+        {MSG(0x0a, 5, 'a'), 3},                  /* length beyond the end */
+        {MSG(0x0a), 1},                          /* length missing */
+        {MSG(0x08, 1), 2},                       /* field 1 as a varint */
+        {MSG(0x15, 1, 2, 3, 4), 5},              /* field 2 as fixed32 */
+        {MSG(0x1b), 1},                          /* start group */
+        {MSG(0x1f), 1},                          /* wire type 7 */
+        {MSG(0x19, 1, 2), 3},                    /* fixed64 cut short */
+        {MSG(0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), 12},
+        {MSG(0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f), 6},   /* a 4 GiB field */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pb_eval_request r;
+        cr_assert_eq(decode_both(bad[i].m, bad[i].n, &r), -1, "case %zu", i);
+    }
+}
+
+Test(pb_request, field_number_zero_is_refused_with_a_reason)
+{
+    pb_eval_request r;
+    char why[128];
+    cr_assert_eq(pb_eval_request_decode(MSG(0x00, 0x00), 2, &r, why, sizeof why), -1);
+    cr_assert_str_eq(why, "field 0: illegal field number");
+}
