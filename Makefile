@@ -17,6 +17,11 @@ CPPFLAGS := -D_GNU_SOURCE -Ilib -I$(BUILD)/gen
 CFLAGS   := -std=c17 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers -fno-strict-aliasing
 LDLIBS    = $(shell pkg-config --libs $(PKGS))
+# runner-client alone talks HTTPS to registries (lib/registry*.c): libcurl
+# (OpenSSL flavour) and OpenSSL's libcrypto for sha256. wrapper-server and
+# copier never link them.
+RC_PKGS   := libcurl libcrypto
+RC_LDLIBS  = $(shell pkg-config --libs $(RC_PKGS))
 # STATIC_PREFIX: build fully static with musl-gcc against the libraries that
 # scripts/static-build.sh compiled from Debian's source packages into it.
 ifneq ($(STATIC_PREFIX),)
@@ -35,6 +40,9 @@ PROTOS    := evaluator health
 GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
 LIB_SRCS  := $(wildcard lib/*.c)
+ifneq ($(STATIC_PREFIX),)
+LIB_SRCS  := $(filter-out lib/registry%.c,$(LIB_SRCS))   # need libcurl; not in static builds
+endif
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
 RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -78,7 +86,7 @@ $(BUILD)/bin/wrapper-server: $(call obj,wrapper-server/main.c) $(WS_OBJS) $(BUIL
 
 $(BUILD)/bin/runner-client: $(call obj,runner-client/main.c) $(RC_OBJS) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS)
 
 $(BUILD)/obj/copier/%.o: CPPFLAGS += -Icopier
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Iwrapper-server -Irunner-client
@@ -100,7 +108,7 @@ $(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
 $(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
                      $(call obj,$(filter-out copier/main.c,$(COPIER_SRCS))) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS) -lcriterion
 
 unit: deps $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
@@ -155,7 +163,7 @@ FUZZ_NAMES      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*
 FUZZ_EXT_SRCS   := $(wildcard $(FUZZ_DEPS_SRC)/libyaml/src/*.c \
                               $(FUZZ_DEPS_SRC)/protobuf-c/protobuf-c/protobuf-c.c)
 FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/buf.c lib/numparse.c lib/grpc_frame.c \
-                     lib/grpc_timeout.c lib/resourcelist.c lib/pb_request.c wrapper-server/cli.c) \
+                     lib/grpc_timeout.c lib/resourcelist.c lib/pb_request.c lib/json.c wrapper-server/cli.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 

@@ -7,6 +7,8 @@
 
 int cmd_eval(int argc, char **argv);
 int cmd_health(int argc, char **argv);
+int cmd_image(int argc, char **argv);
+int cmd_pod(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 #endif

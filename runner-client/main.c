@@ -13,6 +13,8 @@ static const char usage[] =
     "Commands:\n"
     "  eval     evaluate a package through a wrapper server's EvaluateFunction\n"
     "  health   check a server's grpc.health.v1 status\n"
+    "  image    print an image's digest and entrypoint, read from its registry\n"
+    "  pod      render a function's Pod and Service as Porch creates them; print its podId\n"
     "  serve    run the function runner: EvaluateFunction for any configured image\n"
     "\n"
     "Run 'runner-client COMMAND --help' for a command's flags.\n";
@@ -28,6 +30,10 @@ int main(int argc, char **argv)
         return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "health"))
         return cmd_health(argc - 2, argv + 2);
+    if (!strcmp(cmd, "pod"))
+        return cmd_pod(argc - 2, argv + 2);
+    if (!strcmp(cmd, "image"))
+        return cmd_image(argc - 2, argv + 2);
     if (!strcmp(cmd, "serve"))
         return cmd_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

@@ -1,0 +1,199 @@
+/* image: `runner-client image [flags] IMAGE...` prints an image's digest
+ * and entrypoint as the function runner finds them in the registry before
+ * creating a function pod (Porch's rule: Entrypoint if non-empty, else
+ * Cmd). Several images may be named; the same image named twice is looked
+ * up once (the per-process cache the runner uses). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "flags.h"
+#include "grpc_timeout.h"
+#include "image_ref.h"
+#include "json.h"
+#include "oci_manifest.h"
+#include "registry.h"
+
+#define MAX_IMAGES 64
+#define MAX_INSECURE 32
+
+static const char image_usage[] =
+    "Usage: runner-client image [flags] IMAGE...\n"
+    "Prints the digest of IMAGE's linux/amd64 manifest and its entrypoint\n"
+    "(config Entrypoint if non-empty, else Cmd), read from its registry.\n"
+    "\n"
+    "  --docker-config FILE     credentials (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)\n"
+    "  --insecure-registry H    speak http:// to registry H (repeatable, or a comma list);\n"
+    "                           localhost, 127.0.0.1 and [::1] always are\n"
+    "  --platform OS/ARCH       the index entry to follow (default linux/amd64)\n"
+    "  --output json|text       output format (default text)\n"
+    "  --timeout DUR            per HTTP request (default 30s)\n"
+    "  --debug                  print request and cache counts on stderr\n"
+    "Exit status: 0 found, 1 lookup failed, 2 bad usage (including an invalid IMAGE).\n";
+
+typedef struct image_cli {
+    const char *docker_config, *platform, *output, *timeout;
+    const char *insecure[MAX_INSECURE];
+    size_t n_insecure;
+    char *copies[MAX_INSECURE];   /* the strings insecure[] points into */
+    size_t n_copies;
+    int debug;
+    const char *images[MAX_IMAGES];
+    int n_images;
+} image_cli;
+
+/* Splits a --insecure-registry value on commas into cli->insecure. */
+static int add_insecure(image_cli *cli, const char *value, buf *err)
+{
+    char *copy = strdup(value), *save = NULL;
+    if (!copy || cli->n_copies >= MAX_INSECURE)
+        return free(copy), buf_printf(err, "too many --insecure-registry values"), -1;
+    cli->copies[cli->n_copies++] = copy;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (cli->n_insecure >= MAX_INSECURE)
+            return buf_printf(err, "too many --insecure-registry values"), -1;
+        cli->insecure[cli->n_insecure++] = tok;
+    }
+    return 0;
+}
+
+/* flags_parse keeps one value per flag; --insecure-registry and --debug
+ * are taken out first. Returns the remaining argc (args in rest). */
+static int take_repeated(image_cli *cli, int argc, char **argv, char **rest, buf *err)
+{
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--debug")) {
+            cli->debug = 1;
+        } else if (!strncmp(a, "--insecure-registry=", 20)) {
+            if (add_insecure(cli, a + 20, err) < 0)
+                return -1;
+        } else if (!strcmp(a, "--insecure-registry")) {
+            if (i + 1 >= argc)
+                return buf_printf(err, "flag --insecure-registry needs a value"), -1;
+            if (add_insecure(cli, argv[++i], err) < 0)
+                return -1;
+        } else {
+            rest[n++] = argv[i];
+        }
+    }
+    return n;
+}
+
+static int parse_cli(image_cli *cli, int argc, char **argv, int *help, buf *err)
+{
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int n = rest ? take_repeated(cli, argc, argv, rest, err) : -1;
+    flag_def defs[] = {{"--docker-config", &cli->docker_config}, {"--platform", &cli->platform},
+                       {"--output", &cli->output}, {"--timeout", &cli->timeout}, {0}};
+    int rc = n < 0 ? -1 : flags_parse(n, rest, defs, cli->images, MAX_IMAGES, &cli->n_images, help, err);
+    free(rest);
+    if (rc < 0 || *help)
+        return rc;
+    if (strcmp(cli->output, "json") && strcmp(cli->output, "text"))
+        return buf_printf(err, "invalid --output \"%s\" (json or text)", cli->output), -1;
+    if (cli->n_images == 0)
+        return buf_printf(err, "an IMAGE is required"), -1;
+    for (int i = 0; i < cli->n_images; i++) {
+        image_ref ref;
+        if (image_ref_parse(cli->images[i], &ref, err) < 0)
+            return -1;
+        image_ref_free(&ref);
+    }
+    oci_platform p;
+    return oci_platform_parse(cli->platform, &p, err);
+}
+
+static void print_json_strings(buf *out, char **v, size_t n)
+{
+    buf_append_str(out, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_append_str(out, ",");
+        json_write_string(out, v[i], strlen(v[i]));
+    }
+    buf_append_str(out, "]");
+}
+
+static void print_json(const char *image, const registry_result *r)
+{
+    buf out = {0};
+    buf_append_str(&out, "{\"image\":");
+    json_write_string(&out, image, strlen(image));
+    buf_printf(&out, ",\"digest\":\"%s\",\"entrypoint\":", r->digest);
+    print_json_strings(&out, r->entrypoint, r->n_entrypoint);
+    buf_append_str(&out, ",\"configEntrypoint\":");
+    print_json_strings(&out, r->config_entrypoint, r->n_config_entrypoint);
+    buf_append_str(&out, ",\"configCmd\":");
+    print_json_strings(&out, r->config_cmd, r->n_config_cmd);
+    buf_printf(&out, ",\"fromIndex\":%s", r->from_index ? "true" : "false");
+    if (r->index_digest)
+        buf_printf(&out, ",\"indexDigest\":\"%s\"", r->index_digest);
+    buf_printf(&out, ",\"mediaType\":\"%s\",\"configDigest\":\"%s\"}\n", r->media_type, r->config_digest);
+    fputs(out.data, stdout);
+    buf_free(&out);
+}
+
+static void print_text(const char *image, const registry_result *r)
+{
+    buf out = {0};
+    buf_printf(&out, "image: %s\ndigest: %s\nentrypoint: ", image, r->digest);
+    print_json_strings(&out, r->entrypoint, r->n_entrypoint);
+    if (r->from_index)
+        buf_printf(&out, "\nindex: %s", r->index_digest);
+    buf_append_str(&out, "\n");
+    fputs(out.data, stdout);
+    buf_free(&out);
+}
+
+static int run_lookups(const image_cli *cli, const registry_opts *opts)
+{
+    int rc = 0;
+    for (int i = 0; i < cli->n_images; i++) {
+        registry_result r;
+        buf err = {0};
+        if (registry_lookup(cli->images[i], opts, &r, &err) < 0) {
+            fprintf(stderr, "runner-client image: %s\n", err.data ? err.data : "lookup failed");
+            rc = 1;
+        } else {
+            if (!strcmp(cli->output, "json"))
+                print_json(cli->images[i], &r);
+            else
+                print_text(cli->images[i], &r);
+            registry_result_free(&r);
+        }
+        buf_free(&err);
+    }
+    fflush(stdout);
+    if (cli->debug)
+        fprintf(stderr, "runner-client image: %zu HTTP requests, %zu cache hits\n", registry_requests_made(),
+                registry_cache_hits());
+    return rc;
+}
+
+int cmd_image(int argc, char **argv)
+{
+    image_cli cli = {.output = "text", .timeout = "30s", .platform = "linux/amd64"};
+    int help = 0, rc = 2;
+    int64_t timeout_ns = 0;
+    buf err = {0};
+    if (parse_cli(&cli, argc, argv, &help, &err) < 0 ||
+        (!help && (duration_parse(cli.timeout, &timeout_ns) < 0 || timeout_ns < 1000000) &&
+         buf_printf(&err, "invalid --timeout \"%s\"", cli.timeout) >= 0)) {
+        fprintf(stderr, "runner-client image: %s\n", err.data);
+    } else if (help) {
+        fputs(image_usage, stdout);
+        rc = 0;
+    } else {
+        registry_opts opts = {.docker_config = cli.docker_config, .insecure = cli.insecure,
+                              .n_insecure = cli.n_insecure, .platform = cli.platform,
+                              .timeout_ms = (long)(timeout_ns / 1000000)};
+        rc = run_lookups(&cli, &opts);
+    }
+    for (size_t i = 0; i < cli.n_copies; i++)
+        free(cli.copies[i]);
+    buf_free(&err);
+    return rc;
+}

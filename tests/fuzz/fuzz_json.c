@@ -1,0 +1,48 @@
+/* Fuzzes lib/json, the reader of registry answers and Docker config files
+ * (untrusted network input): parse must either fail with a reason or give
+ * a tree whose every string survives json_write_string and a second parse
+ * byte for byte (embedded NULs included), and json_get must find each
+ * object's members. */
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "json.h"
+
+static void check_string_round_trip(const json *v)
+{
+    buf lit = {0}, err = {0};
+    FUZZ_CHECK(json_write_string(&lit, v->str, v->len) == 0);
+    json *again = json_parse(lit.data, lit.len, &err);
+    FUZZ_CHECK(again && again->type == JSON_STRING);
+    FUZZ_CHECK(again->len == v->len && !memcmp(again->str, v->str, v->len));
+    json_free(again);
+    buf_free(&lit);
+    buf_free(&err);
+}
+
+static void walk(const json *v)
+{
+    if (v->type == JSON_STRING)
+        check_string_round_trip(v);
+    if (v->type != JSON_ARRAY && v->type != JSON_OBJECT)
+        return;
+    for (size_t i = 0; i < v->len; i++) {
+        FUZZ_CHECK(v->items[i] != NULL);
+        if (v->type == JSON_OBJECT)
+            FUZZ_CHECK(json_get(v, v->keys[i]) != NULL);
+        walk(v->items[i]);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    buf err = {0};
+    json *v = json_parse((const char *)data, size, &err);
+    if (v)
+        walk(v);
+    else
+        FUZZ_CHECK(err.len > 0);
+    json_free(v);
+    buf_free(&err);
+    return 0;
+}

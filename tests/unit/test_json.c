@@ -1,0 +1,120 @@
+/* Unit tests for lib/json: values, escapes (surrogate pairs, lone
+ * surrogates, \u0000), strictness (trailing data, control characters,
+ * invalid UTF-8, bad numbers, depth limit), lookups and the string writer. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "json.h"
+
+static json *ok(const char *text)
+{
+    buf err = {0};
+    json *v = json_parse(text, strlen(text), &err);
+    cr_assert_not_null(v, "rejected %s: %s", text, err.data);
+    buf_free(&err);
+    return v;
+}
+
+static void bad(const char *text, const char *want)
+{
+    buf err = {0};
+    json *v = json_parse(text, strlen(text), &err);
+    cr_expect_null(v, "accepted %s", text);
+    json_free(v);
+    cr_expect(err.data && strstr(err.data, want), "%s: got \"%s\", want \"%s\"", text, err.data, want);
+    buf_free(&err);
+}
+
+Test(json, values)
+{
+    json *v = ok(" {\"a\": [1, -2.5e2, true, false, null], \"b\": {\"c\": \"d\"}, \"a2\": {}} ");
+    const json *a = json_get(v, "a");
+    cr_assert_eq(a->type, JSON_ARRAY);
+    cr_assert_eq(a->len, 5);
+    cr_expect_eq(a->items[0]->number, 1);
+    cr_expect_eq(a->items[1]->number, -250);
+    cr_expect_eq(a->items[2]->type, JSON_TRUE);
+    cr_expect_eq(a->items[3]->type, JSON_FALSE);
+    cr_expect_eq(a->items[4]->type, JSON_NULL);
+    cr_expect_str_eq(json_get_str(json_get(v, "b"), "c"), "d");
+    cr_expect_eq(json_get(v, "a2")->len, 0);
+    cr_expect_null(json_get(v, "missing"));
+    cr_expect_null(json_get_str(v, "a"));
+    cr_expect_null(json_get(a, "x"));
+    json_free(v);
+}
+
+Test(json, repeated_key_last_wins)
+{
+    json *v = ok("{\"k\":\"first\",\"k\":\"last\"}");
+    cr_expect_str_eq(json_get_str(v, "k"), "last");
+    json_free(v);
+}
+
+Test(json, escapes)
+{
+    json *v = ok("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\u0000z\"");
+    const char want[] = "a\"b\\c/d\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80\0z";
+    cr_assert_eq(v->len, sizeof want - 1);
+    cr_expect_eq(memcmp(v->str, want, v->len), 0);
+    json_free(v);
+    v = ok("\"\\ud800x\\udc00\"");   /* lone surrogates: U+FFFD, as Go */
+    cr_expect_str_eq(v->str, "\xef\xbf\xbdx\xef\xbf\xbd");
+    json_free(v);
+    v = ok("\"caf\xc3\xa9\"");
+    cr_expect_str_eq(v->str, "caf\xc3\xa9");
+    json_free(v);
+}
+
+Test(json, strictness)
+{
+    bad("", "unexpected end");
+    bad("{} x", "unexpected data after");
+    bad("{\"a\":1,}", "member name expected");
+    bad("[1,]", "unexpected character");
+    bad("[1 2]", "',' or ']' expected");
+    bad("{\"a\" 1}", "':' expected");
+    bad("{a:1}", "member name expected");
+    bad("\"tab\there\"", "control character");
+    bad("\"\\x\"", "invalid escape");
+    bad("\"\\u12g4\"", "invalid \\u escape");
+    bad("\"open", "unterminated string");
+    bad("\"\xc3\"", "invalid UTF-8");
+    bad("\"\xed\xa0\x80\"", "invalid UTF-8");   /* encoded surrogate */
+    bad("\"\xc0\xaf\"", "invalid UTF-8");       /* overlong */
+    bad("01", "unexpected data");
+    bad("-", "invalid number");
+    bad("1.", "digit expected after '.'");
+    bad("1e", "digit expected in exponent");
+    bad("tru", "invalid literal");
+    bad("NaN", "unexpected character");
+}
+
+Test(json, depth_limit)
+{
+    char deep[2 * JSON_MAX_DEPTH + 8];
+    size_t n = 0;
+    for (int i = 0; i < JSON_MAX_DEPTH; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < JSON_MAX_DEPTH; i++)
+        deep[n++] = ']';
+    deep[n] = '\0';
+    json_free(ok(deep));
+    memmove(deep + 1, deep, n + 1);
+    deep[0] = '[';
+    deep[n + 1] = ']';
+    deep[n + 2] = '\0';
+    bad(deep, "nested too deeply");
+}
+
+Test(json, write_string)
+{
+    buf out = {0};
+    const char s[] = "a\"b\\c\n\x01\x7f\xc3\xa9";
+    cr_assert_eq(json_write_string(&out, s, sizeof s - 1), 0);
+    cr_expect_str_eq(out.data, "\"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9\"");
+    json *v = ok(out.data);
+    cr_expect_str_eq(v->str, s);
+    json_free(v);
+    buf_free(&out);
+}
