@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room reserved when a prefix arrives; the rest once the body follows. */
+#define GRPC_READER_FIRST_RESERVE (64 * 1024)
+
 typedef int (*message_fn)(void *ctx, uint8_t flag, const uint8_t *msg, size_t len);
 
 void grpc_frame_prefix(uint8_t out[GRPC_PREFIX_LEN], uint32_t len)
@@ -108,8 +111,11 @@ static int feed_prefix(grpc_reader *r, const uint8_t *data, size_t len,
         *used += r->msg_len;
         return deliver(r, data + take, r->msg_len, on_message, ctx);
     }
+    /* Reserve what the peer declared only as its bytes arrive: 5 bytes of
+     * prefix on each of many streams must not make us allocate megabytes. */
     buf_reset(&r->msg);
-    if (reserve_exact(&r->msg, r->msg_len) < 0)
+    if (reserve_exact(&r->msg, r->msg_len < GRPC_READER_FIRST_RESERVE ? r->msg_len
+                                                                      : GRPC_READER_FIRST_RESERVE) < 0)
         return -2;
 
     r->state = GRPC_READER_BODY;
@@ -123,6 +129,8 @@ static int feed_body(grpc_reader *r, const uint8_t *data, size_t len,
 {
     size_t missing = r->msg_len - r->msg.len;
     size_t take = missing < len ? missing : len;
+    if (r->msg.len + take > r->msg.cap && reserve_exact(&r->msg, r->msg_len) < 0)
+        return -2;   /* the body is really coming: room for all of it, once */
     if (buf_append(&r->msg, data, take) < 0)
         return -2;
     *used = take;

@@ -385,3 +385,24 @@ Test(grpc_frame, large_message_in_small_pieces)
     buf_free(&wire);
     grpc_reader_free(&r);
 }
+
+/* A prefix declaring megabytes costs the peer 5 bytes: nothing near that
+ * size may be allocated until the body arrives; then it is all reserved at
+ * once (one allocation, no doubling). */
+Test(grpc_frame, declared_size_is_reserved_only_as_the_body_arrives)
+{
+    grpc_reader r;
+    grpc_reader_init(&r, 8u << 20);
+    seen s = {0};
+    uint8_t prefix[GRPC_PREFIX_LEN];
+    grpc_frame_prefix(prefix, 6u << 20);
+    cr_assert_eq(grpc_reader_feed(&r, prefix, sizeof prefix, record_message, &s), 0);
+    cr_assert_leq(r.msg.cap, 64 * 1024, "reserved %zu bytes for a body not yet sent", r.msg.cap);
+    static uint8_t body[100 * 1024];
+    memset(body, 'x', sizeof body);
+    cr_assert_eq(grpc_reader_feed(&r, body, sizeof body, record_message, &s), 0);
+    cr_assert_eq(r.msg.cap, 6u << 20);
+    cr_assert_eq(r.msg.len, sizeof body);
+    grpc_reader_free(&r);
+    seen_free(&s);
+}
