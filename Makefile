@@ -133,6 +133,18 @@ images: static
 bench: deps all $(patsubst bench/%.c,$(BUILD)/bin/bench-%,$(BENCH_SRCS))
 	./bench/run.sh $(BUILD)
 
+# Not part of make test. soak: SOAK_CALLS (default 100000) calls of every
+# kind against one server; fails on an unexpected status, VmRSS growth after
+# the warm-up, or children or fds left (scripts/soak.sh, bench/soak.c).
+# valgrind: the integration tests with wrapper-server and runner-client under
+# memcheck; fails on any error or definite leak (scripts/valgrind.sh).
+.PHONY: soak valgrind
+soak: deps all $(BUILD)/bin/bench-soak
+	./scripts/soak.sh $(BUILD)
+
+valgrind: deps all
+	./scripts/valgrind.sh $(BUILD)
+
 demo: deps all
 	./scripts/demo.sh $(BUILD)
 

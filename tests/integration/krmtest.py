@@ -8,6 +8,7 @@ client. Protobuf modules are generated from proto/*.proto at session start
 
 import errno
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -30,6 +31,29 @@ HEALTH_LIST = "/grpc.health.v1.Health/List"
 HEALTH_WATCH = "/grpc.health.v1.Health/Watch"
 
 DEFAULT_MAX = 6291456
+
+# Hooks for scripts/valgrind.sh (both unset in normal runs):
+# KRM_SERVER_WRAPPER: a command prefix (shell words, e.g. "valgrind --tool=
+# memcheck ...") put in front of $BUILD/bin/wrapper-server and
+# $BUILD/bin/runner-client wherever the tests start them (Server, run_cli).
+# KRM_TEST_SLOW: a factor for the time those binaries get to become ready
+# (Server.wait_ready), to exit (run_cli) and to stop (Server.stop).
+SERVER_WRAPPER = shlex.split(os.environ.get("KRM_SERVER_WRAPPER", ""))
+SLOW = float(os.environ.get("KRM_TEST_SLOW") or 1)
+
+
+def wrapped(argv):
+    """argv with KRM_SERVER_WRAPPER put before our own binary in it (the
+    first element that is $BUILD/bin/wrapper-server or runner-client, or a
+    symlink to one); unchanged when the hook is unset."""
+    argv = list(argv)
+    if not SERVER_WRAPPER:
+        return argv
+    ours = {os.path.realpath(SERVER_BIN), os.path.realpath(CLIENT_BIN)}
+    for i, a in enumerate(argv):
+        if isinstance(a, (str, bytes, os.PathLike)) and os.path.realpath(a) in ours:
+            return argv[:i] + SERVER_WRAPPER + argv[i:]
+    return argv
 
 # Every channel gets its own connection (no sharing of subchannels between
 # channels of this process) and no client-side message size limits, so what
@@ -250,7 +274,7 @@ class Server:
         self._err = open(stderr_path, "wb")
         self._out = open(stdout_path, "wb")
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=env,
+            wrapped(argv), stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=env,
             cwd=cwd, start_new_session=True,
         )
         # The process that receives SIGTERM (the server itself; differs from
@@ -311,7 +335,8 @@ class Server:
         return call(self.pb.health.HealthCheckRequest(service=service), timeout=timeout)
 
     def wait_ready(self, timeout=5.0):
-        """Polls until Health/Check answers SERVING (≤ timeout seconds)."""
+        """Polls until Health/Check answers SERVING (≤ timeout × KRM_TEST_SLOW seconds)."""
+        timeout *= SLOW
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
@@ -360,7 +385,7 @@ class Server:
             ch.close()
         self.channels.clear()
         self.terminate()
-        rc = self.wait(timeout)
+        rc = self.wait(timeout * SLOW)
         if rc is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
@@ -383,8 +408,8 @@ def run_cli(args, timeout=10, input=None, env=None, cwd=None):
     """Runs a binary to completion; returns CompletedProcess with bytes.
     Fails the test when the binary printed a sanitizer report."""
     res = subprocess.run(
-        args, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        timeout=timeout, env=env, cwd=cwd,
+        wrapped(args), input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        timeout=timeout * SLOW, env=env, cwd=cwd,
     )
     reports = sanitizer_reports(res.stderr)
     assert not reports, f"{args!r} printed sanitizer reports:\n" + res.stderr.decode("utf-8", "replace")[-4000:]
