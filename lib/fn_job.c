@@ -48,12 +48,8 @@ static int is_executable_file(const char *path)
 }
 
 /* exec.LookPath: a name without '/' is searched in $PATH. */
-static int lookup_path(const char *name, char *out, size_t len)
+static int lookup_path_walk(const char *name, char *out, size_t len)
 {
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        return 0;
-    }
     const char *path = getenv("PATH");
     if (!path)
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -71,6 +67,42 @@ static int lookup_path(const char *name, char *out, size_t len)
     return -1;
 }
 
+/* The last bare name found in PATH and where. The wrapper server runs the
+ * same entrypoint on every call, and walking PATH cost a stat per directory
+ * each time; now one stat checks the remembered file is still executable,
+ * else it is forgotten and PATH walked again (same answers, same messages). */
+static struct {
+    char name[256];
+    char path[4096];
+} path_cache;
+
+static void path_cache_forget(void)
+{
+    path_cache.name[0] = '\0';
+}
+
+static int lookup_path(const char *name, char *out, size_t len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return 0;
+    }
+    size_t cached = strlen(path_cache.path);
+    if (path_cache.name[0] && !strcmp(path_cache.name, name) && cached < len) {
+        if (is_executable_file(path_cache.path)) {
+            memcpy(out, path_cache.path, cached + 1);
+            return 0;
+        }
+        path_cache_forget();
+    }
+    int rc = lookup_path_walk(name, out, len);
+    if (rc == 0 && strlen(name) < sizeof path_cache.name && strlen(out) < sizeof path_cache.path) {
+        memcpy(path_cache.name, name, strlen(name) + 1);
+        memcpy(path_cache.path, out, strlen(out) + 1);
+    }
+    return rc;
+}
+
 static int make_pipe(int fds[2])
 {
     if (pipe2(fds, O_CLOEXEC) < 0)
@@ -78,10 +110,11 @@ static int make_pipe(int fds[2])
     return 0;
 }
 
+/* Our ends of fresh pipes carry no status flags yet, so O_NONBLOCK can be
+ * set without reading them first (F_SETFL ignores the access mode). */
 static void set_nonblocking(int fd)
 {
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
         log_error("fcntl(O_NONBLOCK) on fd %d: %s", fd, strerror(errno));
 }
 

@@ -63,7 +63,7 @@ build_libyaml() {
     major=${version%%.*}; rest=${version#*.}; minor=${rest%%.*}; patch=${rest#*.}
     mkdir -p "$PREFIX/lib" "$PREFIX/include" "$DEPS/obj/yaml"
     for f in "$SRC"/libyaml/src/*.c; do
-        musl-gcc -Os -ffunction-sections -fdata-sections -I"$SRC/libyaml/include" \
+        musl-gcc -O2 -ffunction-sections -fdata-sections -I"$SRC/libyaml/include" \
             -DYAML_VERSION_MAJOR="$major" -DYAML_VERSION_MINOR="$minor" \
             -DYAML_VERSION_PATCH="$patch" -DYAML_VERSION_STRING="\"$version\"" \
             -c -o "$DEPS/obj/yaml/$(basename "$f" .c).o" "$f"
