@@ -20,14 +20,11 @@
 #include "ev_exec.h"
 #include "ev_multi.h"
 #include "flags.h"
-#include "fn_job.h"
+#include "fn_server.h"
 #include "fnconfig.h"
 #include "grpc_timeout.h"
 #include "log.h"
 #include "numparse.h"
-#include "proc_signals.h"
-#include "rpc_server.h"
-#include "services.h"
 
 #define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
@@ -217,33 +214,17 @@ static evaluator *serve_runtimes(runner *r, loop *l)
 
 static int serve_run(runner *r)
 {
-    static const rpc_method *const methods[] = {
-        &evaluate_method, &health_check_method, &health_list_method, &health_watch_method, NULL,
-    };
     loop *l = loop_new();
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
-    r->server.methods = methods;
-    r->server.app = ev;
-    server *srv = ev ? server_new(l, &r->server) : NULL;
-    proc_signals *sig = srv ? proc_signals_open(l, srv, runner_reload, r) : NULL;
-    buf err = {0};
-    int rc = 1;
-    if (!sig)
-        goto out;
-    if (server_listen(srv, &err) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", err.data);
-        goto out;
+    if (!ev) {
+        fprintf(stderr, "runner-client serve: out of memory\n");
+        loop_free(l);
+        return 1;
     }
-    log_info("function runner listening on port %d with %zu FunctionConfigs", server_port(srv),
-             r->cfg.n);
-    rc = loop_run(l) < 0 ? 1 : 0;
-out:
-    server_free(srv);
-    ev_destroy(ev);
-    fn_job_shutdown();
-    proc_signals_close(sig);
+    log_info("function runner: %zu FunctionConfigs%s%s", r->cfg.n,
+             r->config_path ? " from " : "", r->config_path ? r->config_path : "");
+    int rc = fn_server_run(l, ev, r->server, runner_reload, r, "runner-client serve");
     loop_free(l);
-    buf_free(&err);
     return rc;
 }
 

@@ -13,13 +13,10 @@
 
 #include "cli.h"
 #include "ev_exec.h"
-#include "fn_job.h"
+#include "fn_server.h"
 #include "log.h"
 #include "loop.h"
 #include "probe.h"
-#include "proc_signals.h"
-#include "rpc_server.h"
-#include "services.h"
 
 #define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */
 
@@ -38,38 +35,23 @@ static int run(const ws_config *cfg)
         .argv = cfg->entrypoint,
     };
     evaluator *ev = l ? ev_exec_new(&exec) : NULL;
-    static const rpc_method *const methods[] = {
-        &evaluate_method, &health_check_method, &health_list_method, &health_watch_method, NULL,
-    };
+    if (!ev) {
+        fprintf(stderr, "unexpected error: out of memory\n");
+        loop_free(l);
+        return 1;
+    }
+    if (!cfg->entrypoint[0])
+        log_warn("no function entrypoint after \"--\": every EvaluateFunction call will fail");
     rpc_server_config scfg = {
         .port = cfg->port,
         .max_message = cfg->max_message,
         .max_streams = cfg->max_streams,
         .idle_timeout_ns = cfg->idle_timeout_ns,
         .shutdown_grace_ns = cfg->shutdown_grace_ns,
-        .methods = methods,
-        .app = ev,
     };
-    server *srv = ev ? server_new(l, &scfg) : NULL;
-    proc_signals *sig = srv ? proc_signals_open(l, srv, NULL, NULL) : NULL;
-    buf err = {0};
-    int rc = 1;
-    if (!sig)
-        goto out;
-    if (server_listen(srv, &err) < 0) {
-        fprintf(stderr, "unexpected error: %s\n", err.data);
-        goto out;
-    }
-    if (!cfg->entrypoint[0])
-        log_warn("no function entrypoint after \"--\": every EvaluateFunction call will fail");
-    rc = loop_run(l) < 0 ? 1 : 0;
-out:
-    server_free(srv);
-    ev_destroy(ev);
-    fn_job_shutdown();
-    proc_signals_close(sig);
+    /* "unexpected error:" is how Porch's Go server words a failed listen. */
+    int rc = fn_server_run(l, ev, scfg, NULL, NULL, "unexpected error");
     loop_free(l);
-    buf_free(&err);
     if (rc == 0)
         log_info("Server stopped");
     return rc;

@@ -13,6 +13,8 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import grpc
 
@@ -414,3 +416,40 @@ def run_cli(args, timeout=10, input=None, env=None, cwd=None):
     reports = sanitizer_reports(res.stderr)
     assert not reports, f"{args!r} printed sanitizer reports:\n" + res.stderr.decode("utf-8", "replace")[-4000:]
     return res
+
+
+# ---------------------------------------------------------------- registries
+
+def start_registry(work, extra_config=""):
+    """Debian's docker-registry on a loopback port; returns (addr, proc)."""
+    port = free_port()
+    cfg = work / "config.yml"
+    cfg.write_text(
+        "version: 0.1\n"
+        "log:\n  level: error\n  accesslog:\n    disabled: true\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {work / 'data'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n" + extra_config
+    )
+    log = open(work / "registry.log", "wb")
+    proc = subprocess.Popen(["docker-registry", "serve", str(cfg)], stdout=log, stderr=log)
+    log.close()
+    addr = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{addr}/v2/", timeout=1):
+                break
+        except urllib.error.HTTPError:
+            break            # 401 from an authenticated registry: it is up
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            _fail("docker-registry did not start: " + (work / "registry.log").read_text(), pytrace=False)
+        time.sleep(0.1)
+    return addr, proc
+
+
+def _fail(text, pytrace=False):
+    import pytest
+    pytest.fail(text, pytrace=pytrace)

@@ -9,12 +9,10 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
@@ -86,34 +84,10 @@ def init_image(tmp_path_factory):
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
     """Debian's docker-registry on a loopback port, storing in a temp dir."""
-    work = tmp_path_factory.mktemp("registry")
-    port = free_port()
-    cfg = work / "config.yml"
-    cfg.write_text(
-        "version: 0.1\n"
-        "log:\n  level: error\n  accesslog:\n    disabled: true\n"
-        f"storage:\n  filesystem:\n    rootdirectory: {work / 'data'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-    )
-    log = open(work / "registry.log", "wb")
-    proc = subprocess.Popen(["docker-registry", "serve", str(cfg)], stdout=log, stderr=log)
-    addr = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://{addr}/v2/", timeout=1) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("docker-registry did not start: " + (work / "registry.log").read_text(), pytrace=False)
-        time.sleep(0.1)
+    addr, proc = krmtest.start_registry(tmp_path_factory.mktemp("registry"))
     yield addr
     proc.terminate()
     proc.wait(timeout=10)
-    log.close()
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 
 import pytest
 
@@ -65,36 +63,6 @@ def lookup_json(*args, **kw):
     r = lookup("--output", "json", *args, **kw)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
-
-
-def start_registry(work, extra_config=""):
-    """Debian's docker-registry on a loopback port; returns (addr, proc)."""
-    port = free_port()
-    cfg = work / "config.yml"
-    cfg.write_text(
-        "version: 0.1\n"
-        "log:\n  level: error\n  accesslog:\n    disabled: true\n"
-        f"storage:\n  filesystem:\n    rootdirectory: {work / 'data'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n" + extra_config
-    )
-    log = open(work / "registry.log", "wb")
-    proc = subprocess.Popen(["docker-registry", "serve", str(cfg)], stdout=log, stderr=log)
-    log.close()
-    addr = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://{addr}/v2/", timeout=1):
-                break
-        except urllib.error.HTTPError:
-            break            # 401 from an authenticated registry: it is up
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("docker-registry did not start: " + (work / "registry.log").read_text(), pytrace=False)
-        time.sleep(0.1)
-    return addr, proc
 
 
 def stop(proc):
@@ -169,7 +137,7 @@ def images(tmp_path_factory, policy):
     fn/both:v1 (Entrypoint + Cmd), fn/cmd-only:v1, fn/none:v1, fn/multi:v1
     (index amd64 + arm64), fn/docker:v1 (Docker schema 2 media types)."""
     work = tmp_path_factory.mktemp("registry")
-    addr, proc = start_registry(work)
+    addr, proc = krmtest.start_registry(work)
     d = {"addr": addr}
     d["both"] = write_single(work / "both", "v1", ["/usr/bin/fn", "--serve"], ["--flag"])
     push(policy, work / "both", "v1", f"{addr}/fn/both:v1")
@@ -317,7 +285,7 @@ def auth_registry(tmp_path_factory, policy):
     work = tmp_path_factory.mktemp("authreg")
     htpasswd = work / "htpasswd"
     htpasswd.write_text(run(["htpasswd", "-Bbn", USER, PASSWORD]).stdout)
-    addr, proc = start_registry(work, f"auth:\n  htpasswd:\n    realm: test\n    path: {htpasswd}\n")
+    addr, proc = krmtest.start_registry(work, f"auth:\n  htpasswd:\n    realm: test\n    path: {htpasswd}\n")
     layout = work / "img"
     digest = write_single(layout, "v1", ["/fn"])
     push(policy, layout, "v1", f"{addr}/private/fn:v1", "--dest-creds", f"{USER}:{PASSWORD}")
