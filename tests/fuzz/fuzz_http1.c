@@ -1,0 +1,52 @@
+/* Fuzzes lib/http1, the HTTP/1.1 responder that answers anything on the
+ * gRPC port whose first bytes are not the HTTP/2 preface (so: anyone on the
+ * network). The input is sent over a real socketpair, split at a point the
+ * input chooses; whatever arrives, the exchange must end (no endless
+ * LOOP_READ after the peer closed) with exactly one response that starts
+ * with a status line, or with nothing when the peer sent no complete head. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+#include "http1.h"
+#include "loop.h"
+
+static void handler(void *ctx, const char *path, http1_response *r)
+{
+    (void)ctx;
+    FUZZ_CHECK(path[0] == '/');
+    r->status = strcmp(path, "/healthz") ? 404 : 200;
+    buf_append_str(&r->body, "ok\n");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1 || size > 3 * HTTP1_MAX_REQUEST)
+        return 0;
+    size_t split = data[0] % (size);   /* bytes given as "already read" */
+    data++, size--;
+    if (split > size)
+        split = size;
+    int sv[2];
+    FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    int big = 1 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    FUZZ_CHECK(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+    size_t rest = size - split;
+    FUZZ_CHECK(write(sv[0], data + split, rest) == (ssize_t)rest);
+    shutdown(sv[0], SHUT_WR);
+    http1_conn *h = http1_new(sv[1], data, split, handler, NULL);
+    FUZZ_CHECK(h != NULL);
+    int rounds = 0;
+    while (http1_on_io(h) != 0)
+        FUZZ_CHECK(++rounds < 1000);   /* the peer closed: it must end */
+    http1_free(h);
+    close(sv[1]);                      /* so the read below sees EOF, not a wait */
+    char reply[16];
+    ssize_t n = read(sv[0], reply, sizeof reply);
+    FUZZ_CHECK(n <= 0 || (n >= 12 && !memcmp(reply, "HTTP/1.1 ", 9)));
+    close(sv[0]);
+    return 0;
+}
