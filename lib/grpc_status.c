@@ -189,6 +189,15 @@ static size_t utf8_seq_len(const unsigned char *p, size_t n)
     return len;
 }
 
+int utf8_valid(const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0, n; i < len; i += n)
+        if (!(n = utf8_seq_len(p + i, len - i)))
+            return 0;
+    return 1;
+}
+
 int utf8_sanitize(const char *text, size_t len, buf *out)
 {
     const unsigned char *p = (const unsigned char *)text;

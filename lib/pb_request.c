@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc_status.h"
+
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_SGROUP = 3, WIRE_EGROUP = 4,
        WIRE_I32 = 5 };
 
@@ -94,6 +96,8 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
             out->resource_list = p;
             out->resource_list_len = (size_t)n;
         } else {
+            if (!utf8_valid((const char *)p, (size_t)n))
+                return fail(why, why_len, "string field contains invalid UTF-8", field);
             image = p;
             image_len = (size_t)n;
         }

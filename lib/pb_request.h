@@ -8,8 +8,9 @@
  * only copies the short image name. Wire rules follow protobuf: unknown
  * fields are skipped, a repeated scalar field keeps its last value, a known
  * field with the wrong wire type, a truncated field, field number 0 and
- * groups are errors (as grpc-go's decoder reports them). tests/fuzz checks it
- * against protobuf-c. */
+ * groups are errors, and so is an image that is not UTF-8 (proto3 strings
+ * must be; grpc-go refuses them, protobuf-c does not check), as grpc-go's
+ * decoder reports them. tests/fuzz checks it against protobuf-c. */
 #ifndef KRM_PB_REQUEST_H
 #define KRM_PB_REQUEST_H
 

@@ -763,11 +763,9 @@ def test_malformed_protobuf_is_internal(start_server, payload):
 
 
 def test_invalid_utf8_in_image_field(start_server, tmp_path):
-    """proto3 strings must be UTF-8. grpc-go refuses such a request (INTERNAL
-    "grpc: error unmarshalling request: string field contains invalid
-    UTF-8"); protobuf-c does not check, so the call runs and the image is
-    quoted with U+FFFD in the status message (grpc-message must be UTF-8).
-    Either is sensible; a crash or an undecodable status is not."""
+    """proto3 strings must be UTF-8: like grpc-go, the server refuses the
+    request (INTERNAL, "... string field contains invalid UTF-8") and runs
+    no function."""
     srv = script_server(start_server, tmp_path, "cat >/dev/null; echo oops >&2; exit 1")
     base = baseline_fds(srv)
     call = srv.channel().unary_unary(EVALUATE)
@@ -776,8 +774,9 @@ def test_invalid_utf8_in_image_field(start_server, tmp_path):
         call(raw, timeout=10)
     assert ei.value.code() == grpc.StatusCode.INTERNAL, ei.value.details()
     details = ei.value.details()
-    assert (details.startswith("grpc: error unmarshalling request")
-            or details == parse_msg("\ufffd\ufffdimg", "oops\n", EMPTY_OUTPUT)), details
+    assert details.startswith("grpc: error unmarshalling request"), details
+    assert "string field contains invalid UTF-8" in details, details
+    assert "oops" not in details and not children_of(srv.pid)
     assert_clean(srv, base)
 
 

@@ -77,6 +77,19 @@ Test(pb_request, malformed_messages_are_refused)
     }
 }
 
+Test(pb_request, image_must_be_utf8_as_grpc_go_requires)
+{
+    pb_eval_request r;
+    char why[128];
+    const uint8_t bad[] = {0x12, 3, 0xff, 'i', 'm'};
+    cr_assert_eq(pb_eval_request_decode(bad, sizeof bad, &r, why, sizeof why), -1);
+    cr_assert_str_eq(why, "field 2: string field contains invalid UTF-8");
+    const uint8_t good[] = {0x12, 4, 0xc3, 0xa9, 'f', 'n'};   /* "éfn" */
+    cr_assert_eq(pb_eval_request_decode(good, sizeof good, &r, why, sizeof why), 0);
+    cr_assert_str_eq(r.image, "\xc3\xa9" "fn");
+    pb_eval_request_free(&r);
+}
+
 Test(pb_request, field_number_zero_is_refused_with_a_reason)
 {
     pb_eval_request r;
