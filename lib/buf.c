@@ -8,6 +8,112 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define BUF_SPARE_MIN (1u << 20)
+#define BUF_SPARES_MAX 4
+
+static struct spare {
+    char *data;
+    size_t cap;
+} spares[BUF_SPARES_MAX];
+static int spares_enabled;   /* how many may be kept */
+
+/* The smallest spare holding `need` bytes, taken out of the list; NULL if
+ * none does. */
+static struct spare spare_take(size_t need)
+{
+    int best = -1;
+    for (int i = 0; i < spares_enabled; i++)
+        if (spares[i].data && spares[i].cap >= need &&
+            (best < 0 || spares[i].cap < spares[best].cap))
+            best = i;
+    struct spare s = {0};
+    if (best >= 0) {
+        s = spares[best];
+        spares[best] = (struct spare){0};
+    }
+    return s;
+}
+
+/* Keeps data as a spare when it is big and there is room (replacing a
+ * smaller spare if needed). Returns 1 when kept. */
+static int spare_keep(char *data, size_t cap)
+{
+    if (cap < BUF_SPARE_MIN || !spares_enabled)
+        return 0;
+    int slot = -1;
+    for (int i = 0; i < spares_enabled; i++) {
+        if (!spares[i].data) {
+            slot = i;
+            break;
+        }
+        if (spares[i].cap < cap && (slot < 0 || spares[i].cap < spares[slot].cap))
+            slot = i;
+    }
+    if (slot < 0)
+        return 0;
+    free(spares[slot].data);
+    spares[slot] = (struct spare){data, cap};
+    return 1;
+}
+
+void buf_spares_enable(int count)
+{
+    spares_enabled = count < 0 ? 0 : count > BUF_SPARES_MAX ? BUF_SPARES_MAX : count;
+}
+
+void buf_spares_release(void)
+{
+    for (int i = 0; i < BUF_SPARES_MAX; i++) {
+        free(spares[i].data);
+        spares[i] = (struct spare){0};
+    }
+}
+
+size_t buf_spares_bytes(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < BUF_SPARES_MAX; i++)
+        n += spares[i].data ? spares[i].cap : 0;
+    return n;
+}
+
+/* b about to hold `need` (>= 1 MiB) bytes: move its contents (small, or
+ * none) into a spare that fits, if there is one. */
+static int buf_adopt_spare(buf *b, size_t need)
+{
+    if (need < BUF_SPARE_MIN)
+        return 0;
+    struct spare s = spare_take(need);
+    if (!s.data)
+        return 0;
+    if (b->len)
+        memcpy(s.data, b->data, b->len);
+    s.data[b->len] = '\0';
+    free(b->data);
+    b->data = s.data;
+    b->cap = s.cap;
+    return 1;
+}
+
+int buf_reserve_exact(buf *b, size_t total)
+{
+    if (b->data && b->cap >= total)
+        return 0;
+    if (total == SIZE_MAX) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    if (buf_adopt_spare(b, total))
+        return 0;
+    char *grown = realloc(b->data, total + 1);
+    if (!grown)
+        return -1;
+    grown[b->len] = '\0';
+    b->data = grown;
+    b->cap = total;
+    return 0;
+}
+
 int buf_reserve(buf *b, size_t extra)
 {
     if (extra > SIZE_MAX - 1 - b->len) {
@@ -16,6 +122,8 @@ int buf_reserve(buf *b, size_t extra)
     }
     size_t need = b->len + extra;
     if (b->data && need <= b->cap)
+        return 0;
+    if (buf_adopt_spare(b, need))
         return 0;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
@@ -80,7 +188,8 @@ void buf_reset(buf *b)
 
 void buf_free(buf *b)
 {
-    free(b->data);
+    if (!b->data || !spare_keep(b->data, b->cap))
+        free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }

@@ -18,6 +18,9 @@ typedef struct buf {
 
 /* Ensure room for `extra` more bytes. Returns 0, or -1 on overflow or ENOMEM. */
 int buf_reserve(buf *b, size_t extra);
+/* Ensure the buffer can hold `total` bytes in all, allocating exactly that
+ * (no rounding up): for sizes known in advance, such as a declared message. */
+int buf_reserve_exact(buf *b, size_t total);
 int buf_append(buf *b, const void *data, size_t len);
 int buf_append_str(buf *b, const char *s);
 int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -27,5 +30,17 @@ void buf_reset(buf *b);           /* len = 0, keeps the allocation */
 void buf_free(buf *b);            /* releases memory, back to the zero state */
 /* Hand the allocation to the caller (NUL-terminated, never NULL on success). */
 char *buf_steal(buf *b, size_t *len);
+
+/* Spare big buffers, for the servers (single-threaded). A server call of
+ * megabytes allocates two big buffers (the request, the function's output)
+ * and frees them at its end; fresh memory costs a page fault per page, and
+ * musl's allocator maps and unmaps every such block. With spares enabled,
+ * buf_free keeps up to `count` buffers of at least 1 MiB, and the next big
+ * reservation of an empty buf reuses the smallest that fits.
+ * buf_spares_release frees them (servers call it once idle). */
+void buf_spares_enable(int count);
+void buf_spares_release(void);
+/* Bytes held in spares (for tests and metrics). */
+size_t buf_spares_bytes(void);
 
 #endif

@@ -14,6 +14,7 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     };
     cfg.methods = methods;
     cfg.app = ev;
+    buf_spares_enable(2);   /* a big call's request and output buffers */
     server *srv = server_new(l, &cfg);
     proc_signals *sig = srv ? proc_signals_open(l, srv, on_hup, hup_ctx) : NULL;
     buf err = {0};
@@ -31,5 +32,6 @@ out:
     fn_job_shutdown();
     proc_signals_close(sig);
     buf_free(&err);
+    buf_spares_release();
     return rc;
 }

@@ -48,22 +48,6 @@ int grpc_reader_partial(const grpc_reader *r)
     return r->state == GRPC_READER_PREFIX && r->prefix_len > 0;
 }
 
-/* Grows b so it holds exactly `total` bytes (plus the NUL), unless it
- * already can. buf_reserve would round up to a power of two; for a message
- * whose size is known in advance that only wastes memory. */
-static int reserve_exact(buf *b, size_t total)
-{
-    if (b->data && b->cap >= total)
-        return 0;
-    char *grown = realloc(b->data, total + 1);
-    if (!grown)
-        return -1;
-    grown[b->len] = '\0';
-    b->data = grown;
-    b->cap = total;
-    return 0;
-}
-
 static int deliver(grpc_reader *r, const uint8_t *msg, size_t len,
                    message_fn on_message, void *ctx)
 {
@@ -114,7 +98,7 @@ static int feed_prefix(grpc_reader *r, const uint8_t *data, size_t len,
     /* Reserve what the peer declared only as its bytes arrive: 5 bytes of
      * prefix on each of many streams must not make us allocate megabytes. */
     buf_reset(&r->msg);
-    if (reserve_exact(&r->msg, r->msg_len < GRPC_READER_FIRST_RESERVE ? r->msg_len
+    if (buf_reserve_exact(&r->msg, r->msg_len < GRPC_READER_FIRST_RESERVE ? r->msg_len
                                                                       : GRPC_READER_FIRST_RESERVE) < 0)
         return -2;
 
@@ -129,7 +113,7 @@ static int feed_body(grpc_reader *r, const uint8_t *data, size_t len,
 {
     size_t missing = r->msg_len - r->msg.len;
     size_t take = missing < len ? missing : len;
-    if (r->msg.len + take > r->msg.cap && reserve_exact(&r->msg, r->msg_len) < 0)
+    if (r->msg.len + take > r->msg.cap && buf_reserve_exact(&r->msg, r->msg_len) < 0)
         return -2;   /* the body is really coming: room for all of it, once */
     if (buf_append(&r->msg, data, take) < 0)
         return -2;
