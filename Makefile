@@ -50,6 +50,12 @@ COPIER_SRCS := $(wildcard copier/*.c)
 BENCH_SRCS  := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+# The static build is optimised for size, except where every byte a function
+# writes passes through: the output scan and the buffer code stay at -O2
+# (a few KiB more, about twice as fast on a 5 MiB output).
+ifneq ($(STATIC_PREFIX),)
+$(call obj,lib/rl_scan.c lib/buf.c): CFLAGS += -O2
+endif
 LIB_OBJS  := $(call obj,$(LIB_SRCS)) $(GEN_SRCS:.c=.o)
 WS_OBJS   := $(call obj,$(WS_SRCS))
 RC_OBJS   := $(call obj,$(RC_SRCS))
@@ -175,7 +181,7 @@ FUZZ_NAMES      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*
 FUZZ_EXT_SRCS   := $(wildcard $(FUZZ_DEPS_SRC)/libyaml/src/*.c \
                               $(FUZZ_DEPS_SRC)/protobuf-c/protobuf-c/protobuf-c.c)
 FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/buf.c lib/numparse.c lib/grpc_frame.c \
-                     lib/grpc_timeout.c lib/resourcelist.c lib/pb_request.c lib/grpc_status.c lib/json.c lib/http1.c lib/log.c wrapper-server/cli.c) \
+                     lib/grpc_timeout.c lib/resourcelist.c lib/rl_scan.c lib/utf8.c lib/pb_request.c lib/grpc_status.c lib/json.c lib/http1.c lib/log.c wrapper-server/cli.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 

@@ -32,8 +32,10 @@ typedef struct gc_call_state {
     int32_t stream_id;
     gc_done_fn *done;
     void *ctx;
-    buf request;            /* prefix + message */
-    size_t request_off;
+    uint8_t prefix[GRPC_PREFIX_LEN];
+    const uint8_t *body;    /* the caller's request, borrowed until done; NULL after */
+    size_t body_len;
+    size_t sent;            /* bytes of prefix + body handed to nghttp2 */
     grpc_reader reader;
     buf response;           /* the first response message */
     int got_message;
@@ -102,7 +104,9 @@ static void call_report(gc_call_state *cs)
     if (r.status == GRPC_OK) {
         r.response = (const uint8_t *)cs->response.data;
         r.response_len = cs->response.len;
+        r.response_buf = &cs->response;
     }
+    cs->body = NULL;   /* the caller may free the request from now on */
     cs->done(&r, cs->ctx);
     buf_free(&msg);
 }
@@ -116,7 +120,6 @@ static void call_free(gc_call_state *cs)
             break;
         }
     loop_timer_cancel(c->loop, cs->deadline);
-    buf_free(&cs->request);
     buf_free(&cs->response);
     buf_free(&cs->grpc_message);
     grpc_reader_free(&cs->reader);
@@ -167,7 +170,9 @@ static int on_response_message(void *ctx, uint8_t flag, const uint8_t *msg, size
         return 1;
     }
     cs->got_message = 1;
-    return buf_append(&cs->response, msg, len) < 0 ? 1 : 0;
+    /* takes the reader's buffer when the message was assembled there: a
+     * large response is not copied again */
+    return grpc_reader_take(&cs->reader, msg, len, &cs->response) < 0 ? 1 : 0;
 }
 
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id,
@@ -387,13 +392,23 @@ static ssize_t read_request(nghttp2_session *session, int32_t stream_id, uint8_t
 {
     (void)session, (void)stream_id, (void)user_data;
     gc_call_state *cs = source->ptr;
-    size_t left = cs->request.len - cs->request_off;
-    size_t n = left < len ? left : len;
-    memcpy(dst, cs->request.data + cs->request_off, n);
-    cs->request_off += n;
-    if (cs->request_off == cs->request.len)
+    if (!cs->body)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* ended: the bytes are gone */
+    size_t n = 0;
+    if (cs->sent < GRPC_PREFIX_LEN) {
+        n = GRPC_PREFIX_LEN - cs->sent < len ? GRPC_PREFIX_LEN - cs->sent : len;
+        memcpy(dst, cs->prefix + cs->sent, n);
+        cs->sent += n;
+    }
+    size_t off = cs->sent - GRPC_PREFIX_LEN;
+    size_t left = cs->body_len - off;
+    size_t m = left < len - n ? left : len - n;
+    if (m)
+        memcpy(dst + n, cs->body + off, m);
+    cs->sent += m;
+    if (cs->sent == GRPC_PREFIX_LEN + cs->body_len)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (ssize_t)n;
+    return (ssize_t)(n + m);
 }
 
 static void call_deadline(loop *l, void *ctx)
@@ -425,18 +440,12 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
     cs->grpc_status = -1;
     cs->local_status = -1;
     grpc_reader_init(&cs->reader, c->max_message);
-    uint8_t prefix[GRPC_PREFIX_LEN];
-    grpc_frame_prefix(prefix, (uint32_t)len);
-    if (buf_reserve(&cs->request, GRPC_PREFIX_LEN + len) < 0) {
-        free(cs);
-        return -1;
-    }
-    buf_append(&cs->request, prefix, sizeof prefix);
-    buf_append(&cs->request, request, len);
+    grpc_frame_prefix(cs->prefix, (uint32_t)len);
+    cs->body = len ? request : (const uint8_t *)"";
+    cs->body_len = len;
 
     nghttp2_nv *nva = calloc(8 + c->n_extra, sizeof *nva);
     if (!nva) {
-        buf_free(&cs->request);
         grpc_reader_free(&cs->reader);
         free(cs);
         return -1;
@@ -461,7 +470,6 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
     cs->stream_id = nghttp2_submit_request(c->io.session, NULL, nva, n, &prd, cs);
     free(nva);   /* nghttp2 copied the headers */
     if (cs->stream_id < 0) {
-        buf_free(&cs->request);
         grpc_reader_free(&cs->reader);
         free(cs);
         return -1;

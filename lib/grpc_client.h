@@ -22,6 +22,8 @@ typedef struct gc_result {
     const char *message;   /* decoded grpc-message ("" when none) */
     const uint8_t *response;   /* the response message (status OK) */
     size_t response_len;
+    buf *response_buf;         /* holds it: the callback may move it out to keep
+                                  the message without a copy (status OK) */
 } gc_result;
 
 typedef void gc_done_fn(const gc_result *r, void *ctx);
@@ -32,8 +34,9 @@ typedef void gc_done_fn(const gc_result *r, void *ctx);
 gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint32_t max_message,
                     buf *err);
 
-/* Starts a unary call. The request bytes are copied. timeout_ns <= 0: no
- * deadline. Returns 0, or -1 when the call could not be started (done is
+/* Starts a unary call. The request bytes are borrowed, not copied (they
+ * may be megabytes): they must stay valid until done is called. timeout_ns
+ * <= 0: no deadline. Returns 0, or -1 when the call could not be started (done is
  * then not called). */
 int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
             gc_done_fn *done, void *ctx);

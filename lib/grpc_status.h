@@ -48,12 +48,4 @@ int grpc_message_encode(const char *msg, size_t len, buf *out);
  * except on ENOMEM (-1). Appends to out. */
 int grpc_message_decode(const char *text, size_t len, buf *out);
 
-/* Appends text with every byte that is not part of valid UTF-8 replaced by
- * U+FFFD, as grpc-go does before sending a grpc-message: the header must be
- * valid UTF-8 once decoded. */
-int utf8_sanitize(const char *text, size_t len, buf *out);
-/* 1 when text[0..len) is well-formed UTF-8 (no overlong forms, no
- * surrogates, nothing above U+10FFFF), as proto3 requires of strings. */
-int utf8_valid(const char *text, size_t len);
-
 #endif

@@ -18,12 +18,8 @@ static void unary_done(const gc_result *r, void *ctx)
     unary_wait *w = ctx;
     w->out->status = r->status;
     w->out->message = strdup(r->message ? r->message : "");
-    if (r->response_len) {
-        w->out->response = malloc(r->response_len);
-        if (w->out->response)
-            memcpy(w->out->response, r->response, r->response_len);
-        w->out->response_len = w->out->response ? r->response_len : 0;
-    }
+    if (r->response_len)
+        w->out->response = (uint8_t *)buf_steal(r->response_buf, &w->out->response_len);
     loop_stop(w->loop);
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 typedef struct parser {
     const char *p, *start, *end;
     buf *err;
@@ -158,23 +160,6 @@ static int escape(parser *ps, buf *out)
     return fail(ps, "invalid escape in string"), -1;
 }
 
-/* Length of a valid UTF-8 sequence at p (strict: no overlongs or
- * surrogates), or 0. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    if (!n || (size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0) ||
-        (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90))
-        return 0;
-    return n;
-}
-
 static int parse_string_into(parser *ps, buf *out)
 {
     ps->p++;   /* opening quote */
@@ -194,7 +179,8 @@ static int parse_string_into(parser *ps, buf *out)
                 return -1;
             continue;
         }
-        size_t n = c < 0x80 ? 1 : utf8_len((const unsigned char *)ps->p, (const unsigned char *)ps->end);
+        uint32_t cp;
+        size_t n = utf8_decode((const unsigned char *)ps->p, (size_t)(ps->end - ps->p), &cp);
         if (!n)
             return fail(ps, "invalid UTF-8 in string"), -1;
         if (buf_append(out, ps->p, n) < 0)

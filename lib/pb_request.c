@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grpc_status.h"
+#include "utf8.h"
 
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_SGROUP = 3, WIRE_EGROUP = 4,
        WIRE_I32 = 5 };

@@ -38,6 +38,9 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "rl_scan.h"
+#include "utf8.h"
+
 enum {
     RL_MAX_DEPTH = 1000,           /* yaml.v3 allows 10000, but libyaml slows down
                                       quadratically on deep flow nesting and the
@@ -65,42 +68,6 @@ enum go_kind {
 
 /* ------------------------------------------------------------------------ */
 /* UTF-8 and Go-style quoting                                                */
-
-/* Decodes one UTF-8 sequence as Go's utf8.DecodeRune accepts it (no
- * overlongs, surrogates or values past U+10FFFF). Returns its length, or 0
- * when the bytes at s do not start a valid sequence. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    if (n == 0)
-        return 0;
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    size_t len;
-    uint32_t min;
-    uint32_t value;
-    if ((s[0] & 0xE0) == 0xC0) {
-        len = 2, min = 0x80, value = s[0] & 0x1F;
-    } else if ((s[0] & 0xF0) == 0xE0) {
-        len = 3, min = 0x800, value = s[0] & 0x0F;
-    } else if ((s[0] & 0xF8) == 0xF0) {
-        len = 4, min = 0x10000, value = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        value = (value << 6) | (s[i] & 0x3F);
-    }
-    if (value < min || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF))
-        return 0;
-    *cp = value;
-    return len;
-}
 
 /* Approximates Go's strconv.IsPrint for non-ASCII code points: the spaces,
  * format characters, C1 controls and private-use areas it rejects. Code
@@ -585,7 +552,16 @@ typedef struct rl_parser {
     int first_bad_doc_kind;
     char *err;
     size_t errlen;
+    const rl_items_cut *cut;  /* items cut out by rl_scan, or NULL */
+    int cut_mismatch;         /* the cut document was not what rl_scan promised */
 } rl_parser;
+
+/* The line of the original input a zero-based line of the parsed document
+ * is: with the items cut out, the lines after them moved up. */
+static size_t src_line(const rl_parser *p, size_t line)
+{
+    return p->cut && line >= p->cut->first_line ? line + p->cut->lines : line;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -634,9 +610,9 @@ static int fail_yaml(rl_parser *p)
     size_t line = 0;
     int scanner = y->error == YAML_SCANNER_ERROR;
     if (y->context_mark.line != 0)
-        line = y->context_mark.line + (size_t)scanner;
+        line = src_line(p, y->context_mark.line) + (size_t)scanner;
     else if (y->problem_mark.line != 0)
-        line = y->problem_mark.line + (size_t)scanner;
+        line = src_line(p, y->problem_mark.line) + (size_t)scanner;
     const char *problem = y->problem ? y->problem : "unknown problem parsing YAML content";
     if (line != 0)
         return fail(p, DECODE_PREFIX "yaml: line %zu: %s", line, problem);
@@ -742,7 +718,7 @@ static int note_event(rl_parser *p)
             return 0;
         if (ev->start_mark.line != 0)
             return fail(p, DECODE_PREFIX "yaml: line %zu: exceeded max depth of %d",
-                        ev->start_mark.line + 1, RL_MAX_DEPTH);
+                        src_line(p, ev->start_mark.line) + 1, RL_MAX_DEPTH);
         return fail(p, DECODE_PREFIX "yaml: exceeded max depth of %d", RL_MAX_DEPTH);
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
@@ -878,7 +854,7 @@ static int type_error(rl_parser *p, const yaml_event_t *ev, const char *go_type)
         return 0;
     buf *b = &p->terr.text;
     int rc = te_separator(p);
-    rc |= buf_printf(b, "line %zu: cannot unmarshal ", ev->start_mark.line + 1);
+    rc |= buf_printf(b, "line %zu: cannot unmarshal ", src_line(p, ev->start_mark.line) + 1);
     size_t tag_at = b->len;
     rc |= append_node_tag(b, ev);
     int collection_tag = rc == 0 && (strcmp(b->data + tag_at, "!!seq") == 0 ||
@@ -920,8 +896,9 @@ static void keys_free(key_tracker *t)
 }
 
 /* Remembers the key event's identity: yaml.v3 compares node kind and text
- * (an alias's text is its anchor name, a collection's is empty). */
-static int keys_add(key_tracker *t, const yaml_event_t *ev)
+ * (an alias's text is its anchor name, a collection's is empty); `line` is
+ * its one-based line in the input. */
+static int keys_add(key_tracker *t, const yaml_event_t *ev, size_t line)
 {
     if (t->n == RL_MAX_TRACKED_KEYS)
         return 0;
@@ -943,7 +920,7 @@ static int keys_add(key_tracker *t, const yaml_event_t *ev)
     key_seen *k = &t->keys[t->n];
     k->offset = t->arena.len;
     k->len = len + 1;
-    k->line = ev->start_mark.line + 1;
+    k->line = line;
     if (buf_append(&t->arena, &kind, 1) < 0 || buf_append(&t->arena, text, len) < 0)
         return -1;
     t->n++;
@@ -1168,7 +1145,7 @@ static int read_struct(rl_parser *p, int level, const char *const *names, size_t
             return -1;
         if (p->ev.type == YAML_MAPPING_END_EVENT)
             break;
-        if (keys_add(keys, &p->ev) < 0)
+        if (keys_add(keys, &p->ev, src_line(p, p->ev.start_mark.line) + 1) < 0)
             return fail_oom(p);
         int field = field_index(p, names, n_names);
         if (field == -2 || to_value(p) < 0)
@@ -1357,7 +1334,7 @@ static int read_tags(rl_parser *p, rl_result *r)
             return -1;
         if (p->ev.type == YAML_MAPPING_END_EVENT)
             break;
-        if (keys_add(keys, &p->ev) < 0)
+        if (keys_add(keys, &p->ev, src_line(p, p->ev.start_mark.line) + 1) < 0)
             return fail_oom(p);
         if (read_tag_entry(p, r) < 0)
             return -1;
@@ -1484,6 +1461,18 @@ static int read_results(rl_parser *p)
  * mapping. */
 static int read_items(rl_parser *p)
 {
+    if (p->cut) {
+        /* rl_scan counted them and cut them out: "items:" reads as null */
+        const yaml_event_t *ev = &p->ev;
+        if (ev->type != YAML_SCALAR_EVENT || ev->data.scalar.length != 0 ||
+            ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || ev->data.scalar.tag) {
+            p->cut_mismatch = 1;
+            return fail(p, PARSE_PREFIX "items cut mismatch");
+        }
+        p->top.items_kind = GK_SEQUENCE;
+        p->top.n_items = p->cut->n_items;
+        return 0;
+    }
     p->top.items_kind = event_kind(&p->ev);
     if (p->ev.type != YAML_SEQUENCE_START_EVENT)
         return skip_node(p);
@@ -1677,7 +1666,30 @@ static void parser_cleanup(rl_parser *p)
     free(p->top.api_version);
 }
 
-int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errlen)
+/* What libyaml reads: the input, or the input without the cut items, as
+ * two pieces (nothing is copied to join them). */
+typedef struct rl_source {
+    const unsigned char *piece[2];
+    size_t left[2];
+} rl_source;
+
+static int source_read(void *data, unsigned char *buffer, size_t size, size_t *size_read)
+{
+    rl_source *src = data;
+    int i = src->left[0] ? 0 : 1;
+    size_t n = src->left[i] < size ? src->left[i] : size;
+    if (n)
+        memcpy(buffer, src->piece[i], n);
+    src->piece[i] += n;
+    src->left[i] -= n;
+    *size_read = n;
+    return 1;
+}
+
+/* One parse; with a cut, of the input without its items. Returns 0, -1, or
+ * 1 when the cut document was not what the scan promised. */
+static int parse_once(const char *data, size_t len, const rl_items_cut *cut, rl_list *out,
+                      char *err, size_t errlen)
 {
     *out = (rl_list){0};
     if (err && errlen)
@@ -1690,11 +1702,19 @@ int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errle
     }
     p->err = err;
     p->errlen = errlen;
+    p->cut = cut;
+    const unsigned char *bytes = (const unsigned char *)(data ? data : "");
+    rl_source src = {{bytes, bytes}, {data ? len : 0, 0}};
+    if (cut) {
+        src.left[0] = cut->begin;
+        src.piece[1] = bytes + cut->end;
+        src.left[1] = len - cut->end;
+    }
     int rc = -1;
     if (!yaml_parser_initialize(&p->yaml)) {
         fail_oom(p);
     } else {
-        yaml_parser_set_input_string(&p->yaml, (const unsigned char *)(data ? data : ""), data ? len : 0);
+        yaml_parser_set_input(&p->yaml, source_read, &src);
         rc = read_stream(p);
         if (rc == 0)
             rc = judge(p);
@@ -1705,9 +1725,31 @@ int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errle
     } else {
         rl_free(&p->list);
     }
+    int mismatch = p->cut_mismatch;
     parser_cleanup(p);
     free(p);
+    if (mismatch)
+        return 1;
     return rc < 0 ? -1 : 0;
+}
+
+int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, char *err,
+                  size_t errlen)
+{
+    rl_items_cut cut;
+    if (mode != RL_PARSE_LIBYAML && data && rl_scan_items(data, len, &cut)) {
+        int rc = parse_once(data, len, &cut, out, err, errlen);
+        if (rc <= 0)
+            return rc;
+    }
+    if (mode == RL_PARSE_SCAN_ONLY)
+        return -2;
+    return parse_once(data, len, NULL, out, err, errlen);
+}
+
+int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errlen)
+{
+    return rl_parse_with(data, len, RL_PARSE_AUTO, out, err, errlen);
 }
 
 void rl_free(rl_list *rl)

@@ -68,6 +68,14 @@ typedef struct rl_list {
  * "input was of unexpected kind \"ConfigMap\"; expected ResourceList".
  * *out is left zeroed on failure. */
 int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errlen);
+
+/* How rl_parse reads `items`: through rl_scan when the input is in its
+ * subset, else through libyaml (AUTO); always through libyaml (LIBYAML); or
+ * only through rl_scan, returning -2 when the input is not in its subset
+ * (SCAN_ONLY). The answers must never differ: tests compare them. */
+typedef enum rl_parse_mode { RL_PARSE_AUTO, RL_PARSE_LIBYAML, RL_PARSE_SCAN_ONLY } rl_parse_mode;
+int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, char *err,
+                  size_t errlen);
 void rl_free(rl_list *rl);
 
 /* Number of results whose severity is exactly "error" (the SDK's ExitCode rule). */

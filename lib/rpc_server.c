@@ -44,6 +44,7 @@
 #include "http1.h"
 #include "log.h"
 #include "metrics.h"
+#include "utf8.h"
 
 #define SERVER_WINDOW (1 << 20)            /* per stream receive window */
 #define SERVER_CONN_WINDOW (16 << 20)      /* per connection receive window */

@@ -129,6 +129,63 @@ results:
     write("resourcelist", "empty", b"")
 
 
+# ---- rl_scan: block-style lists as kyaml writes them, and near misses ----
+RL_BLOCK_HEAD = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+RL_BLOCK_ITEMS = """items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cm
+    annotations:
+      config.kubernetes.io/index: '0'
+      internal.config.kubernetes.io/path: "dir/cm \\u00e9.yaml"
+  data:
+    script: |
+      #!/bin/sh
+      echo "a: b"  # not a comment
+
+    folded: >-
+      one
+      two
+    empty: ""
+    list: []
+    map: {}
+- kind: Deployment
+  spec:
+    template:
+      spec:
+        containers:
+        - name: c
+          args:
+          - --flag=x
+          - - nested
+            - seq
+          env: []
+    replicas: -1
+"""
+
+
+def rl_scan_seeds():
+    write("rl_scan", "kyaml.yaml", RL_BLOCK_HEAD + RL_BLOCK_ITEMS)
+    write("rl_scan", "indented.yaml", RL_BLOCK_HEAD + "items:\n  - a: 1\n    b:\n      - x\n  -\n    c: 'it''s'\n")
+    write("rl_scan", "config-first.yaml",
+          RL_BLOCK_HEAD + "functionConfig:\n  kind: ConfigMap\n  data: {}\n" + RL_BLOCK_ITEMS)
+    write("rl_scan", "results-after.yaml", RL_BLOCK_HEAD + RL_BLOCK_ITEMS + """results:
+- message: "\\x41 bad"
+  severity: error
+  file: {index: abc}
+- message: one
+  message: two
+""")
+    write("rl_scan", "error-after.yaml", RL_BLOCK_HEAD + RL_BLOCK_ITEMS + "results: [\n")
+    write("rl_scan", "second-doc.yaml", RL_BLOCK_HEAD + RL_BLOCK_ITEMS + "---\nkind: ResourceList\n")
+    write("rl_scan", "no-newline.yaml", "kind: ResourceList\nitems:\n- a: b")
+    write("rl_scan", "scalar-item.yaml", "kind: ResourceList\nitems:\n- a: b\n- just text\n")
+    write("rl_scan", "deep.yaml", "kind: ResourceList\nitems:\n" +
+          "".join("  " * i + "- k%d:\n" % i for i in range(40)))
+    write("rl_scan", "unicode.yaml", "kind: ResourceList\nitems:\n- name: caf\u00e9 \u2603\n  q: \"\\U0001F600\"\n")
+
+
 # ---- grpc_timeout: header values and durations ----
 def timeout_seeds():
     for i, v in enumerate(["1S", "1000000u", "0n", "99999999H", "12345678m", "123456789S", "5x"]):
@@ -161,5 +218,6 @@ if __name__ == "__main__":
     frame_seeds()
     proto_seeds()
     rl_seeds()
+    rl_scan_seeds()
     timeout_seeds()
     cli_seeds()

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grpc_status.h"
+#include "utf8.h"
 
 static void expect_encoded(const char *input, size_t len, const char *expected)
 {

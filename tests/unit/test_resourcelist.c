@@ -10,13 +10,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fuzz/rl_outcome.h"
 #include "resourcelist.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 
+/* Every input is also parsed both ways (items through lib/rl_scan and
+ * through libyaml): whichever way rl_parse takes, the answer is the same. */
+static void check_both_ways(const char *data, size_t len)
+{
+    buf scanned = {0}, full = {0};
+    cr_assert_geq(rl_outcomes_differ(data, len, &scanned, &full), 0,
+                  "rl_scan: %s\nlibyaml: %s", scanned.data, full.data);
+    buf_free(&scanned);
+    buf_free(&full);
+}
+
 static rl_list parse_ok(const char *yaml)
 {
+    check_both_ways(yaml, strlen(yaml));
     rl_list rl;
     char err[512] = "";
     int rc = rl_parse(yaml, strlen(yaml), &rl, err, sizeof err);
@@ -27,6 +40,7 @@ static rl_list parse_ok(const char *yaml)
 /* Parses `len` bytes that must be rejected, and checks the reason. */
 static void expect_error_bytes(const char *data, size_t len, const char *want)
 {
+    check_both_ways(data, len);
     rl_list rl;
     char err[4096] = "unset";
     int rc = rl_parse(data, len, &rl, err, sizeof err);

@@ -1,0 +1,48 @@
+/* rl_outcome: everything rl_parse_with says about an input, as one string,
+ * so that the libyaml way and the rl_scan way can be compared whole.
+ * Shared by tests/unit/test_rl_scan.c, test_resourcelist.c and
+ * tests/fuzz/fuzz_rl_scan.c. */
+#ifndef KRM_RL_OUTCOME_H
+#define KRM_RL_OUTCOME_H
+
+#include <string.h>
+
+#include "buf.h"
+#include "resourcelist.h"
+
+/* Appends the outcome to out; returns rl_parse_with's answer (-2 when
+ * SCAN_ONLY found the input outside the subset; out is then untouched). */
+static inline int rl_outcome(const char *data, size_t len, rl_parse_mode mode, buf *out)
+{
+    char err[4096];
+    rl_list rl;
+    int rc = rl_parse_with(data, len, mode, &rl, err, sizeof err);
+    if (rc == -2)
+        return rc;
+    if (rc < 0) {
+        buf_printf(out, "error: %s", err);
+        return rc;
+    }
+    buf_printf(out, "kind=%s apiVersion=%s items=%zu functionConfig=%d results=%zu+%zu\n",
+               rl.kind, rl.api_version ? rl.api_version : "(none)", rl.n_items,
+               rl.has_function_config, rl.n_results, rl.n_results_omitted);
+    rl_results_text(&rl, out);
+    buf_append_str(out, "\n");
+    rl_results_json(&rl, out);
+    rl_free(&rl);
+    return rc;
+}
+
+/* 1 when rl_scan does not take the input, 0 when it does and the outcomes
+ * agree, -1 when they differ. Both outcomes are left in *scanned, *full. */
+static inline int rl_outcomes_differ(const char *data, size_t len, buf *scanned, buf *full)
+{
+    int rc = rl_outcome(data, len, RL_PARSE_SCAN_ONLY, scanned);
+    if (rc == -2)
+        return 1;
+    if (rl_outcome(data, len, RL_PARSE_LIBYAML, full) != rc)
+        return -1;
+    return strcmp(scanned->data, full->data) == 0 ? 0 : -1;
+}
+
+#endif
