@@ -365,25 +365,33 @@ const char *json_get_str(const json *v, const char *key)
 
 int json_write_string(buf *out, const char *s, size_t len)
 {
-    if (buf_append(out, "\"", 1) < 0)
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        int rc;
-        if (c == '"' || c == '\\')
-            rc = buf_printf(out, "\\%c", c);
-        else if (c == '\n')
-            rc = buf_append(out, "\\n", 2);
-        else if (c == '\t')
-            rc = buf_append(out, "\\t", 2);
-        else if (c == '\r')
-            rc = buf_append(out, "\\r", 2);
-        else if (c < 0x20 || c == 0x7F)
-            rc = buf_printf(out, "\\u%04x", c);
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    int rc = buf_append(out, "\"", 1);
+    for (size_t i = 0; i < len && rc == 0;) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
+                            : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f" : NULL;
+            if (esc)
+                rc = buf_append_str(out, esc);
+            else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+                rc = buf_printf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+            else
+                rc = buf_append(out, &c, 1);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            rc = buf_append_str(out, "\\ufffd"), n = 1;
+        else if (cp == 0x2028 || cp == 0x2029)
+            rc = buf_printf(out, "\\u%04x", (unsigned)cp);
         else
-            rc = buf_append(out, &s[i], 1);
-        if (rc < 0)
-            return -1;
+            rc = buf_append(out, p + i, n);
+        i += n;
     }
-    return buf_append(out, "\"", 1);
+    return rc ? rc : buf_append(out, "\"", 1);
 }

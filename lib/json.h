@@ -49,8 +49,11 @@ const char *json_str(const json *v);
 /* json_str(json_get(v, key)). */
 const char *json_get_str(const json *v, const char *key);
 
-/* Appends s as a JSON string literal (quoted and escaped). Returns 0 or -1
- * when out of memory. */
+/* Appends s as a JSON string literal exactly as Go's encoding/json writes
+ * it (Porch's messages embed such text, so byte-for-byte matters): the
+ * short escapes, \u00XX for other controls and for < > & (HTML safety),
+ * \u2028 and \u2029, and \ufffd for each byte that is not valid UTF-8; DEL
+ * and all other text as is. Returns 0 or -1 when out of memory. */
 int json_write_string(buf *out, const char *s, size_t len);
 
 #endif

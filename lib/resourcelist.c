@@ -38,6 +38,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "json.h"
 #include "rl_scan.h"
 #include "utf8.h"
 
@@ -1828,36 +1829,7 @@ int rl_results_text(const rl_list *rl, buf *out)
  * U+2028/U+2029 escaped, invalid UTF-8 replaced by \ufffd. */
 static int append_json_string(buf *out, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-    size_t len = strlen(s);
-    int rc = buf_append(out, "\"", 1);
-    for (size_t i = 0; i < len && rc == 0;) {
-        unsigned char c = p[i];
-        if (c < 0x80) {
-            const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                            : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
-                            : c == '\f' ? "\\f" : NULL;
-            if (esc)
-                rc = buf_append_str(out, esc);
-            else if (c < 0x20 || c == '<' || c == '>' || c == '&')
-                rc = buf_printf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-            else
-                rc = buf_append(out, &c, 1);
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        size_t n = utf8_decode(p + i, len - i, &cp);
-        if (n == 0)
-            rc = buf_append_str(out, "\\ufffd"), n = 1;
-        else if (cp == 0x2028 || cp == 0x2029)
-            rc = buf_printf(out, "\\u%04x", (unsigned)cp);
-        else
-            rc = buf_append(out, p + i, n);
-        i += n;
-    }
-    return rc ? rc : buf_append(out, "\"", 1);
+    return json_write_string(out, s, strlen(s));
 }
 
 /* Shortest decimal digits that read back as f (like Go's -1 precision):
@@ -2058,16 +2030,16 @@ static int append_json_result(buf *out, const rl_result *r)
  * Porch logs an empty string in its place; so do we. */
 int rl_results_json(const rl_list *rl, buf *out)
 {
-    buf json = {0};
-    int rc = buf_append(&json, "[", 1);
+    buf text = {0};
+    int rc = buf_append(&text, "[", 1);
     for (size_t i = 0; i < rl->n_results && rc == 0; i++) {
         if (i)
-            rc = buf_append(&json, ",", 1);
-        rc |= append_json_result(&json, &rl->results[i]);
+            rc = buf_append(&text, ",", 1);
+        rc |= append_json_result(&text, &rl->results[i]);
     }
-    rc |= rc < 0 ? 0 : buf_append(&json, "]", 1);
+    rc |= rc < 0 ? 0 : buf_append(&text, "]", 1);
     if (rc == 0)
-        rc = buf_append(out, json.data, json.len);
-    buf_free(&json);
+        rc = buf_append(out, text.data, text.len);
+    buf_free(&text);
     return rc < 0 ? -1 : 0;
 }

@@ -110,11 +110,21 @@ Test(json, depth_limit)
 Test(json, write_string)
 {
     buf out = {0};
-    const char s[] = "a\"b\\c\n\x01\x7f\xc3\xa9";
+    const char s[] = "a\"b\\c\n\x01\x7f\xc3\xa9<&>\xe2\x80\xa8";
     cr_assert_eq(json_write_string(&out, s, sizeof s - 1), 0);
-    cr_expect_str_eq(out.data, "\"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9\"");
+    /* as Go's encoding/json: DEL as is, HTML characters and U+2028 escaped */
+    cr_expect_str_eq(out.data, "\"a\\\"b\\\\c\\n\\u0001\x7f\xc3\xa9\\u003c\\u0026\\u003e\\u2028\"");
     json *v = ok(out.data);
     cr_expect_str_eq(v->str, s);
     json_free(v);
+    buf_free(&out);
+}
+
+Test(json, write_string_replaces_bad_utf8)
+{
+    buf out = {0};
+    const char s[] = "a\xff\xc3(";
+    cr_assert_eq(json_write_string(&out, s, sizeof s - 1), 0);
+    cr_expect_str_eq(out.data, "\"a\\ufffd\\ufffd(\"");
     buf_free(&out);
 }
