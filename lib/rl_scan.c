@@ -492,7 +492,12 @@ static int key_or_scalar(scanner *sc, size_t col, pos p, int inline_)
             return -1;
         if (!quoted_end && scalar_value(sc, p) < 0)
             return -1;
-        return settle_null(sc);   /* the entry has its value; an item must not be a scalar */
+        /* the entry's value is this scalar: fine, unless it is an item,
+         * which must be a mapping (libyaml's path words that error) */
+        if (sc->pending == P_ITEM)
+            return -1;
+        sc->pending = P_NONE;
+        return 0;
     }
     if (inline_) {
         if (open_block(sc, 'M', col) < 0)
