@@ -106,13 +106,14 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
             .max_stdout = e->cfg.max_stdout,
             .max_stderr = e->cfg.max_stderr,
         };
-        fn_spawn_error why;
+        buf why = {0};
         if (!e->cfg.argv)
             log_info("Evaluating \"%s\" in executable mode", c->image);
         c->job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, &why);
         if (c->job)
             return &c->base;
-        fn_verdict_spawn_failed(c->image, &why, &c->verdict);
+        fn_verdict_spawn_failed(c->image, why.data ? why.data : "", &c->verdict);
+        buf_free(&why);
         exec_set_failure(c, c->verdict.code, 0);
     }
     c->deferred = loop_timer_add(e->cfg.loop, 0, exec_deliver_deferred, c);

@@ -26,7 +26,11 @@
 extern char **environ;
 
 #define FN_JOB_DRAIN_NS (2 * 1000000000LL)   /* wait for pipes after exit */
-#define FN_JOB_READ_CHUNK (64 * 1024)
+/* Small outputs are read through a chunk on the stack, at the depth of the
+ * socket reads' buffer (h2_io.c) and no bigger, so that neither the chunk
+ * nor what runs below it (judging the output, answering the call) reaches
+ * stack pages those reads do not: RSS keeps every page touched once. */
+#define FN_JOB_READ_CHUNK (8 * 1024)
 #define FN_JOB_BIG_PIPE (1024 * 1024)
 
 static fn_job *live_jobs;   /* every job not yet freed */
@@ -81,26 +85,28 @@ static void path_cache_forget(void)
     path_cache.name[0] = '\0';
 }
 
-static int lookup_path(const char *name, char *out, size_t len)
+/* Where to exec `name` from: itself when it has a '/', else the file found
+ * in $PATH, left in path_cache.path (the walk writes its candidates there)
+ * until the next lookup; NULL when there is none. Not copied to a buffer
+ * on the stack: fn_job_start runs inside nghttp2's callbacks, below the
+ * socket reads' buffer (h2_io.c), and musl's posix_spawn needs 5.7 KiB
+ * more below it; a 4 KiB copy pushed all that a page deeper, and RSS keeps
+ * every stack page touched once. */
+static const char *lookup_path(const char *name)
 {
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        return 0;
+    if (strchr(name, '/'))
+        return name;
+    if (path_cache.name[0] && !strcmp(path_cache.name, name)) {
+        if (is_executable_file(path_cache.path))
+            return path_cache.path;
     }
-    size_t cached = strlen(path_cache.path);
-    if (path_cache.name[0] && !strcmp(path_cache.name, name) && cached < len) {
-        if (is_executable_file(path_cache.path)) {
-            memcpy(out, path_cache.path, cached + 1);
-            return 0;
-        }
-        path_cache_forget();
-    }
-    int rc = lookup_path_walk(name, out, len);
-    if (rc == 0 && strlen(name) < sizeof path_cache.name && strlen(out) < sizeof path_cache.path) {
-        memcpy(path_cache.name, name, strlen(name) + 1);
-        memcpy(path_cache.path, out, strlen(out) + 1);
-    }
-    return rc;
+    path_cache_forget();
+    if (lookup_path_walk(name, path_cache.path, sizeof path_cache.path) < 0)
+        return NULL;
+    size_t name_len = strlen(name);
+    if (name_len < sizeof path_cache.name)
+        memcpy(path_cache.name, name, name_len + 1);
+    return path_cache.path;
 }
 
 static int make_pipe(int fds[2])
@@ -359,18 +365,17 @@ static int fn_job_watch_pipes(fn_job *job)
 }
 
 fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
-                     fn_spawn_error *why)
+                     buf *why)
 {
-    char path[4096];
-    if (lookup_path(spec->argv[0], path, sizeof path) < 0) {
-        snprintf(why->text, sizeof why->text, "exec: \"%s\": executable file not found in $PATH",
-                 spec->argv[0]);
+    const char *path = lookup_path(spec->argv[0]);
+    if (!path) {
+        buf_printf(why, "exec: \"%s\": executable file not found in $PATH", spec->argv[0]);
         return NULL;
     }
     fn_job *job = calloc(1, sizeof *job);
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     if (!job || make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0) {
-        snprintf(why->text, sizeof why->text, "cannot create pipes: %s", strerror(errno));
+        buf_printf(why, "cannot create pipes: %s", strerror(errno));
         goto fail;
     }
     if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
@@ -385,7 +390,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);
-        snprintf(why->text, sizeof why->text, "fork/exec %s: %s", path, text);
+        buf_printf(why, "fork/exec %s: %s", path, text);
         goto fail;
     }
     close_fd(&in[0]);
@@ -413,7 +418,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
         fn_job_close_pipe(job, &job->fd_out);
         fn_job_close_pipe(job, &job->fd_err);
         kill(-job->pid, SIGKILL);
-        snprintf(why->text, sizeof why->text, "cannot watch the function's pipes");
+        buf_append_str(why, "cannot watch the function's pipes");
         return NULL;
     }
     log_v(4, "function %d started: %s", (int)job->pid, path);

@@ -60,18 +60,16 @@ struct fn_job {
     fn_job *next;           /* in the table of live jobs */
 };
 
-/* Why a spawn failed, in the words Go's os/exec uses, so messages match
- * Porch's: `exec: "foo": executable file not found in $PATH` or
- * `fork/exec /fn: permission denied`. */
-typedef struct fn_spawn_error {
-    char text[4096 + 512];
-} fn_spawn_error;
-
 /* Start the function. On success returns the job; done(job, ctx) is called
  * once, from the loop, when the child has exited and its output is read.
- * Returns NULL and fills *why when it could not be started. */
+ * Returns NULL and appends to *why when it could not be started, in the
+ * words Go's os/exec uses, so messages match Porch's: `exec: "foo":
+ * executable file not found in $PATH` or `fork/exec /fn: permission denied`.
+ * A buf, allocated only on failure: a fixed 4.5 KiB array in the caller's
+ * frame pushed every spawn (which runs below the socket reads' buffer,
+ * h2_io.c) a page deeper into the stack, and RSS keeps that page. */
 fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
-                     fn_spawn_error *why);
+                     buf *why);
 
 /* Abandon a running job: done is not called, the process group gets SIGTERM
  * and, after grace_ns, SIGKILL; the job frees itself once reaped. */

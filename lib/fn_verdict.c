@@ -91,13 +91,13 @@ void fn_verdict_judge(const char *image, const fn_job *job, fn_verdict *v)
     rl_free(&rl);
 }
 
-void fn_verdict_spawn_failed(const char *image, const fn_spawn_error *why, fn_verdict *v)
+void fn_verdict_spawn_failed(const char *image, const char *why, fn_verdict *v)
 {
     *v = (fn_verdict){0};
     v->code = GRPC_INTERNAL;
     buf_append_str(&v->message, "Failed to execute function ");
     go_quote(image, &v->message);
-    buf_printf(&v->message, ": %s ()", why->text);
+    buf_printf(&v->message, ": %s ()", why);
 }
 
 void fn_verdict_free(fn_verdict *v)

@@ -828,6 +828,11 @@ static int conn_start_session(conn *c)
         return -1;
     /* grpc-go sends PINGs (BDP estimation) after every burst: answer them all */
     nghttp2_option_set_no_auto_ping_ack(opt, 0);
+    /* Otherwise a server session keeps up to MAX_CONCURRENT_STREAMS (1000)
+     * closed streams for RFC 7540 priorities, which gRPC clients do not use:
+     * about 290 KiB more RSS, held until the connection closes, once it
+     * has carried 1,000 calls. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
     int rv = nghttp2_session_server_new2(&c->io.session, server_callbacks(), c, opt);
     nghttp2_option_del(opt);
     if (rv != 0)

@@ -106,10 +106,8 @@ Test(fn_verdict, output_too_large_names_the_limit)
 
 Test(fn_verdict, spawn_failure_in_porch_words)
 {
-    fn_spawn_error why;
-    strcpy(why.text, "exec: \"nope\": executable file not found in $PATH");
     fn_verdict v;
-    fn_verdict_spawn_failed("img", &why, &v);
+    fn_verdict_spawn_failed("img", "exec: \"nope\": executable file not found in $PATH", &v);
     cr_assert_eq(v.code, GRPC_INTERNAL);
     cr_assert_str_eq(v.message.data, "Failed to execute function \"img\": exec: \"nope\": "
                                      "executable file not found in $PATH ()");
