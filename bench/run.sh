@@ -19,6 +19,8 @@ set -eu
 
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/listening.sh
+. "$ROOT/scripts/listening.sh"
 BIN=$BUILD/bin
 STATIC=${BENCH_STATIC:-$ROOT/build/static}
 OUT=$BUILD/bench
@@ -80,18 +82,11 @@ calc() {
 # start_server BINARY: starts BINARY --port 0 -- cat; sets SRV_PID and SRV_PORT
 # once it answers a health Check.
 start_server() {
-    local log=$TMP/server-$(basename "$(dirname "$1")").log i
+    local log=$TMP/server-$(basename "$(dirname "$1")").log
     "$1" --port 0 -- cat 2>"$log" &
     SRV_PID=$!
     SERVERS="$SERVERS $SRV_PID"
-    SRV_PORT=""
-    for i in $(seq 100); do
-        SRV_PORT=$(sed -n 's/.*Listening on :\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
-        [ -n "$SRV_PORT" ] && break
-        kill -0 "$SRV_PID" 2>/dev/null || die "$1 exited: $(tail -n 3 "$log")"
-        sleep 0.05
-    done
-    [ -n "$SRV_PORT" ] || die "$1 did not report its port within 5 s"
+    SRV_PORT=$(listening_port "$log" "$SRV_PID") || die "$1 did not start listening"
     tool loadgen --addr "127.0.0.1:$SRV_PORT" --rpc check --calls 1
     SRV_CALLS=0
     CPU_US=0

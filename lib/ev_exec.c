@@ -11,6 +11,7 @@
 
 #include "fn_job.h"
 #include "fn_verdict.h"
+#include "go_quote.h"
 #include "grpc_status.h"
 #include "log.h"
 

@@ -5,43 +5,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "go_quote.h"
 #include "grpc_status.h"
 #include "resourcelist.h"
-
-int go_quote(const char *s, buf *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    if (buf_append(out, "\"", 1) < 0)
-        return -1;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[4] = {'\\', 0, 0, 0};
-        size_t n = 2;
-        switch (*p) {
-        case '"':  esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\a': esc[1] = 'a'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\v': esc[1] = 'v'; break;
-        default:
-            if (*p < 0x20 || *p == 0x7f) {
-                esc[1] = 'x';
-                esc[2] = hex[*p >> 4];
-                esc[3] = hex[*p & 15];
-                n = 4;
-            } else {
-                esc[0] = (char)*p;
-                n = 1;
-            }
-        }
-        if (buf_append(out, esc, n) < 0)
-            return -1;
-    }
-    return buf_append(out, "\"", 1);
-}
 
 static void verdict_parse_failure(const char *image, const fn_job *job, const char *why,
                                   fn_verdict *v)

@@ -24,7 +24,4 @@ void fn_verdict_judge(const char *image, const fn_job *job, fn_verdict *v);
 void fn_verdict_spawn_failed(const char *image, const char *why, fn_verdict *v);
 void fn_verdict_free(fn_verdict *v);
 
-/* Appends s as Go's %q would print it (quotes, backslash escapes). */
-int go_quote(const char *s, buf *out);
-
 #endif

@@ -21,6 +21,8 @@ set -eu
 
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/listening.sh
+. "$ROOT/scripts/listening.sh"
 cd "$ROOT"
 OUT=$BUILD/soak
 CALLS=${SOAK_CALLS:-100000}
@@ -61,19 +63,11 @@ $FN_CC -std=c17 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$FN" "$ROOT/bench/so
     die "cannot compile bench/soakfn/soakfn.c"
 
 # The server, on a free port; readiness is its "Listening on" line, not a
-# call: bench-soak counts the server's fds before it connects, and a probe
-# connection still closing would skew that count.
+# call: bench-soak counts the server's fds before it connects.
 LOG=$OUT/server.log
 "$SERVER" --port 0 --max-request-body-size "$MAX_REQUEST" -- "$FN" 2>"$LOG" &
 SRV_PID=$!
-PORT=""
-for _ in $(seq 200); do
-    PORT=$(sed -n 's/.*Listening on :\([0-9][0-9]*\).*/\1/p' "$LOG" | head -n 1)
-    [ -n "$PORT" ] && break
-    kill -0 "$SRV_PID" 2>/dev/null || die "$SERVER exited: $(tail -n 3 "$LOG")"
-    sleep 0.05
-done
-[ -n "$PORT" ] || die "$SERVER did not report its port within 10 s"
+PORT=$(listening_port "$LOG" "$SRV_PID") || die "$SERVER did not start listening"
 sleep 0.2
 
 echo "soak: $CALLS calls, $CONCURRENCY streams, against $SERVER (pid $SRV_PID, port $PORT)," \

@@ -33,6 +33,14 @@ def pb(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def policy(tmp_path_factory):
+    """A skopeo signature policy of our own, so the host's /etc/containers does not matter."""
+    path = tmp_path_factory.mktemp("policy") / "policy.json"
+    path.write_text('{"default":[{"type":"insecureAcceptAnything"}]}')
+    return str(path)
+
+
+@pytest.fixture(scope="session")
 def binaries():
     missing = [b for b in (SERVER_BIN, CLIENT_BIN) if not os.access(b, os.X_OK)]
     if missing:

@@ -90,14 +90,6 @@ def registry(tmp_path_factory):
     proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def policy(tmp_path_factory):
-    """A skopeo signature policy of our own, so the host's /etc/containers does not matter."""
-    path = tmp_path_factory.mktemp("policy") / "policy.json"
-    path.write_text('{"default":[{"type":"insecureAcceptAnything"}]}')
-    return str(path)
-
-
 def skopeo(policy, *args):
     return run(["skopeo", "--policy", policy, *args])
 

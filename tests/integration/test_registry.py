@@ -70,13 +70,6 @@ def stop(proc):
     proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def policy(tmp_path_factory):
-    path = tmp_path_factory.mktemp("policy") / "policy.json"
-    path.write_text('{"default":[{"type":"insecureAcceptAnything"}]}')
-    return str(path)
-
-
 def small_layer():
     return oci.tar_layer([oci.Entry("hello.txt", "file", 0o644, data=b"hello\n")], 0)
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include "fn_verdict.h"
+#include "go_quote.h"
 #include "grpc_status.h"
 
 static fn_job job_with(const char *out, const char *err, int exit_code)
@@ -119,5 +120,15 @@ Test(fn_verdict, go_quote_escapes)
     buf b = {0};
     go_quote("a\"b\\c\nd\x01\xc3\xa9", &b);
     cr_assert_str_eq(b.data, "\"a\\\"b\\\\c\\nd\\x01\xc3\xa9\"");
+    buf_free(&b);
+}
+
+/* As strconv.Quote: bad UTF-8 byte by byte, unprintable code points escaped. */
+Test(fn_verdict, go_quote_escapes_what_go_does_not_print)
+{
+    buf b = {0};
+    static const char s[] = "\x7f\xff\xe2\x80\xa8\xf3\xa0\x80\x81\xc2\xa0";
+    go_quote_bytes(s, sizeof s - 1, &b);
+    cr_assert_str_eq(b.data, "\"\\x7f\\xff\\u2028\\U000e0001\\u00a0\"");
     buf_free(&b);
 }
