@@ -3,7 +3,14 @@
  * A call is: resolve the argv (fixed, or the lookup's binary) -> fn_job_start
  * -> fn_job done -> fn_verdict_judge -> done(result). Failures known at once
  * (no entrypoint, not found, spawn failed) are delivered from a zero-delay
- * timer, so done never runs inside start. */
+ * timer, so done never runs inside start.
+ *
+ * Streaming (fixed argv only: the lookup needs the image, which follows the
+ * ResourceList on the wire): the job starts on the first bytes of the input
+ * and is fed as the rest arrives. If it finishes before the request is
+ * complete, its verdict waits for input_done: the request may still turn
+ * out bad, and then the call is cancelled and the function's answer never
+ * counts. */
 #include "ev_exec.h"
 
 #include <stdlib.h>
@@ -31,6 +38,8 @@ typedef struct exec_call {
     char *argv[2];
     fn_verdict verdict;
     ev_result res;
+    int input_open;            /* streaming: the request is not complete yet */
+    int job_ended;             /* the job finished while input_open */
 } exec_call;
 
 static void exec_set_failure(exec_call *c, int code, int not_found)
@@ -47,9 +56,9 @@ static void exec_deliver_deferred(loop *l, void *ctx)
     c->done(&c->base, &c->res, c->ctx);
 }
 
-static void exec_job_done(fn_job *job, void *ctx)
+static void exec_judge(exec_call *c)
 {
-    exec_call *c = ctx;
+    fn_job *job = c->job;
     fn_verdict_judge(c->image, job, &c->verdict);
     log_v(3, "function %d for \"%s\" finished in %.1f ms", (int)job->pid, c->image,
           (double)(loop_now_ns() - job->started_ns) / 1e6);
@@ -62,6 +71,17 @@ static void exec_job_done(fn_job *job, void *ctx)
     else
         exec_set_failure(c, c->verdict.code, 0);
     c->done(&c->base, &c->res, c->ctx);
+}
+
+static void exec_job_done(fn_job *job, void *ctx)
+{
+    (void)job;
+    exec_call *c = ctx;
+    if (c->input_open) {
+        c->job_ended = 1;   /* judged once the request is known to be good */
+        return;
+    }
+    exec_judge(c);
 }
 
 /* The argv to run, or NULL with c->verdict.message (and c->res) set. */
@@ -87,30 +107,46 @@ static char *const *exec_resolve(exec_ev *e, exec_call *c)
     return NULL;
 }
 
-static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
+static exec_call *exec_call_new(evaluator *base, const char *image, ev_done_fn *done, void *ctx)
 {
-    exec_ev *e = (exec_ev *)base;
     exec_call *c = calloc(1, sizeof *c);
-    if (!c || !(c->image = strdup(req->image ? req->image : ""))) {
+    if (!c || !(c->image = strdup(image ? image : ""))) {
         free(c);
         return NULL;
     }
     c->base.ev = base;
     c->done = done;
     c->ctx = ctx;
+    return c;
+}
+
+static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_request *req,
+                          int growing, size_t ready, buf *why)
+{
+    fn_job_spec spec = {
+        .argv = argv,
+        .input = (const char *)req->input,
+        .input_len = req->input_len,
+        .input_growing = growing,
+        .input_ready = ready,
+        .max_stdout = e->cfg.max_stdout,
+        .max_stderr = e->cfg.max_stderr,
+    };
+    return fn_job_start(e->cfg.loop, &spec, exec_job_done, c, why);
+}
+
+static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
+{
+    exec_ev *e = (exec_ev *)base;
+    exec_call *c = exec_call_new(base, req->image, done, ctx);
+    if (!c)
+        return NULL;
     char *const *argv = exec_resolve(e, c);
     if (argv) {
-        fn_job_spec spec = {
-            .argv = argv,
-            .input = (const char *)req->input,
-            .input_len = req->input_len,
-            .max_stdout = e->cfg.max_stdout,
-            .max_stderr = e->cfg.max_stderr,
-        };
         buf why = {0};
         if (!e->cfg.argv)
             log_info("Evaluating \"%s\" in executable mode", c->image);
-        c->job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, &why);
+        c->job = exec_spawn(e, c, argv, req, 0, 0, &why);
         if (c->job)
             return &c->base;
         fn_verdict_spawn_failed(c->image, why.data ? why.data : "", &c->verdict);
@@ -126,6 +162,48 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
         return NULL;
     }
     return &c->base;
+}
+
+static ev_call *exec_start_streaming(evaluator *base, const ev_request *req, size_t ready,
+                                     ev_done_fn *done, void *ctx)
+{
+    exec_ev *e = (exec_ev *)base;
+    if (!e->cfg.argv || !e->cfg.argv[0])
+        return NULL;   /* lookup mode needs the image; no entrypoint is answered at the end */
+    exec_call *c = exec_call_new(base, req->image, done, ctx);
+    if (!c)
+        return NULL;
+    buf why = {0};
+    c->job = exec_spawn(e, c, e->cfg.argv, req, 1, ready, &why);
+    buf_free(&why);   /* the complete request tries again and reports it */
+    if (!c->job) {
+        free(c->image);
+        free(c);
+        return NULL;
+    }
+    c->input_open = 1;
+    return &c->base;
+}
+
+static void exec_input_ready(ev_call *base, size_t ready)
+{
+    exec_call *c = (exec_call *)base;
+    if (c->input_open)
+        fn_job_input_ready(c->job, ready);
+}
+
+static void exec_input_done(ev_call *base, const char *image)
+{
+    exec_call *c = (exec_call *)base;
+    char *copy = strdup(image ? image : "");
+    if (copy) {
+        free(c->image);
+        c->image = copy;
+    }
+    fn_job_input_ready(c->job, c->job->spec.input_len);
+    c->input_open = 0;
+    if (c->job_ended)
+        exec_judge(c);   /* done runs inside input_done: see evaluator.h */
 }
 
 static void exec_free_call(ev_call *base)
@@ -159,6 +237,9 @@ static void exec_destroy(evaluator *e)
 static const ev_ops exec_ops = {
     .name = "exec",
     .start = exec_start,
+    .start_streaming = exec_start_streaming,
+    .input_ready = exec_input_ready,
+    .input_done = exec_input_done,
     .cancel = exec_cancel,
     .free_call = exec_free_call,
     .destroy = exec_destroy,

@@ -6,6 +6,24 @@ ev_call *ev_call_start(evaluator *e, const ev_request *req, ev_done_fn *done, vo
     return e->ops->start(e, req, done, ctx);
 }
 
+ev_call *ev_call_start_streaming(evaluator *e, const ev_request *req, size_t ready,
+                                 ev_done_fn *done, void *ctx)
+{
+    if (!e->ops->start_streaming)
+        return NULL;
+    return e->ops->start_streaming(e, req, ready, done, ctx);
+}
+
+void ev_call_input_ready(ev_call *call, size_t ready)
+{
+    call->ev->ops->input_ready(call, ready);
+}
+
+void ev_call_input_done(ev_call *call, const char *image)
+{
+    call->ev->ops->input_done(call, image);
+}
+
 void ev_call_cancel(ev_call *call)
 {
     if (call)

@@ -47,6 +47,12 @@ typedef struct ev_ops {
     /* Returns NULL only when out of memory; every other failure arrives
      * through done. */
     ev_call *(*start)(evaluator *e, const ev_request *req, ev_done_fn *done, void *ctx);
+    /* Optional (NULL: not offered): streaming input, see
+     * ev_call_start_streaming. */
+    ev_call *(*start_streaming)(evaluator *e, const ev_request *req, size_t ready,
+                                ev_done_fn *done, void *ctx);
+    void (*input_ready)(ev_call *call, size_t ready);
+    void (*input_done)(ev_call *call, const char *image);
     /* Abandon a call whose done has not run: stop its work, free it. */
     void (*cancel)(ev_call *call);
     /* Free a call after its done ran. */
@@ -67,6 +73,24 @@ struct ev_call {
 /* Start a call; done runs later from the loop, even for an immediate
  * failure such as NOT_FOUND. Returns NULL only when out of memory. */
 ev_call *ev_call_start(evaluator *e, const ev_request *req, ev_done_fn *done, void *ctx);
+
+/* Streaming input, for a large request whose ResourceList is still arriving:
+ * start the function on the first `ready` bytes of req->input (whose full
+ * length is req->input_len; the bytes must not move until done or cancel).
+ * Feed it with ev_call_input_ready as more arrives, then ev_call_input_done
+ * once the request is complete and checked; done never runs before that,
+ * so a request that turns out bad is cancelled without an answer from the
+ * function. Returns NULL when the evaluator cannot start a function before
+ * the whole request is in (it lacks the op, needs the image first, or the
+ * start failed): the caller then waits and uses ev_call_start. */
+ev_call *ev_call_start_streaming(evaluator *e, const ev_request *req, size_t ready,
+                                 ev_done_fn *done, void *ctx);
+void ev_call_input_ready(ev_call *call, size_t ready);
+/* All req->input_len bytes are there; image is the request's (it comes after
+ * the ResourceList on the wire, so it was not known at the start). When the
+ * function has already finished, done runs inside this call: make it the
+ * caller's last use of its state. */
+void ev_call_input_done(ev_call *call, const char *image);
 void ev_call_cancel(ev_call *call);
 void ev_call_free(ev_call *call);
 void ev_destroy(evaluator *e);

@@ -31,7 +31,12 @@ typedef void fn_job_done_fn(fn_job *job, void *ctx);
 typedef struct fn_job_spec {
     char *const *argv;      /* argv[0] is looked up in PATH when it has no '/' */
     const char *input;      /* stdin bytes; must stay valid until done or cancel */
-    size_t input_len;
+    size_t input_len;       /* all of them, even those still to arrive */
+    /* Streaming input: only the first input_ready bytes are there yet (the
+     * rest is still arriving from the client; fn_job_input_ready tells of
+     * more). The input must not move meanwhile. 0: all input_len are there. */
+    int input_growing;
+    size_t input_ready;
     size_t max_stdout;      /* more than this: output_too_large, group killed */
     size_t max_stderr;      /* bytes kept; the rest are counted and dropped */
 } fn_job_spec;
@@ -49,7 +54,9 @@ struct fn_job {
     /* private */
     loop *loop;
     fn_job_spec spec;
-    size_t input_off;
+    size_t input_off;       /* bytes written to stdin */
+    size_t input_ready;     /* bytes of input there to write */
+    uint32_t in_events;     /* what the loop watches fd_in for */
     int fd_in, fd_out, fd_err;
     fn_job_done_fn *done;
     void *ctx;
@@ -70,6 +77,9 @@ struct fn_job {
  * h2_io.c) a page deeper into the stack, and RSS keeps that page. */
 fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                      buf *why);
+
+/* Streaming input: the first `ready` bytes of the input are there now. */
+void fn_job_input_ready(fn_job *job, size_t ready);
 
 /* Abandon a running job: done is not called, the process group gets SIGTERM
  * and, after grace_ns, SIGKILL; the job frees itself once reaped. */

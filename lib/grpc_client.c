@@ -211,6 +211,9 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     return 0;
 }
 
+static int on_send_data(nghttp2_session *session, nghttp2_frame *frame, const uint8_t *framehd,
+                        size_t length, nghttp2_data_source *source, void *user_data);
+
 static nghttp2_session_callbacks *client_callbacks(void)
 {
     static nghttp2_session_callbacks *cbs;
@@ -220,6 +223,7 @@ static nghttp2_session_callbacks *client_callbacks(void)
         nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+        nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
     }
     return cbs;
 }
@@ -387,28 +391,50 @@ gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint3
 
 /* ---- calls -------------------------------------------------------------- */
 
-static ssize_t read_request(nghttp2_session *session, int32_t stream_id, uint8_t *dst, size_t len,
-                            uint32_t *flags, nghttp2_data_source *source, void *user_data)
+/* Writes the next len bytes of the request (prefix, then the borrowed
+ * body) at dst; h2_io_queue_data calls it. */
+static void copy_request(void *src, uint8_t *dst, size_t len)
 {
-    (void)session, (void)stream_id, (void)user_data;
-    gc_call_state *cs = source->ptr;
-    if (!cs->body)
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* ended: the bytes are gone */
+    gc_call_state *cs = src;
     size_t n = 0;
     if (cs->sent < GRPC_PREFIX_LEN) {
         n = GRPC_PREFIX_LEN - cs->sent < len ? GRPC_PREFIX_LEN - cs->sent : len;
         memcpy(dst, cs->prefix + cs->sent, n);
         cs->sent += n;
     }
-    size_t off = cs->sent - GRPC_PREFIX_LEN;
-    size_t left = cs->body_len - off;
-    size_t m = left < len - n ? left : len - n;
-    if (m)
-        memcpy(dst + n, cs->body + off, m);
-    cs->sent += m;
-    if (cs->sent == GRPC_PREFIX_LEN + cs->body_len)
+    if (len > n) {
+        memcpy(dst + n, cs->body + (cs->sent - GRPC_PREFIX_LEN), len - n);
+        cs->sent += len - n;
+    }
+}
+
+/* nghttp2 asks what the next DATA frame carries: count it (NO_COPY; the
+ * bytes are copied once, by copy_request, when the frame is queued). */
+static ssize_t read_request(nghttp2_session *session, int32_t stream_id, uint8_t *dst, size_t len,
+                            uint32_t *flags, nghttp2_data_source *source, void *user_data)
+{
+    (void)session, (void)stream_id, (void)dst, (void)user_data;
+    gc_call_state *cs = source->ptr;
+    if (!cs->body)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* ended: the bytes are gone */
+    size_t left = GRPC_PREFIX_LEN + cs->body_len - cs->sent;
+    size_t n = left < len ? left : len;
+    if (n == left)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (ssize_t)(n + m);
+    if (n)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    return (ssize_t)n;
+}
+
+static int on_send_data(nghttp2_session *session, nghttp2_frame *frame, const uint8_t *framehd,
+                        size_t length, nghttp2_data_source *source, void *user_data)
+{
+    (void)session;
+    gc_conn *c = user_data;
+    gc_call_state *cs = source->ptr;
+    if (!cs->body)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* ended: reset the stream */
+    return h2_io_queue_data(&c->io, frame, framehd, length, copy_request, cs);
 }
 
 static void call_deadline(loop *l, void *ctx)

@@ -19,6 +19,8 @@ typedef struct h2_io {
     size_t out_off;   /* bytes of out already written */
     int busy;         /* inside nghttp2 (recv or send): it must not be re-entered */
     int flush_again;  /* a flush was asked for while busy */
+    uint8_t *bulk;    /* read buffer for bulk transfers, kept until h2_io_idle */
+    int bulk_release; /* h2_io_idle was asked for while busy */
 } h2_io;
 
 enum h2_io_result {
@@ -47,6 +49,22 @@ int h2_io_flush(h2_io *io);
 /* True when the session has nothing left to read or write and nothing is
  * buffered: the connection can be closed (e.g. after GOAWAY). */
 int h2_io_finished(const h2_io *io);
+
+/* DATA frames without the extra copy. A data source's read callback that
+ * returns NGHTTP2_DATA_FLAG_NO_COPY only counts the bytes; nghttp2 then
+ * calls the session's send_data callback, which passes here with a `copy`
+ * function that writes the next `len` bytes of the body at dst. The frame
+ * is queued in io->out, its payload copied once, straight from the body
+ * (without NO_COPY a body is copied twice: into nghttp2's frame buffer,
+ * then into io->out). Returns what the send_data callback returns: 0,
+ * NGHTTP2_ERR_PAUSE once a write batch is full, or
+ * NGHTTP2_ERR_CALLBACK_FAILURE. */
+typedef void h2_io_copy_fn(void *src, uint8_t *dst, size_t len);
+int h2_io_queue_data(h2_io *io, const nghttp2_frame *frame, const uint8_t *framehd, size_t len,
+                     h2_io_copy_fn *copy, void *src);
+
+/* Nothing is in flight on the connection: give back the bulk read buffer. */
+void h2_io_idle(h2_io *io);
 
 void h2_io_free(h2_io *io);
 

@@ -26,6 +26,13 @@ typedef struct rpc_method {
     int server_streaming;  /* Watch: not counted as in-flight work when draining */
     /* The request message (valid only during the call). */
     void (*handle)(rpc_call *c, const uint8_t *msg, size_t len);
+    /* Optional: a large request message is arriving. `have` of its `total`
+     * bytes are at msg, which stays put while the rest comes in: handle
+     * gets the same pointer when it is complete (and rpc_take_message keeps
+     * it there). Called after each piece; it may set c->state, and `end`
+     * runs even if handle never does (client reset, deadline, cut-off
+     * request). It must not answer the call. */
+    void (*progress)(rpc_call *c, const uint8_t *msg, size_t have, size_t total);
     /* Let go of handler state; `finished` is 0 when the work must be cancelled. */
     void (*end)(rpc_call *c, int finished);
 } rpc_method;
@@ -55,7 +62,7 @@ struct rpc_call {
     char *encoding;
     int bad_method;               /* :method was not POST */
     int headers_done;
-    int started;                  /* method->handle was called */
+    int started;                  /* method->handle or ->progress was called */
     int counted;                  /* in the server's count of in-flight calls */
     int messages;                 /* request messages seen */
     int responded;                /* response submitted (headers or trailers-only) */

@@ -159,8 +159,10 @@ static void call_free(rpc_call *c)
     buf_free(&c->stream_out);
     buf_free(&c->status_message);
     free(c);
-    if (!cn->calls)
+    if (!cn->calls) {
+        h2_io_idle(&cn->io);   /* no large body on its way now */
         conn_arm_idle(cn);
+    }
 }
 
 /* ---- responses ----------------------------------------------------------- */
@@ -232,12 +234,11 @@ static void submit_trailers_only(rpc_call *c, const char *http_status)
     buf_free(&msg);
 }
 
-static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8_t *dst,
-                              size_t len, uint32_t *flags, nghttp2_data_source *source,
-                              void *user_data)
+/* Writes the next len bytes of the response body (the handler's segments,
+ * then what rpc_send queued) at dst; h2_io_queue_data calls it. */
+static void call_copy_body(void *src, uint8_t *dst, size_t len)
 {
-    (void)session, (void)stream_id, (void)user_data;
-    rpc_call *c = source->ptr;
+    rpc_call *c = src;
     size_t n = 0;
     while (n < len && c->seg_index < c->n_segs) {
         const rpc_segment *s = &c->segs[c->seg_index];
@@ -252,27 +253,54 @@ static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8
             c->seg_off = 0;
         }
     }
-    if (n < len && c->stream_off < c->stream_out.len) {
-        size_t take = c->stream_out.len - c->stream_off;
-        if (take > len - n)
-            take = len - n;
-        memcpy(dst + n, c->stream_out.data + c->stream_off, take);
-        n += take;
-        c->stream_off += take;
+    if (n < len) {
+        memcpy(dst + n, c->stream_out.data + c->stream_off, len - n);
+        c->stream_off += len - n;
         if (c->stream_off == c->stream_out.len) {
             buf_reset(&c->stream_out);
             c->stream_off = 0;
         }
     }
-    int drained = c->seg_index == c->n_segs && c->stream_off == c->stream_out.len;
-    if (drained && c->body_final) {
+}
+
+/* Bytes of the response body not yet handed to nghttp2. */
+static size_t call_body_left(const rpc_call *c)
+{
+    size_t left = c->stream_out.len - c->stream_off;
+    for (int i = c->seg_index; i < c->n_segs; i++)
+        left += c->segs[i].len - (i == c->seg_index ? c->seg_off : 0);
+    return left;
+}
+
+/* nghttp2 asks what the next DATA frame carries: count it (NO_COPY; the
+ * bytes are copied once, by call_copy_body, when the frame is queued), and
+ * at the end of the body submit the trailers. */
+static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8_t *dst,
+                              size_t len, uint32_t *flags, nghttp2_data_source *source,
+                              void *user_data)
+{
+    (void)session, (void)stream_id, (void)dst, (void)user_data;
+    rpc_call *c = source->ptr;
+    size_t left = call_body_left(c);
+    size_t n = left < len ? left : len;
+    if (n == left && c->body_final) {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         if (submit_trailers(c) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     } else if (n == 0) {
         return NGHTTP2_ERR_DEFERRED;
     }
+    if (n)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     return (ssize_t)n;
+}
+
+static int on_send_data(nghttp2_session *session, nghttp2_frame *frame, const uint8_t *framehd,
+                        size_t length, nghttp2_data_source *source, void *user_data)
+{
+    (void)session;
+    conn *cn = user_data;
+    return h2_io_queue_data(&cn->io, frame, framehd, length, call_copy_body, source->ptr);
 }
 
 static void submit_headers_with_body(rpc_call *c)
@@ -488,6 +516,19 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
     return 0;
 }
 
+/* The unary request's message is still arriving: tell a method that wants
+ * to start on it early, once the reader has room for all of it (from then
+ * on the bytes do not move). */
+static void call_report_progress(rpc_call *c)
+{
+    const grpc_reader *r = c->reader;
+    if (!c->method->progress || c->finished || c->messages || r->state != GRPC_READER_BODY ||
+        r->msg.cap < r->msg_len)
+        return;
+    c->started = 1;
+    c->method->progress(c, (const uint8_t *)r->msg.data, r->msg.len, r->msg_len);
+}
+
 static void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
 {
     if (c->finished || !c->reader)
@@ -506,6 +547,8 @@ static void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
         }
     } else if (rv == -2 && !c->finished) {
         call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
+    } else if (rv == 0) {
+        call_report_progress(c);
     }
 }
 
@@ -518,6 +561,7 @@ static void call_on_request_end(rpc_call *c)
         char msg[160];
         snprintf(msg, sizeof msg, "grpc: request ended inside a message (%zu of %u bytes)",
                  c->reader->msg.len, c->reader->msg_len);
+        call_end_handler(c);   /* a method started on the message stops now */
         call_fail_http(c, "200", GRPC_INTERNAL, msg);
     } else {
         call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
@@ -654,6 +698,7 @@ static nghttp2_session_callbacks *server_callbacks(void)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+        nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
     }
     return cbs;
 }

@@ -7,7 +7,16 @@
  *
  * The reply borrows stdout and stderr from the evaluator's result instead of
  * copying them into a new protobuf message: only the two field headers are
- * encoded here, and the transport streams the pieces out. */
+ * encoded here, and the transport streams the pieces out.
+ *
+ * A large request is streamed: once its message starts with the
+ * resource_list field (as every protobuf encoder writes it: fields in
+ * number order), the function is started on the bytes that are in and fed
+ * the rest as it arrives (ev_call_start_streaming), so its run overlaps the
+ * upload instead of following it. Only the complete, decoded request
+ * decides: a bad one cancels the function (its answer is never used), and
+ * one whose resource_list turns out different (protobuf keeps the last of a
+ * repeated field) restarts it on the right bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +33,10 @@ typedef struct eval_state {
     pb_eval_request req;      /* decoded in place: resource_list points into msg */
     ev_call *call;
     int delivered;            /* the evaluator's done ran */
+    int no_stream;            /* streaming was ruled out for this request */
+    const uint8_t *streamed;  /* the resource_list bytes the streaming call reads */
+    size_t streamed_len;
+    size_t streamed_off;      /* where they start in the message */
     uint8_t out_header[11];   /* field 1 tag + varint length */
     uint8_t log_header[11];   /* field 2 tag + varint length */
     char log_marker[128];     /* appended when the log had to be cut to fit */
@@ -121,15 +134,96 @@ static void eval_done(ev_call *call, const ev_result *r, void *ctx)
     rpc_fail(c, r->code, r->message);
 }
 
+/* The call's state, made by the first of progress and handle. */
+static eval_state *eval_state_of(rpc_call *c)
+{
+    if (c->state)
+        return c->state;
+    eval_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    c->state = st;
+    eval_count_start(c);
+    return st;
+}
+
+/* Below this a request is read whole before the function starts: the
+ * overlap would save well under a millisecond. */
+#define EVAL_STREAM_MIN (256 * 1024)
+
+/* The request's first field, when it is resource_list: where its bytes
+ * start and how many there are. 0 when the message does not start so. */
+static int eval_first_field(const uint8_t *msg, size_t have, size_t total, size_t *off,
+                            size_t *len)
+{
+    if (have < 2 || msg[0] != (1 << 3 | 2))   /* field 1, length-delimited */
+        return 0;
+    uint64_t v = 0;
+    size_t i = 1;
+    for (int shift = 0; i < have && shift < 64; shift += 7) {
+        uint8_t b = msg[i++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            if (v > total - i)
+                return 0;   /* runs past the message: the decoder will say so */
+            *off = i;
+            *len = (size_t)v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void eval_progress(rpc_call *c, const uint8_t *msg, size_t have, size_t total)
+{
+    eval_state *st = eval_state_of(c);
+    if (!st || st->no_stream)
+        return;   /* out of memory: handle reports it */
+    if (st->call) {
+        size_t ready = have > st->streamed_off ? have - st->streamed_off : 0;
+        ev_call_input_ready(st->call, ready < st->streamed_len ? ready : st->streamed_len);
+        return;
+    }
+    size_t off, len;
+    st->no_stream = 1;   /* decided now, whatever happens below */
+    if (total < EVAL_STREAM_MIN || !eval_first_field(msg, have, total, &off, &len) ||
+        len < EVAL_STREAM_MIN)
+        return;
+    ev_request req = {.image = "", .input = msg + off, .input_len = len};
+    size_t ready = have - off < len ? have - off : len;
+    st->call = ev_call_start_streaming(server_app(c->srv), &req, ready, eval_done, c);
+    if (!st->call)
+        return;
+    st->no_stream = 0;
+    st->streamed = msg + off;
+    st->streamed_len = len;
+    st->streamed_off = off;
+    log_v(3, "stream %d: function started on the first %zu of %zu bytes of the ResourceList",
+          c->stream_id, ready, len);
+}
+
+/* The request is complete and decoded: keep the streaming call if it reads
+ * exactly the resource_list decoded, else let it go. 1 when kept. */
+static int eval_keep_streaming(rpc_call *c, eval_state *st)
+{
+    if (!st->call)
+        return 0;
+    if (st->req.resource_list == st->streamed && st->req.resource_list_len == st->streamed_len)
+        return 1;
+    log_v(3, "stream %d: a later resource_list field replaced the one the function was "
+          "started on; starting it again", c->stream_id);
+    ev_call_cancel(st->call);
+    st->call = NULL;
+    return 0;
+}
+
 static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
 {
-    eval_state *st = calloc(1, sizeof *st);
+    eval_state *st = eval_state_of(c);
     if (!st) {
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    c->state = st;
-    eval_count_start(c);
     char why[128], text[256];
     if (rpc_take_message(c, msg, len, &st->msg) < 0) {
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -137,9 +231,15 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
     }
     if (pb_eval_request_decode((const uint8_t *)st->msg.data, st->msg.len, &st->req, why,
                                sizeof why) < 0) {
+        ev_call_cancel(st->call);   /* a function started early must not answer */
+        st->call = NULL;
         snprintf(text, sizeof text, "grpc: error unmarshalling request: the "
                  "EvaluateFunctionRequest is not valid protobuf (%s)", why);
         rpc_fail(c, GRPC_INTERNAL, text);
+        return;
+    }
+    if (eval_keep_streaming(c, st)) {
+        ev_call_input_done(st->call, eval_image(st));   /* may answer: nothing after it */
         return;
     }
     ev_request req = {
@@ -176,5 +276,6 @@ const rpc_method evaluate_method = {
     .service = "evaluator.FunctionEvaluator",
     .name = "EvaluateFunction",
     .handle = eval_handle,
+    .progress = eval_progress,
     .end = eval_end,
 };

@@ -8,11 +8,13 @@ Misbehaving HTTP/2 peers are written by hand on raw sockets (framing and
 a literal-only HPACK encoder below); well-behaved calls use grpcio."""
 
 import os
+import re
 import resource
 import signal
 import socket
 import struct
 import time
+import urllib.request
 
 import grpc
 import pytest
@@ -532,6 +534,131 @@ def test_client_resets_mid_upload(start_server, how):
             c.abort()
         assert not children_of(srv.pid), "a function was started for an incomplete request"
     assert_clean(srv, base)
+
+
+# ---------------------------------------------------------------- streamed requests
+# A request over 256 KiB whose message starts with resource_list is streamed:
+# the function starts on the first bytes and is fed the rest as it arrives.
+# Only the complete request decides; these are the ways it can go wrong.
+
+
+def pb_varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def pb_bytes_field(number, payload):
+    return pb_varint(number << 3 | 2) + pb_varint(len(payload)) + payload
+
+
+def pid_then_cat(start_server, tmp_path):
+    """A server whose function appends its pid to a file, then is cat."""
+    pids = tmp_path / "pids"
+    srv = script_server(start_server, tmp_path, 'echo $$ >> "$1"; exec cat', str(pids))
+    return srv, pids
+
+
+@pytest.mark.parametrize("how", ["rst_stream", "tcp_reset"])
+def test_client_resets_mid_streamed_upload(start_server, tmp_path, how):
+    """600 KiB of a 2 MiB ResourceList, then a reset: the function was
+    already started on those bytes (streaming), and the reset kills it."""
+    srv, pids = pid_then_cat(start_server, tmp_path)
+    base = baseline_fds(srv)
+    rl = big_rl(2 * MIB, "cut")
+    msg = grpc_message(pb_bytes_field(1, rl) + pb_bytes_field(2, IMAGE.encode()))
+    started = []
+    for i in range(2):
+        c = RawH2(srv.port)
+        c.handshake()
+        c.headers(1, EVALUATE)
+        c.data(1, msg[:600 * 1024])
+        pid = wait_pidfile(pids, count=i + 1)[i]   # running before the request is complete
+        started.append(pid)
+        if how == "rst_stream":
+            c.send(frame(RST_STREAM, 0, 1, struct.pack(">I", CANCEL)))
+            c.health_check(3)
+            c.close()
+        else:
+            c.abort()
+        assert not wait_processes_gone([pid], srv.pid, timeout=5.0), "the function outlived the reset"
+    assert_clean(srv, base, pids=started)
+
+
+def streamed_call(srv, msg, split, pids, count=1):
+    """One EvaluateFunction over a raw connection: the first `split` bytes
+    of the gRPC message, a pause until `count` pids are in the function's
+    pid file (so it is seen running before the request is complete), then
+    the rest. Returns the response body (the DATA of the stream)."""
+    c = RawH2(srv.port)
+    c.handshake(settings=[(SETTINGS_INITIAL_WINDOW_SIZE, 1 << 24)])
+    c.send(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 24)))
+    c.headers(1, EVALUATE)
+    c.data(1, msg[:split])
+    wait_pidfile(pids, count=count)
+    c.data(1, msg[split:], end_stream=True)
+    body = b""
+    while True:
+        f, _ = c.read_until(lambda f: f[2] == 1 and f[0] in (DATA, HEADERS, RST_STREAM), 20)
+        assert f[0] != RST_STREAM, summary([f])
+        if f[0] == DATA:
+            body += f[3]
+        if f[1] & END_STREAM:
+            break
+    c.close()
+    return body
+
+
+def handled(srv, code):
+    """EvaluateFunction calls answered with `code`, from /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    m = re.search(r'^grpc_server_handled_total\{[^}]*grpc_method="EvaluateFunction",'
+                  rf'grpc_code="{code}"\}} (\d+)$', text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def test_streamed_request_finishes_after_the_function_started(start_server, tmp_path):
+    """Half of a 900 KiB request, a pause until the function is seen running,
+    then the rest: the answer is the whole ResourceList, echoed."""
+    srv, pids = pid_then_cat(start_server, tmp_path)
+    base = baseline_fds(srv)
+    rl = big_rl(900 * 1024, "halves")
+    msg = grpc_message(pb_bytes_field(1, rl) + pb_bytes_field(2, IMAGE.encode()))
+    body = streamed_call(srv, msg, 450 * 1024, pids)
+    assert body == ok_response_body(srv.pb, rl), f"{len(body)} bytes: {body[:80]!r}"
+    assert_clean(srv, base)
+
+
+def test_bad_protobuf_after_a_streamed_resource_list(start_server, tmp_path):
+    """A 600 KiB resource_list the function is seen running on, then a
+    field with wire type 3: INTERNAL, as for any request that is not valid
+    protobuf, no answer from the function, and the function is killed."""
+    srv, pids = pid_then_cat(start_server, tmp_path)
+    base = baseline_fds(srv)
+    msg = grpc_message(pb_bytes_field(1, big_rl(600 * 1024, "bad")) + b"\x0b")
+    internal = handled(srv, "Internal")
+    body = streamed_call(srv, msg, 400 * 1024, pids)
+    assert body == b"", f"the function's answer was sent: {body[:80]!r}"
+    assert handled(srv, "Internal") == internal + 1
+    assert_clean(srv, base, pids=wait_pidfile(pids, count=1))
+
+
+def test_repeated_resource_list_field_the_last_one_counts(start_server, tmp_path):
+    """Protobuf keeps the last of a repeated field. The function started on
+    the first (600 KiB) resource_list is killed and run again on the last."""
+    srv, pids = pid_then_cat(start_server, tmp_path)
+    base = baseline_fds(srv)
+    last = simple_rl("last")
+    msg = grpc_message(pb_bytes_field(1, big_rl(600 * 1024, "first")) + pb_bytes_field(1, last)
+                       + pb_bytes_field(2, IMAGE.encode()))
+    body = streamed_call(srv, msg, 400 * 1024, pids)
+    assert body == ok_response_body(srv.pb, last), f"{len(body)} bytes: {body[:80]!r}"
+    assert_clean(srv, base, pids=wait_pidfile(pids, count=2))
 
 
 @pytest.mark.parametrize("how", ["rst_stream", "tcp_reset"])

@@ -220,3 +220,94 @@ Test(evaluator, cancel_before_an_immediate_result_is_delivered)
     cr_assert_eq(o.calls, 0);
     ev_destroy(e);
 }
+
+/* ---- streaming input (a large request's ResourceList still arriving) ---- */
+
+static evaluator *exec_fixed(char **argv)
+{
+    ev_exec_config cfg = {.loop = lp, .max_stdout = 1 << 20, .max_stderr = 1 << 16,
+                          .kill_grace_ns = 100000000, .argv = argv};
+    return ev_exec_new(&cfg);
+}
+
+typedef struct feeder { ev_call *call; size_t step, ready, len; const char *image; } feeder;
+
+/* Hands the function `step` more bytes every 2 ms, then says the request is
+ * complete. */
+static void feed_tick(loop *l, void *ctx)
+{
+    feeder *f = ctx;
+    if (f->ready < f->len) {
+        f->ready = f->ready + f->step < f->len ? f->ready + f->step : f->len;
+        ev_call_input_ready(f->call, f->ready);
+        loop_timer_add(l, 2000000, feed_tick, f);
+        return;
+    }
+    ev_call_input_done(f->call, f->image);
+}
+
+Test(evaluator, streaming_feeds_the_function_as_the_input_arrives)
+{
+    char *argv[] = {"/bin/cat", NULL};
+    evaluator *e = exec_fixed(argv);
+    outcome o = {0};
+    ev_request req = {.image = "", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    ev_call *c = ev_call_start_streaming(e, &req, 7, record, &o);
+    cr_assert_not_null(c);
+    cr_assert_eq(fn_job_live_count(), 1, "the function runs before the input is complete");
+    feeder f = {.call = c, .step = 9, .ready = 7, .len = strlen(RL), .image = "img"};
+    loop_timer_add(lp, 2000000, feed_tick, &f);
+    run_until(&o, 0);
+    cr_assert_eq(o.calls, 1);
+    cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    cr_assert_str_eq(o.out, RL);
+    ev_destroy(e);
+}
+
+Test(evaluator, streaming_verdict_waits_for_the_complete_request)
+{
+    /* exits at once, reading nothing: its failure must not be answered
+     * while the request may still turn out bad; the image arrives last */
+    char *argv[] = {"/bin/false", NULL};
+    evaluator *e = exec_fixed(argv);
+    outcome o = {0};
+    ev_request req = {.image = "", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    ev_call *c = ev_call_start_streaming(e, &req, 0, record, &o);
+    cr_assert_not_null(c);
+    run_until(&o, 1);                   /* until the function is reaped */
+    cr_assert_eq(o.calls, 0, "done ran before the request was complete");
+    ev_call_input_done(c, "example.com/late:v1");
+    cr_assert_eq(o.calls, 1);
+    cr_assert_eq(o.code, GRPC_INTERNAL);
+    cr_assert(strstr(o.message, "\"example.com/late:v1\""), "%s", o.message);
+    ev_destroy(e);
+}
+
+Test(evaluator, streaming_cancel_kills_the_function)
+{
+    char *argv[] = {"/bin/cat", NULL};
+    evaluator *e = exec_fixed(argv);
+    outcome o = {0};
+    ev_request req = {.image = "", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    ev_call *c = ev_call_start_streaming(e, &req, 5, record, &o);
+    cr_assert_not_null(c);
+    ev_call_cancel(c);                  /* cat waits for more stdin: only the kill ends it */
+    run_until(&o, 1);
+    cr_assert_eq(fn_job_live_count(), 0);
+    cr_assert_eq(o.calls, 0);
+    ev_destroy(e);
+}
+
+Test(evaluator, streaming_is_refused_where_the_image_must_come_first)
+{
+    evaluator *lookup = exec_with(CAT);
+    evaluator *evs[] = {exec_with(CAT)};
+    evaluator *m = ev_multi_new(lp, evs, 1);
+    outcome o = {0};
+    ev_request req = {.image = "", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    cr_assert_null(ev_call_start_streaming(lookup, &req, 0, record, &o));
+    cr_assert_null(ev_call_start_streaming(m, &req, 0, record, &o));
+    cr_assert_eq(fn_job_live_count(), 0);
+    ev_destroy(lookup);
+    ev_destroy(m);
+}
