@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,8 +69,13 @@ static int h2_io_read_busy(h2_io *io)
         if ((size_t)n < cap)
             return H2_IO_OK;
         got += (size_t)n;
-        if (!io->bulk)
-            io->bulk = malloc(H2_IO_BULK_CHUNK);   /* NULL: go on with small reads */
+        if (!io->bulk) {
+            /* mapped, not malloc'd: given back whole at h2_io_idle, and
+             * glibc's malloc does not raise its mmap threshold over it */
+            void *p = mmap(NULL, H2_IO_BULK_CHUNK, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            io->bulk = p == MAP_FAILED ? NULL : p;   /* NULL: go on with small reads */
+        }
     }
     return H2_IO_OK;
 }
@@ -127,7 +133,8 @@ void h2_io_idle(h2_io *io)
         return;
     }
     io->bulk_release = 0;
-    free(io->bulk);
+    if (io->bulk && munmap(io->bulk, H2_IO_BULK_CHUNK) < 0)
+        log_error("munmap(bulk read buffer): %s", strerror(errno));
     io->bulk = NULL;
 }
 
@@ -170,6 +177,8 @@ int h2_io_flush(h2_io *io)
         rv = h2_io_write(io);
         io->busy = 0;
     } while (io->flush_again && rv != H2_IO_CLOSED);
+    if (io->bulk_release)   /* the last call ended while its trailers went out */
+        h2_io_idle(io);
     return rv;
 }
 
@@ -185,8 +194,8 @@ void h2_io_free(h2_io *io)
         nghttp2_session_del(io->session);
     io->session = NULL;
     buf_free(&io->out);
-    free(io->bulk);
-    io->bulk = NULL;
+    io->busy = 0;
+    h2_io_idle(io);
     if (io->fd >= 0)
         close(io->fd);
     io->fd = -1;
