@@ -120,3 +120,17 @@ void pb_eval_request_free(pb_eval_request *r)
     free(r->image);
     r->image = NULL;
 }
+
+int pb_eval_request_peek_list(const uint8_t *msg, size_t have, size_t total, size_t *off,
+                              size_t *len)
+{
+    if (have < 2 || msg[0] != (1 << 3 | 2))   /* field 1, length-delimited */
+        return 0;
+    const uint8_t *p = msg + 1;
+    uint64_t v;
+    if (read_varint(&p, msg + have, &v) < 0 || v > total - (size_t)(p - msg))
+        return 0;   /* cut short or running past the message: the decoder will say so */
+    *off = (size_t)(p - msg);
+    *len = (size_t)v;
+    return 1;
+}

@@ -28,4 +28,10 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
                            size_t why_len);
 void pb_eval_request_free(pb_eval_request *r);
 
+/* For a request still arriving (have of total bytes at msg): when it starts
+ * with the resource_list field, where that field's bytes start (*off) and
+ * how many there are (*len), all within total. Returns 1, else 0. */
+int pb_eval_request_peek_list(const uint8_t *msg, size_t have, size_t total, size_t *off,
+                              size_t *len);
+
 #endif

@@ -151,29 +151,6 @@ static eval_state *eval_state_of(rpc_call *c)
  * overlap would save well under a millisecond. */
 #define EVAL_STREAM_MIN (256 * 1024)
 
-/* The request's first field, when it is resource_list: where its bytes
- * start and how many there are. 0 when the message does not start so. */
-static int eval_first_field(const uint8_t *msg, size_t have, size_t total, size_t *off,
-                            size_t *len)
-{
-    if (have < 2 || msg[0] != (1 << 3 | 2))   /* field 1, length-delimited */
-        return 0;
-    uint64_t v = 0;
-    size_t i = 1;
-    for (int shift = 0; i < have && shift < 64; shift += 7) {
-        uint8_t b = msg[i++];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            if (v > total - i)
-                return 0;   /* runs past the message: the decoder will say so */
-            *off = i;
-            *len = (size_t)v;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static void eval_progress(rpc_call *c, const uint8_t *msg, size_t have, size_t total)
 {
     eval_state *st = eval_state_of(c);
@@ -186,7 +163,7 @@ static void eval_progress(rpc_call *c, const uint8_t *msg, size_t have, size_t t
     }
     size_t off, len;
     st->no_stream = 1;   /* decided now, whatever happens below */
-    if (total < EVAL_STREAM_MIN || !eval_first_field(msg, have, total, &off, &len) ||
+    if (total < EVAL_STREAM_MIN || !pb_eval_request_peek_list(msg, have, total, &off, &len) ||
         len < EVAL_STREAM_MIN)
         return;
     ev_request req = {.image = "", .input = msg + off, .input_len = len};
