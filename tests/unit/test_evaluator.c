@@ -264,6 +264,12 @@ Test(evaluator, streaming_feeds_the_function_as_the_input_arrives)
     ev_destroy(e);
 }
 
+static void stop_loop(loop *l, void *ctx)
+{
+    (void)ctx;
+    loop_stop(l);
+}
+
 Test(evaluator, streaming_verdict_waits_for_the_complete_request)
 {
     /* exits at once, reading nothing: its failure must not be answered
@@ -275,8 +281,12 @@ Test(evaluator, streaming_verdict_waits_for_the_complete_request)
     ev_call *c = ev_call_start_streaming(e, &req, 0, record, &o);
     cr_assert_not_null(c);
     run_until(&o, 1);                   /* until the function is reaped */
+    loop_timer_add(lp, 100000000, stop_loop, NULL);   /* and its pipes are read to EOF */
+    cr_assert_eq(loop_run(lp), 0);
     cr_assert_eq(o.calls, 0, "done ran before the request was complete");
     ev_call_input_done(c, "example.com/late:v1");
+    if (o.calls == 0)
+        run_until(&o, 0);
     cr_assert_eq(o.calls, 1);
     cr_assert_eq(o.code, GRPC_INTERNAL);
     cr_assert(strstr(o.message, "\"example.com/late:v1\""), "%s", o.message);
