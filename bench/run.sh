@@ -2,8 +2,8 @@
 # bench/run.sh BUILD: the benchmarks behind `make bench`.
 #
 # Why a script around C programs: the measurements themselves are C
-# (bench-startup, bench-loadgen, bench-pipefloor) so that the timers cost
-# less than the server; this script only starts servers on free ports,
+# (bench-startup, bench-loadgen, bench-pipefloor, bench-relay) so that the
+# timers cost less than the server; this script only starts servers on free ports,
 # runs the programs in a fixed order, and prints one table. Every figure is
 # shown next to a floor measured in the same run (the same work without the
 # server, or a trivial exec), because on a shared 2-core VM absolute numbers
@@ -191,6 +191,9 @@ table() {
     echo "floors: 'spawn cat + pipes' is bench-pipefloor: posix_spawnp cat, write the same"
     echo "bytes to its stdin, read its stdout to EOF, waitpid (N at once on one poll loop"
     echo "for N streams); '--version' is exec of the same binary until it exits."
+    echo "'bare TCP relay' is bench-relay: a length-prefixed request over loopback TCP,"
+    echo "streamed into cat by a relay process with no protocol work, cat's output sent"
+    echo "back; one call at a time, every echo checked (what the two transfers cost)."
     echo "throughput target >= 0.83x is the 1.2x overhead target as a rate."
     echo "server under test: $MAIN_SRV --port 0 -- cat (default flags;"
     echo "--max-concurrent-streams defaults to 1000, above the 64 used)."
@@ -293,22 +296,30 @@ fill_calls() {
 # ---- 5. large ------------------------------------------------------------------------------
 
 bench_large() {
-    local i srv floor s_med="" f_med="" f_cpu="" c_cpu="" s f
+    local i srv floor relay s_med="" f_med="" r_med="" f_cpu="" c_cpu="" r_cpu="" rfn_cpu="" \
+        rcl_cpu="" s f r
     CPU_US=0
     CPU_CALLS=0
     FN_CPU_US=0
     for i in $(seq "$ROUNDS"); do
         tool pipefloor --input "$TMP/rl-5m.yaml" --calls "$LARGE_CALLS" --warmup 1
         floor=$LINE
+        tool relay --input "$TMP/rl-5m.yaml" --calls "$LARGE_CALLS" --warmup 1
+        relay=$LINE
         eval_calls --input "$TMP/rl-5m.yaml" --calls "$LARGE_CALLS" --warmup 1
         srv=$LINE
         f_med="$f_med $(get median_us "$floor")"
+        r_med="$r_med $(get median_us "$relay")"
         s_med="$s_med $(get median_us "$srv")"
         f_cpu="$f_cpu $(get cpu_us "$floor")"
         c_cpu="$c_cpu $(get cpu_us "$srv")"
+        r_cpu="$r_cpu $(get relay_cpu_us "$relay")"
+        rfn_cpu="$rfn_cpu $(get fn_cpu_us "$relay")"
+        rcl_cpu="$rcl_cpu $(get cpu_us "$relay")"
     done
     s=$(median $s_med)
     f=$(median $f_med)
+    r=$(median $r_med)
     row 5 "large: EvaluateFunction, cat, 5 MiB" "$(calc "$s/1000" 1) ms" \
         "$(calc "$f/1000" 1) ms spawn cat + pipes" "$(calc "$s/$f")x" "<= 1.5x" \
         "$(verdict "$s / $f <= 1.5")"
@@ -321,6 +332,13 @@ bench_large() {
     note "(all CPU of a 5 MiB call: server $srv_ms + function $fn_ms + client $cl_ms ms;" \
          "on $(nproc) CPUs no call can take less than $(calc "($srv_ms + $fn_ms + $cl_ms) / $(nproc)" 1) ms)"
     cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
+    # The same bytes through a bare TCP relay (bench-relay): what moving the
+    # request and the response over loopback costs here without any gRPC.
+    row 5 "large: bare TCP relay through cat, 5 MiB" "$(calc "$r/1000" 1) ms" \
+        "$(calc "$f/1000" 1) ms spawn cat + pipes" "$(calc "$r/$f")x" "-" ""
+    note "(the transport's own cost: EvaluateFunction is $(calc "$s/$r")x the relay;" \
+         "relay CPU: relay $(calc "$(median $r_cpu)/1000" 1) + function" \
+         "$(calc "$(median $rfn_cpu)/1000" 1) + client $(calc "$(median $rcl_cpu)/1000" 1) ms)"
     FN_CPU_US=0
 }
 

@@ -95,6 +95,13 @@ static int buf_adopt_spare(buf *b, size_t need)
     return 1;
 }
 
+int buf_reserve_spare(buf *b, size_t total)
+{
+    if (b->data && b->cap >= total)
+        return 1;
+    return b->len == 0 && total < SIZE_MAX && buf_adopt_spare(b, total);
+}
+
 int buf_reserve_exact(buf *b, size_t total)
 {
     if (b->data && b->cap >= total)

@@ -40,6 +40,10 @@ char *buf_steal(buf *b, size_t *len);
  * buf_spares_release frees them (servers call it once idle). */
 void buf_spares_enable(int count);
 void buf_spares_release(void);
+/* Room for `total` bytes in the empty buf b only if it already has it or a
+ * spare holds it: no new memory, so a size a peer merely declared risks
+ * nothing. Returns 1 when b can now hold total bytes, else 0. */
+int buf_reserve_spare(buf *b, size_t total);
 /* Bytes held in spares (for tests and metrics). */
 size_t buf_spares_bytes(void);
 

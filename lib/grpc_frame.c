@@ -96,9 +96,11 @@ static int feed_prefix(grpc_reader *r, const uint8_t *data, size_t len,
         return deliver(r, data + take, r->msg_len, on_message, ctx);
     }
     /* Reserve what the peer declared only as its bytes arrive: 5 bytes of
-     * prefix on each of many streams must not make us allocate megabytes. */
+     * prefix on each of many streams must not make us allocate megabytes.
+     * A spare buffer that fits (a server's last large call) costs nothing. */
     buf_reset(&r->msg);
-    if (buf_reserve_exact(&r->msg, r->msg_len < GRPC_READER_FIRST_RESERVE ? r->msg_len
+    if (!buf_reserve_spare(&r->msg, r->msg_len) &&
+        buf_reserve_exact(&r->msg, r->msg_len < GRPC_READER_FIRST_RESERVE ? r->msg_len
                                                                       : GRPC_READER_FIRST_RESERVE) < 0)
         return -2;
 

@@ -63,8 +63,14 @@ typedef void h2_io_copy_fn(void *src, uint8_t *dst, size_t len);
 int h2_io_queue_data(h2_io *io, const nghttp2_frame *frame, const uint8_t *framehd, size_t len,
                      h2_io_copy_fn *copy, void *src);
 
-/* Nothing is in flight on the connection: give back the bulk read buffer. */
-void h2_io_idle(h2_io *io);
+/* Nothing is in flight on the connection: give back its bulk read buffer
+ * and its grown write buffer, kept as the process's spares (one of each).
+ * Returns 1 when it handed over memory (or will, once the read or flush it
+ * was called from ends). */
+int h2_io_idle(h2_io *io);
+/* Free the spares; the bytes they hold. */
+void h2_io_spare_release(void);
+size_t h2_io_spare_bytes(void);
 
 void h2_io_free(h2_io *io);
 

@@ -7,6 +7,7 @@
 
 #include "fn_job.h"
 #include "grpc_status.h"
+#include "h2_io.h"
 
 #define METRICS_METHODS 16      /* distinct methods; more are folded into the last */
 #define METRICS_CODES 17        /* gRPC status codes 0..16 */
@@ -152,4 +153,8 @@ void metrics_render(buf *out, size_t in_flight)
     buf_printf(out, "krm_received_bytes_total %llu\n", (unsigned long long)stats.bytes_in);
     render_help(out, "krm_sent_bytes_total", "counter", "Bytes written to client sockets.");
     buf_printf(out, "krm_sent_bytes_total %llu\n", (unsigned long long)stats.bytes_out);
+    render_help(out, "krm_spare_memory_bytes", "gauge",
+                "Buffers kept for the next large call; freed 2 s after the last call.");
+    buf_printf(out, "krm_spare_memory_bytes{kind=\"call\"} %zu\n", buf_spares_bytes());
+    buf_printf(out, "krm_spare_memory_bytes{kind=\"connection\"} %zu\n", h2_io_spare_bytes());
 }

@@ -4,8 +4,9 @@
  * Names follow go-grpc-prometheus (grpc_server_started_total,
  * grpc_server_handled_total, grpc_server_handling_seconds), which Porch's
  * dashboards already know, plus our own krm_* series for the functions:
- * exit codes and signals, live child processes, calls in flight and bytes
- * moved. The loop is single-threaded, so plain integers suffice. */
+ * exit codes and signals, live child processes, calls in flight, bytes
+ * moved and spare memory. The loop is single-threaded, so plain integers
+ * suffice. */
 #ifndef KRM_METRICS_H
 #define KRM_METRICS_H
 

@@ -27,6 +27,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "utf8.h"
 
@@ -131,9 +134,11 @@ static int is_marker(pos p, pos eol)
     return p + 3 == eol || p[3] == ' ' || p[3] == '\t';
 }
 
-/* Eight bytes at a time: scalars in KRM output are long runs of ordinary
- * text, and looking at them a word at a time is what makes the scan several
- * times cheaper than libyaml rather than merely cheaper. */
+/* Many bytes at a time: scalars in KRM output are long runs of ordinary
+ * text, and looking at them 16 or 8 bytes at a time is what makes the scan
+ * several times cheaper than libyaml rather than merely cheaper. A byte is
+ * "clean" for a loop when the loop need not look at it: not below `below`
+ * (at most 0x80), not DEL, ASCII, and neither `a` nor `b`. */
 #define ONES 0x0101010101010101u
 #define HIGHS 0x8080808080808080u
 
@@ -143,8 +148,6 @@ static inline uint64_t bytes_equal(uint64_t x, unsigned char c)
     return (v - ONES) & ~v & HIGHS;
 }
 
-/* True when none of the 8 bytes at p is below `below` (which is at most
- * 0x80), DEL, non-ASCII, or `a` or `b`: bytes a loop need not look at. */
 static inline int word_clean(pos p, unsigned char below, unsigned char a, unsigned char b)
 {
     uint64_t x;
@@ -152,6 +155,50 @@ static inline int word_clean(pos p, unsigned char below, unsigned char a, unsign
     uint64_t m = ((x - ONES * below) & ~x & HIGHS) | (x & HIGHS);
     m |= bytes_equal(x, 0x7F) | bytes_equal(x, a) | bytes_equal(x, b);
     return m == 0;
+}
+
+/* The first byte in [p, eol) that is not clean, or eol. SSE2 (every x86-64)
+ * compares 16 bytes at once: as signed bytes, "above below - 1" also rules
+ * out everything from 0x80 up, so three compares find every stop. */
+static pos skip_clean(pos p, pos eol, unsigned char below, unsigned char a, unsigned char b)
+{
+#ifdef __SSE2__
+    const __m128i floor = _mm_set1_epi8((char)(below - 1));
+    const __m128i del = _mm_set1_epi8(0x7F), va = _mm_set1_epi8((char)a),
+                  vb = _mm_set1_epi8((char)b);
+    while (eol - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(x, del),
+                                    _mm_or_si128(_mm_cmpeq_epi8(x, va), _mm_cmpeq_epi8(x, vb)));
+        unsigned ok = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(x, floor));
+        unsigned bad = ((unsigned)_mm_movemask_epi8(stop) | ~ok) & 0xFFFF;
+        if (bad)
+            return p + __builtin_ctz(bad);
+        p += 16;
+    }
+#endif
+    while (eol - p >= 8 && word_clean(p, below, a, b))
+        p += 8;
+    while (p < eol && *p >= below && *p < 0x7F && *p != a && *p != b)
+        p++;
+    return p;
+}
+
+/* The next '\n' in [p, end), or NULL. Lines are short next to the bytes
+ * of a ResourceList, so this runs once per line over every byte. */
+static pos find_newline(pos p, pos end)
+{
+#ifdef __SSE2__
+    const __m128i nl = _mm_set1_epi8('\n');
+    while (end - p >= 16) {
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), nl));
+        if (m)
+            return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    return memchr(p, '\n', (size_t)(end - p));
 }
 
 /* ---- scalars ------------------------------------------------------------ */
@@ -163,8 +210,11 @@ static int plain_starts(pos p, pos eol)
     unsigned char c = *p;
     if (c == '-')
         return p + 1 < eol && byte_class[p[1]] == __;
-    if (strchr("?:,[]{}#&*!|>%@`", c) != NULL)
+    switch (c) {   /* indicators (a switch: this runs once per key and value) */
+    case '?': case ':': case ',': case '[': case ']': case '{': case '}': case '#':
+    case '&': case '*': case '!': case '|': case '>': case '%': case '@': case '`':
         return 0;
+    }
     int k = byte_class[c];
     return k == __ || k == BS || (k == HI && text_char(p, eol));
 }
@@ -175,11 +225,7 @@ static int plain_starts(pos p, pos eol)
  * (" #" comment, tab, control character, bad UTF-8). */
 static pos plain_scalar(pos p, pos eol)
 {
-    while (p < eol) {
-        if (eol - p >= 8 && word_clean(p, 0x21, ':', ':')) {   /* no space, ':', control */
-            p += 8;
-            continue;
-        }
+    while ((p = skip_clean(p, eol, 0x21, ':', ':')) < eol) {   /* no space, ':', control */
         int k = byte_class[*p];
         if (k == __ || k == SQ || k == DQ || k == BS) {
             p++;
@@ -250,11 +296,7 @@ static size_t escape_len(pos p, pos eol)
 static pos quoted_scalar(pos p, pos eol)
 {
     unsigned char quote = *p++;
-    while (p < eol) {
-        if (eol - p >= 8 && word_clean(p, 0x20, quote, '\\')) {
-            p += 8;
-            continue;
-        }
+    while ((p = skip_clean(p, eol, 0x20, quote, '\\')) < eol) {
         unsigned char c = *p;
         int k = byte_class[c];
         if (c == quote) {
@@ -286,11 +328,7 @@ static pos quoted_scalar(pos p, pos eol)
 /* Text of a block scalar's line: anything printable, tabs included. */
 static int block_text(pos p, pos eol)
 {
-    while (p < eol) {
-        if (eol - p >= 8 && word_clean(p, 0x20, 0x7F, 0x7F)) {
-            p += 8;
-            continue;
-        }
+    while ((p = skip_clean(p, eol, 0x20, 0x7F, 0x7F)) < eol) {
         int k = byte_class[*p];
         if (k < HI) {
             p++;
@@ -312,7 +350,7 @@ static void read_line(scanner *sc, pos at, size_t line_no)
 {
     sc->line = at;
     sc->line_no = line_no;
-    sc->eol = memchr(at, '\n', (size_t)(sc->end - at));
+    sc->eol = find_newline(at, sc->end);
     if (!sc->eol)
         sc->eol = sc->end;
     sc->next = sc->eol < sc->end ? sc->eol + 1 : sc->end;
@@ -329,7 +367,7 @@ static int block_scalar(scanner *sc, size_t parent)
     size_t line_no = sc->next_line_no;
     size_t indent = 0;   /* unknown until the first content line */
     while (at < sc->end) {
-        pos eol = memchr(at, '\n', (size_t)(sc->end - at));
+        pos eol = find_newline(at, sc->end);
         if (!eol)
             eol = sc->end;
         pos text = skip_spaces(at, eol);

@@ -26,6 +26,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -52,6 +55,7 @@
 #define SERVER_KILL_GRACE_NS 1000000000LL  /* SIGTERM -> SIGKILL for cancelled functions */
 #define SERVER_MAX_MESSAGE_HEADER 6144     /* encoded grpc-message; C-core allows 8 KiB of metadata */
 #define SERVER_HANDSHAKE_NS (10 * 1000000000LL) /* preface + SETTINGS must arrive by then */
+#define SERVER_SPARES_IDLE_NS (2 * 1000000000LL)  /* spare memory is kept this long after the last call */
 
 static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
@@ -92,10 +96,12 @@ struct server {
     loop_timer *goaway_timer;
     loop_timer *exit_timer;
     loop_timer *drain_step_timer;
+    loop_timer *spares_timer;   /* armed while idle with spare memory held */
 };
 
 static void conn_flush(conn *c);
 static void conn_close(conn *c);
+static void server_spares_idle(server *s, int parked);
 static void conn_arm_idle(conn *c);
 static void server_check_drained(server *s);
 
@@ -137,6 +143,7 @@ static void call_end_handler(rpc_call *c)
 static void call_free(rpc_call *c)
 {
     conn *cn = c->conn;
+    server *srv = c->srv;
     for (rpc_call **p = &cn->calls; *p; p = &(*p)->next_in_conn)
         if (*p == c) {
             *p = c->next_in_conn;
@@ -159,10 +166,13 @@ static void call_free(rpc_call *c)
     buf_free(&c->stream_out);
     buf_free(&c->status_message);
     free(c);
+    int parked = 0;
     if (!cn->calls) {
-        h2_io_idle(&cn->io);   /* no large body on its way now */
+        parked = h2_io_idle(&cn->io);   /* no large body on its way now */
         conn_arm_idle(cn);
     }
+    if (srv->active_calls == 0)
+        server_spares_idle(srv, parked);
 }
 
 /* ---- responses ----------------------------------------------------------- */
@@ -488,6 +498,10 @@ static void call_check_headers(rpc_call *c)
         metrics_call_started(m);
         c->counted = !m->server_streaming;
         c->srv->active_calls += (size_t)c->counted;
+        if (c->counted) {   /* busy again: spare memory will be used */
+            loop_timer_cancel(c->srv->loop, c->srv->spares_timer);
+            c->srv->spares_timer = NULL;
+        }
         grpc_reader_init(c->reader, c->srv->cfg->max_message);
         if (c->timeout_text) {
             c->deadline_ns = loop_now_ns() + timeout_ns;
@@ -858,6 +872,35 @@ static void conn_idle_expired(loop *l, void *ctx)
     conn_flush(c);
 }
 
+/* Spare memory: a large call's request and output buffers (buf spares) and
+ * an idle connection's grown read and write buffers (h2_io) are kept for
+ * the next large call while calls keep coming, and given back once the
+ * server has had no unary call for SERVER_SPARES_IDLE_NS, so an idle
+ * server holds no megabytes. */
+static void server_release_spares(loop *l, void *ctx)
+{
+    (void)l;
+    server *s = ctx;
+    s->spares_timer = NULL;
+    buf_spares_release();
+    h2_io_spare_release();
+#ifdef __GLIBC__
+    /* glibc serves a freed 5 MiB block's successors from its heap (it raises
+     * its mmap threshold) and keeps the heap grown: hand the pages back.
+     * musl (the static build) unmaps big blocks at free. */
+    malloc_trim(0);
+#endif
+}
+
+/* No unary call is running. parked: a connection has just handed its
+ * buffers to h2_io's spares (maybe later: its read is still running). */
+static void server_spares_idle(server *s, int parked)
+{
+    if (s->spares_timer || !(parked || h2_io_spare_bytes() || buf_spares_bytes()))
+        return;
+    s->spares_timer = loop_timer_add(s->loop, SERVER_SPARES_IDLE_NS, server_release_spares, s);
+}
+
 static void conn_arm_idle(conn *c)
 {
     int64_t idle = c->srv->cfg->idle_timeout_ns;
@@ -1141,5 +1184,7 @@ void server_free(server *s)
     loop_timer_cancel(s->loop, s->goaway_timer);
     loop_timer_cancel(s->loop, s->exit_timer);
     loop_timer_cancel(s->loop, s->drain_step_timer);
+    loop_timer_cancel(s->loop, s->spares_timer);
+    h2_io_spare_release();
     free(s);
 }

@@ -91,35 +91,6 @@ static void eval_reply_ok(rpc_call *c, eval_state *st, const ev_result *r)
     rpc_reply(c, segs, n);
 }
 
-/* Big buffers (buf spares) are kept between calls and released once no
- * EvaluateFunction call has run for this long, so an idle server holds no
- * megabytes. */
-#define EVAL_SPARES_IDLE_NS (2 * 1000000000LL)
-
-static size_t evals_active;
-static loop_timer *spares_timer;
-
-static void eval_release_spares(loop *l, void *ctx)
-{
-    (void)l, (void)ctx;
-    spares_timer = NULL;
-    buf_spares_release();
-}
-
-static void eval_count_start(rpc_call *c)
-{
-    evals_active++;
-    loop_timer_cancel(server_loop(c->srv), spares_timer);
-    spares_timer = NULL;
-}
-
-static void eval_count_end(rpc_call *c)
-{
-    if (--evals_active == 0 && !spares_timer && buf_spares_bytes())
-        spares_timer = loop_timer_add(server_loop(c->srv), EVAL_SPARES_IDLE_NS,
-                                      eval_release_spares, NULL);
-}
-
 static void eval_done(ev_call *call, const ev_result *r, void *ctx)
 {
     (void)call;
@@ -143,7 +114,6 @@ static eval_state *eval_state_of(rpc_call *c)
     if (!st)
         return NULL;
     c->state = st;
-    eval_count_start(c);
     return st;
 }
 
@@ -246,7 +216,6 @@ static void eval_end(rpc_call *c, int finished)
     buf_free(&st->msg);
     free(st);
     c->state = NULL;
-    eval_count_end(c);
 }
 
 const rpc_method evaluate_method = {

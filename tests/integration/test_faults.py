@@ -989,16 +989,33 @@ def test_sigterm_with_10_calls_in_flight(start_server, tmp_path):
     assert not survivors, survivors
 
 
+def spare_bytes(srv, kind):
+    """krm_spare_memory_bytes{kind=...} from /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    m = re.search(rf'^krm_spare_memory_bytes\{{kind="{kind}"\}} (\d+)$', text, re.M)
+    assert m, "no krm_spare_memory_bytes in /metrics"
+    return int(m.group(1))
+
+
 def test_large_call_memory_is_released_when_idle(start_server):
-    """Big request and output buffers are kept between calls (fresh memory
-    is expensive: a page fault per page) and given back once the server has
-    been idle for 2 s, so a server that once evaluated a 5 MiB list does not
-    sit on its buffers."""
+    """Big request and output buffers, and the connection's bulk read and
+    write buffers, are kept between calls (fresh memory is expensive: a page
+    fault per page, a TLB shootdown when unmapped) and given back once the
+    server has been idle for 2 s, so a server that once evaluated a 5 MiB
+    list does not sit on its buffers."""
     srv = start_server(["cat"], options=["--max-request-body-size", str(64 << 20)])
     idle = rss_kib(srv.pid)
     rl = resource_list(*["apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c%d\ndata:\n  k: %s\n"
                          % (i, "x" * 1000) for i in range(5000)])
     for _ in range(3):
+        assert srv.evaluate(rl, timeout=60).resource_list == rl
+    assert spare_bytes(srv, "call") >= 2 * len(rl), "the request and output buffers were not kept"
+    assert spare_bytes(srv, "connection") >= 256 * 1024, "the bulk read buffer was not kept"
+    assert wait_until(lambda: spare_bytes(srv, "call") + spare_bytes(srv, "connection") == 0, 8), (
+        f"spares still held after idling: call {spare_bytes(srv, 'call')}, "
+        f"connection {spare_bytes(srv, 'connection')}")
+    for _ in range(2):
         assert srv.evaluate(rl, timeout=60).resource_list == rl
     if uses_asan(srv.pid):
         return   # ASan's quarantine keeps freed memory: RSS says nothing here
