@@ -25,18 +25,19 @@
  * The write buffer (io->out) likewise grows to a batch and more while a
  * large body goes out.
  *
- * An idle connection keeps neither: it parks each as the process's one
- * spare of its kind and the next bulk transfer (on any connection) takes
- * it. Mapping them afresh for every large call cost page faults and, at
- * munmap, a TLB shootdown on the other CPU, about 0.8 ms of server CPU per
- * 5 MiB call on our VM; keeping them per connection would cost 0.5 MiB for
- * every connection that ever carried a large call. The server frees the
- * spares with its other spare memory once idle (h2_io_spare_release). */
+ * An idle connection keeps neither. After a large call (the server says
+ * so) it parks each as the process's one spare of its kind, and the next
+ * large call (on any connection) takes it: mapping them afresh for every
+ * large call cost page faults and, at munmap, a TLB shootdown on the other
+ * CPU, about 0.8 ms of server CPU per 5 MiB call on our VM. After small
+ * calls (a burst of many streams fills them too) they are freed: nothing
+ * to win there, and RSS would hold them. The server frees the spares with
+ * its other spare memory once idle (h2_io_spare_release). */
 #define H2_IO_READ_CHUNK (8 * 1024)
 #define H2_IO_BULK_CHUNK (256 * 1024)
 #define H2_IO_EVENT_BYTES (1024 * 1024)   /* per event, so one busy peer cannot starve others */
 #define H2_IO_WRITE_BATCH (128 * 1024)
-#define H2_IO_OUT_KEEP (16 * 1024)   /* a bigger write buffer is parked when idle */
+#define H2_IO_OUT_KEEP (16 * 1024)   /* a bigger write buffer is not kept when idle */
 #define H2_FRAME_HEADER_LEN 9
 
 static uint8_t *spare_bulk;   /* a bulk buffer no connection is using */
@@ -177,35 +178,38 @@ int h2_io_read(h2_io *io)
     int rv = h2_io_read_busy(io);
     io->busy = 0;
     if (io->bulk_release)
-        h2_io_idle(io);
+        h2_io_idle(io, io->bulk_keep);
     return rv;
 }
 
-int h2_io_idle(h2_io *io)
+int h2_io_idle(h2_io *io, int keep)
 {
     int big_out = io->out.cap > H2_IO_OUT_KEEP;
     if (io->busy) {   /* called back from inside a read: maybe from the bulk buffer */
         io->bulk_release = 1;
-        return io->bulk != NULL || big_out;
+        io->bulk_keep = keep;
+        return keep && (io->bulk != NULL || big_out);
     }
     io->bulk_release = 0;
-    int parked = io->bulk != NULL;
-    if (!spare_bulk)
+    int parked = 0;
+    if (keep && io->bulk && !spare_bulk) {
         spare_bulk = io->bulk;
-    else
+        parked = 1;
+    } else {
         bulk_unmap(io->bulk);
+    }
     io->bulk = NULL;
     if (big_out && io->out_off == io->out.len) {   /* not while frames wait for the socket */
         buf_reset(&io->out);
         io->out_off = 0;
-        if (spare_out.cap < io->out.cap) {
+        if (keep && spare_out.cap < io->out.cap) {
             buf_free(&spare_out);
             spare_out = io->out;
+            parked = 1;
         } else {
             buf_free(&io->out);
         }
         io->out = (buf){0};
-        parked = 1;
     }
     return parked;
 }
@@ -250,7 +254,7 @@ int h2_io_flush(h2_io *io)
         io->busy = 0;
     } while (io->flush_again && rv != H2_IO_CLOSED);
     if (io->bulk_release)   /* the last call ended while its trailers went out */
-        h2_io_idle(io);
+        h2_io_idle(io, io->bulk_keep);
     return rv;
 }
 

@@ -21,6 +21,7 @@ typedef struct h2_io {
     int flush_again;  /* a flush was asked for while busy */
     uint8_t *bulk;    /* read buffer for bulk transfers, kept until h2_io_idle */
     int bulk_release; /* h2_io_idle was asked for while busy */
+    int bulk_keep;    /* ... and its keep */
 } h2_io;
 
 enum h2_io_result {
@@ -64,10 +65,11 @@ int h2_io_queue_data(h2_io *io, const nghttp2_frame *frame, const uint8_t *frame
                      h2_io_copy_fn *copy, void *src);
 
 /* Nothing is in flight on the connection: give back its bulk read buffer
- * and its grown write buffer, kept as the process's spares (one of each).
- * Returns 1 when it handed over memory (or will, once the read or flush it
- * was called from ends). */
-int h2_io_idle(h2_io *io);
+ * and its grown write buffer, kept as the process's spares (one of each)
+ * when `keep` (the caller saw a large message: another may follow), freed
+ * otherwise. Returns 1 when it handed memory to the spares (or will, once
+ * the read or flush it was called from ends). */
+int h2_io_idle(h2_io *io, int keep);
 /* Free the spares; the bytes they hold. */
 void h2_io_spare_release(void);
 size_t h2_io_spare_bytes(void);

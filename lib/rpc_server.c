@@ -56,6 +56,7 @@
 #define SERVER_MAX_MESSAGE_HEADER 6144     /* encoded grpc-message; C-core allows 8 KiB of metadata */
 #define SERVER_HANDSHAKE_NS (10 * 1000000000LL) /* preface + SETTINGS must arrive by then */
 #define SERVER_SPARES_IDLE_NS (2 * 1000000000LL)  /* spare memory is kept this long after the last call */
+#define SERVER_LARGE_MESSAGE (1024 * 1024)  /* its connection's buffers become spares (as buf's) */
 
 static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
@@ -79,6 +80,7 @@ typedef struct conn {
     int closing;
     loop_timer *handshake_timer;
     loop_timer *idle_timer;   /* armed while the connection has no calls */
+    int large_call;           /* a message of SERVER_LARGE_MESSAGE or more since idle */
     struct conn *next;
 } conn;
 
@@ -168,7 +170,8 @@ static void call_free(rpc_call *c)
     free(c);
     int parked = 0;
     if (!cn->calls) {
-        parked = h2_io_idle(&cn->io);   /* no large body on its way now */
+        parked = h2_io_idle(&cn->io, cn->large_call);   /* no large body on its way now */
+        cn->large_call = 0;
         conn_arm_idle(cn);
     }
     if (srv->active_calls == 0)
@@ -392,6 +395,7 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
         return;
     }
     call_settle(c, GRPC_OK, NULL);
+    c->conn->large_call |= total >= SERVER_LARGE_MESSAGE;
     grpc_frame_prefix(c->frame_prefix, (uint32_t)total);
     c->segs[0] = (rpc_segment){c->frame_prefix, GRPC_PREFIX_LEN};
     c->n_segs = 1;
@@ -526,6 +530,7 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
         return 1;
     }
     c->started = 1;
+    c->conn->large_call |= len >= SERVER_LARGE_MESSAGE;
     c->method->handle(c, msg, len);
     return 0;
 }
