@@ -400,15 +400,16 @@ static void fn_job_exited(fn_job *job, int status)
 
 /* ---- public ------------------------------------------------------------- */
 
+/* stdin is written at once, as far as the pipe takes it (all of a small
+ * list: a fresh pipe holds 64 KiB), and watched only if it fills up. */
 static int fn_job_watch_pipes(fn_job *job)
 {
-    job->in_events = job->input_ready > 0 ? LOOP_WRITE : 0;
-    if (job->fd_in >= 0 &&
-        loop_watch(job->loop, job->fd_in, job->in_events, fn_job_on_stdin, job) < 0)
-        return -1;
     if (loop_watch(job->loop, job->fd_out, LOOP_READ, fn_job_on_stdout, job) < 0 ||
         loop_watch(job->loop, job->fd_err, LOOP_READ, fn_job_on_stderr, job) < 0)
         return -1;
+    job->in_events = 0;
+    if (job->fd_in >= 0 && job->input_ready > 0)
+        fn_job_on_stdin(job->loop, job->fd_in, LOOP_WRITE, job);
     return 0;
 }
 

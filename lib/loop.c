@@ -30,6 +30,7 @@ struct loop {
     loop_slot *slots;    /* indexed by fd */
     int n_slots;
     loop_timer *timers;  /* sorted by due_ns, earliest first */
+    int64_t armed_ns;    /* when the timerfd fires; 0: disarmed */
     int stop;
 };
 
@@ -40,18 +41,26 @@ int64_t loop_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Programs the timerfd for the earliest timer, unless it already fires no
+ * later than that. Cancelling a timer leaves the timerfd as it is: most
+ * timers (a call's deadline, a connection's idle timeout) are cancelled long
+ * before they are due, and reprogramming on every add and cancel cost four
+ * syscalls per call. An early firing finds nothing due and re-arms. */
 static void loop_arm_timerfd(loop *l)
 {
+    int64_t due = l->timers ? l->timers->due_ns : 0;
+    if (due <= 0 && l->timers)
+        due = 1;   /* zero would disarm */
+    if (l->armed_ns ? due && l->armed_ns <= due : !due)
+        return;   /* fires in time already, or nothing to fire for */
     struct itimerspec its = {0};
-    if (l->timers) {
-        int64_t due = l->timers->due_ns;
-        if (due <= 0)
-            due = 1;   /* zero would disarm */
-        its.it_value.tv_sec = due / 1000000000;
-        its.it_value.tv_nsec = due % 1000000000;
-    }
-    if (timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+    its.it_value.tv_sec = due / 1000000000;
+    its.it_value.tv_nsec = due % 1000000000;
+    if (timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
         log_error("timerfd_settime: %s", strerror(errno));
+        return;
+    }
+    l->armed_ns = due;
 }
 
 static void loop_fire_timers(loop *l, int fd, uint32_t events, void *ctx)
@@ -60,6 +69,7 @@ static void loop_fire_timers(loop *l, int fd, uint32_t events, void *ctx)
     uint64_t expirations;
     if (read(l->timerfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
         log_error("read timerfd: %s", strerror(errno));
+    l->armed_ns = 0;   /* fired: nothing is programmed now */
     int64_t now = loop_now_ns();
     /* Unlink each due timer before calling it: the callback may add or
      * cancel other timers. */
@@ -172,12 +182,9 @@ void loop_timer_cancel(loop *l, loop_timer *t)
         return;
     for (loop_timer **p = &l->timers; *p; p = &(*p)->next) {
         if (*p == t) {
-            int was_first = (p == &l->timers);
             *p = t->next;
             free(t);
-            if (was_first)
-                loop_arm_timerfd(l);
-            return;
+            return;   /* the timerfd may fire early: see loop_arm_timerfd */
         }
     }
 }

@@ -5,7 +5,8 @@
  * descriptors are indexed by number, as in redis' ae.c: an event for a
  * descriptor that was unwatched earlier in the same round is dropped rather
  * than handed to freed state. Timers are kept in a list sorted by due time;
- * the timerfd is armed for the earliest one. */
+ * the timerfd is armed no later than the earliest one (a cancelled timer
+ * may leave it armed early: the loop then finds nothing due and re-arms). */
 #ifndef KRM_LOOP_H
 #define KRM_LOOP_H
 
