@@ -66,7 +66,8 @@ static int out_reserve(h2_io *io, size_t extra)
 {
     size_t need = io->out.len + extra;
     if (need > io->out.cap && spare_out.cap >= need) {
-        memcpy(spare_out.data, io->out.data, io->out.len);
+        if (io->out.len)
+            memcpy(spare_out.data, io->out.data, io->out.len);
         spare_out.len = io->out.len;
         spare_out.data[spare_out.len] = '\0';
         buf_free(&io->out);

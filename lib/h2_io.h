@@ -21,7 +21,7 @@ typedef struct h2_io {
     int flush_again;  /* a flush was asked for while busy */
     uint8_t *bulk;    /* read buffer for bulk transfers, kept until h2_io_idle */
     int bulk_release; /* h2_io_idle was asked for while busy */
-    int bulk_keep;    /* ... and its keep */
+    int bulk_keep;    /* ... and whether to keep the buffers as spares */
 } h2_io;
 
 enum h2_io_result {

@@ -163,14 +163,14 @@ static inline int word_clean(pos p, unsigned char below, unsigned char a, unsign
 static pos skip_clean(pos p, pos eol, unsigned char below, unsigned char a, unsigned char b)
 {
 #ifdef __SSE2__
-    const __m128i floor = _mm_set1_epi8((char)(below - 1));
+    const __m128i below_1 = _mm_set1_epi8((char)(below - 1));
     const __m128i del = _mm_set1_epi8(0x7F), va = _mm_set1_epi8((char)a),
                   vb = _mm_set1_epi8((char)b);
     while (eol - p >= 16) {
         __m128i x = _mm_loadu_si128((const __m128i *)p);
         __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(x, del),
                                     _mm_or_si128(_mm_cmpeq_epi8(x, va), _mm_cmpeq_epi8(x, vb)));
-        unsigned ok = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(x, floor));
+        unsigned ok = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(x, below_1));
         unsigned bad = ((unsigned)_mm_movemask_epi8(stop) | ~ok) & 0xFFFF;
         if (bad)
             return p + __builtin_ctz(bad);

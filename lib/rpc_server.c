@@ -56,7 +56,7 @@
 #define SERVER_MAX_MESSAGE_HEADER 6144     /* encoded grpc-message; C-core allows 8 KiB of metadata */
 #define SERVER_HANDSHAKE_NS (10 * 1000000000LL) /* preface + SETTINGS must arrive by then */
 #define SERVER_SPARES_IDLE_NS (2 * 1000000000LL)  /* spare memory is kept this long after the last call */
-#define SERVER_LARGE_MESSAGE (1024 * 1024)  /* its connection's buffers become spares (as buf's) */
+#define SERVER_LARGE_MESSAGE (1024 * 1024)  /* a call this big: its connection's buffers become spares */
 
 static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
