@@ -5,7 +5,8 @@
  * spawn alone dominates. To tell what the server adds (HTTP/2, gRPC, the
  * verdict on the output) we run the same work without the server: spawn
  * `cat` with posix_spawnp, write the same bytes to its stdin, read its
- * stdout until EOF, waitpid, check the echo. Up to --concurrency jobs run
+ * stdout until EOF, waitpid, check the echo. Pipes for lists over 64 KiB
+ * get 1 MiB, as the server gives them. Up to --concurrency jobs run
  * at once on one poll() loop, single-threaded like the server.
  *
  *   bench-pipefloor [--cmd PROG] [--concurrency N] [--calls N] [--warmup N]
@@ -33,6 +34,7 @@
 #include "stats.h"
 
 #define READ_CHUNK 65536
+#define FLOOR_BIG_PIPE (1024 * 1024)
 
 extern char **environ;
 
@@ -148,6 +150,10 @@ static int job_start(floor_run *r, job *j)
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
         fprintf(stderr, "bench-pipefloor: pipe2: %s\n", strerror(errno));
         return -1;   /* a leaked pair on this path ends the program anyway */
+    }
+    if (r->len > 65536) {   /* the server's pipe size for big lists (fn_job.c): the same footing */
+        (void)fcntl(in[1], F_SETPIPE_SZ, FLOOR_BIG_PIPE);
+        (void)fcntl(out[1], F_SETPIPE_SZ, FLOOR_BIG_PIPE);
     }
     int rc = spawn_cat(r->o->cmd, in, out, &j->pid);
     close_fd(&in[0]);

@@ -30,7 +30,7 @@ SMALL_CALLS=${BENCH_SMALL_CALLS:-200}     # per round, concurrency 1
 TPUT_CALLS=${BENCH_TPUT_CALLS:-1000}      # per concurrency level 8 and 64
 MEM_CALLS=${BENCH_MEM_CALLS:-10000}       # total calls before the RSS reading
 DYN_MEM_CALLS=${BENCH_DYN_MEM_CALLS:-1000}
-LARGE_CALLS=${BENCH_LARGE_CALLS:-5}       # per round, 5 MiB
+LARGE_CALLS=${BENCH_LARGE_CALLS:-10}      # per round, 5 MiB
 LARGE_SIZE=$((5 * 1024 * 1024))
 
 mkdir -p "$OUT" "$TMP"
@@ -190,7 +190,8 @@ table() {
     echo
     echo "floors: 'spawn cat + pipes' is bench-pipefloor: posix_spawnp cat, write the same"
     echo "bytes to its stdin, read its stdout to EOF, waitpid (N at once on one poll loop"
-    echo "for N streams); '--version' is exec of the same binary until it exits."
+    echo "for N streams; 1 MiB pipes over 64 KiB, as the server sizes them); '--version'"
+    echo "is exec of the same binary until it exits."
     echo "'bare TCP relay' is bench-relay: a length-prefixed request over loopback TCP,"
     echo "streamed into cat by a relay process with no protocol work, cat's output sent"
     echo "back; one call at a time, every echo checked (what the two transfers cost)."
