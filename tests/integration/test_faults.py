@@ -998,6 +998,21 @@ def spare_bytes(srv, kind):
     return int(m.group(1))
 
 
+def test_only_a_large_call_leaves_spare_memory(start_server):
+    """A connection's buffers pay off only for the next large call: after a
+    600 KiB call (read through the bulk buffer, 1.2 MiB moved in all) they
+    are not kept; after a 2 MiB one they are. (Call buffers follow their
+    own size: a 1 MiB output buffer is kept either way.)"""
+    srv = start_server(["cat"], options=["--max-request-body-size", str(64 << 20)])
+    medium = big_rl(600 * 1024, "medium")
+    assert srv.evaluate(medium, timeout=60).resource_list == medium
+    assert spare_bytes(srv, "connection") == 0
+    large = big_rl(2 << 20, "large")
+    assert srv.evaluate(large, timeout=60).resource_list == large
+    assert spare_bytes(srv, "connection") >= 256 * 1024
+    assert spare_bytes(srv, "call") >= 2 * len(large)
+
+
 def test_large_call_memory_is_released_when_idle(start_server):
     """Big request and output buffers, and the connection's bulk read and
     write buffers, are kept between calls (fresh memory is expensive: a page
