@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "evaluator.pb-c.h"
+#include "fdio.h"
 #include "grpc_client.h"
 #include "grpc_status.h"
 #include "grpc_timeout.h"
@@ -190,26 +191,6 @@ static int rl_generate(size_t size, buf *out)
         if (len == left)
             return 0;
     }
-}
-
-static int read_file(const char *path, buf *out)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fprintf(stderr, "bench-loadgen: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    char chunk[65536];
-    ssize_t n;
-    while ((n = read(fd, chunk, sizeof chunk)) > 0)
-        if (buf_append(out, chunk, (size_t)n) < 0)
-            break;
-    int e = errno;
-    if (close(fd) < 0 || n != 0) {
-        fprintf(stderr, "bench-loadgen: reading %s: %s\n", path, strerror(n ? e : errno));
-        return -1;
-    }
-    return 0;
 }
 
 static int write_file(const char *path, const buf *b)
@@ -377,9 +358,12 @@ static int64_t run_calls(run *r, unsigned long long calls, unsigned long long co
 
 static int load_list(const opts *o, buf *rl)
 {
-    if (o->input)
-        return read_file(o->input, rl);
-    return rl_generate((size_t)o->size, rl);
+    if (!o->input)
+        return rl_generate((size_t)o->size, rl);
+    if (file_read_all(o->input, rl, 0) == 0)
+        return 0;
+    fprintf(stderr, "bench-loadgen: reading %s: %s\n", o->input, strerror(errno));
+    return -1;
 }
 
 static int connect_run(run *r, const opts *o)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdio.h"
 #include "loop.h"
 #include "numparse.h"
 #include "stats.h"
@@ -93,25 +94,6 @@ static int parse_args(int argc, char **argv, opts *o)
     if (!o->input || o->concurrency == 0 || o->calls == 0) {
         fprintf(stderr, "usage: bench-pipefloor [--cmd PROG] [--concurrency N] [--calls N] "
                         "[--warmup N] --input FILE\n");
-        return -1;
-    }
-    return 0;
-}
-
-static int read_input(const char *path, buf *out)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fprintf(stderr, "bench-pipefloor: open %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    ssize_t n = 0;
-    while (buf_reserve(out, READ_CHUNK) == 0 &&
-           ((n = read(fd, out->data + out->len, READ_CHUNK)) > 0 || (n < 0 && errno == EINTR)))
-        out->len += n > 0 ? (size_t)n : 0;
-    int e = errno;
-    if (close(fd) < 0 || n != 0) {
-        fprintf(stderr, "bench-pipefloor: reading %s: %s\n", path, strerror(n ? e : errno));
         return -1;
     }
     return 0;
@@ -295,8 +277,10 @@ int main(int argc, char **argv)
         return 1;
     }
     buf input = {0};
-    if (read_input(o.input, &input) < 0)
+    if (file_read_all(o.input, &input, 0) < 0) {
+        fprintf(stderr, "bench-pipefloor: reading %s: %s\n", o.input, strerror(errno));
         return 1;
+    }
     unsigned long long most = o.warmup > o.calls ? o.warmup : o.calls;
     floor_run r = {.o = &o, .data = input.data, .len = input.len,
                    .n_jobs = (size_t)o.concurrency, .lat_ns = malloc(most * sizeof(int64_t)),

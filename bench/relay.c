@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdio.h"
 #include "loop.h"
 #include "numparse.h"
 #include "stats.h"
@@ -95,39 +96,13 @@ static int parse_args(int argc, char **argv, opts *o)
     return 0;
 }
 
-static void read_input(const char *path, buf *out)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        fail(path);
-    ssize_t n = 0;
-    while (buf_reserve(out, RELAY_CHUNK) == 0 &&
-           ((n = read(fd, out->data + out->len, RELAY_CHUNK)) > 0 || (n < 0 && errno == EINTR)))
-        out->len += n > 0 ? (size_t)n : 0;
-    if (n != 0 || close(fd) < 0)
-        fail(path);
-}
-
 /* ---- blocking helpers (each side of the relay does one thing at a time) ---- */
 
+/* Sockets are blocking whenever this writes (relay_call sets its back). */
 static void write_all(int fd, const void *data, size_t len)
 {
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-                fail("poll");
-            continue;
-        }
-        if (n <= 0)
-            fail("write");
-        p += n;
-        len -= (size_t)n;
-    }
+    if (fd_write_all(fd, data, len) < 0)
+        fail("write");
 }
 
 /* Returns 0, or -1 at end of file before the first byte. */
@@ -381,7 +356,8 @@ int main(int argc, char **argv)
         return 2;
     signal(SIGPIPE, SIG_IGN);
     buf input = {0}, answer = {0};
-    read_input(o.input, &input);
+    if (file_read_all(o.input, &input, 0) < 0)
+        fail(o.input);
     pid_t relay;
     int s = start_relay(o.cmd, &relay);
     unsigned long long errors = 0;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "fdio.h"
 #include "grpc_timeout.h"
 
 #define FC_API_VERSION "config.porch.kpt.dev/v1alpha1"
@@ -768,35 +769,12 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
 
 static int read_file(const char *path, buf *data, buf *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    if (file_read_all(path, data, FNCONFIG_MAX_FILE_SIZE) == 0)
+        return 0;
+    if (errno == EFBIG)
+        buf_printf(err, "%s: file is larger than %u bytes", path, FNCONFIG_MAX_FILE_SIZE);
+    else
         buf_printf(err, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    for (;;) {
-        if (buf_reserve(data, 65536) < 0) {
-            buf_printf(err, "%s: out of memory", path);
-            break;
-        }
-        ssize_t got = read(fd, data->data + data->len, 65536);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            buf_printf(err, "%s: %s", path, strerror(errno));
-            break;
-        }
-        if (got == 0) {
-            close(fd);
-            return 0;
-        }
-        data->len += (size_t)got;
-        data->data[data->len] = '\0';
-        if (data->len > FNCONFIG_MAX_FILE_SIZE) {
-            buf_printf(err, "%s: file is larger than %u bytes", path, FNCONFIG_MAX_FILE_SIZE);
-            break;
-        }
-    }
-    close(fd);
     return -1;
 }
 

@@ -46,6 +46,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "fdio.h"
+
 #define NONE SIZE_MAX /* "no such event" for event indexes */
 
 static const char RL_API_VERSION[] = "config.kubernetes.io/v1";
@@ -766,40 +768,11 @@ static int build_from_bytes(const char *data, size_t len, const char *display,
     return rc;
 }
 
-static int read_fd(int fd, buf *data)
-{
-    for (;;) {
-        if (buf_reserve(data, 65536) < 0)
-            return -1;
-        ssize_t n = read(fd, data->data + data->len, data->cap - data->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            return 0;
-        data->len += (size_t)n;
-        data->data[data->len] = '\0';
-    }
-}
-
-static int read_file(const char *path, buf *data)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = read_fd(fd, data);
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return rc;
-}
-
 static int build_from_stdin(buf *out, char *err, size_t errlen)
 {
     buf data = { 0 };
     int rc;
-    if (read_fd(STDIN_FILENO, &data) < 0) {
+    if (fd_read_all(STDIN_FILENO, &data, 0) < 0) {
         set_err(err, errlen, "stdin: %s", strerror(errno));
         rc = -1;
     } else {
@@ -813,7 +786,7 @@ static int build_from_file(const char *path, buf *out, char *err, size_t errlen)
 {
     buf data = { 0 };
     int rc;
-    if (read_file(path, &data) < 0) {
+    if (file_read_all(path, &data, 0) < 0) {
         set_err(err, errlen, "%s: %s", path, strerror(errno));
         rc = -1;
     } else {
@@ -866,7 +839,7 @@ static int add_package_file(builder *b, const char *path, const char *rel_path)
     event_list list = { 0 };
     const char *dir_name = b->name;
     b->name = path;
-    int rc = read_file(path, &data) < 0 ? fail(b, "%s: %s", path, strerror(errno))
+    int rc = file_read_all(path, &data, 0) < 0 ? fail(b, "%s: %s", path, strerror(errno))
                                         : parse_events(b, data.data, data.len, &list);
     if (rc == 0)
         rc = wrap_documents(b, &list, rel_path);
