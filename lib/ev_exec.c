@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fn_job.h"
+#include "fn_slots.h"
 #include "fn_verdict.h"
 #include "go_quote.h"
 #include "grpc_status.h"
@@ -40,6 +41,9 @@ typedef struct exec_call {
     ev_result res;
     int input_open;            /* streaming: the request is not complete yet */
     int job_ended;             /* the job finished while input_open */
+    fn_slot_wait wait;         /* queued for a function slot (fn_slots) */
+    char *const *run_argv;     /* what to run once a slot is ours */
+    ev_request req;            /* its input: valid until done or cancel */
 } exec_call;
 
 static void exec_set_failure(exec_call *c, int code, int not_found)
@@ -120,6 +124,9 @@ static exec_call *exec_call_new(evaluator *base, const char *image, ev_done_fn *
     return c;
 }
 
+/* Starts the function; the caller has taken a function slot, which the job
+ * gives back when its process is reaped (or this gives back at once when
+ * the spawn fails). */
 static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_request *req,
                           int growing, size_t ready, buf *why)
 {
@@ -131,8 +138,47 @@ static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_
         .input_ready = ready,
         .max_stdout = e->cfg.max_stdout,
         .max_stderr = e->cfg.max_stderr,
+        .holds_slot = 1,
     };
-    return fn_job_start(e->cfg.loop, &spec, exec_job_done, c, why);
+    fn_job *job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, why);
+    if (!job)
+        fn_slots_give_back();
+    return job;
+}
+
+/* Runs the call's function now that it has a slot. 0, or -1 with the
+ * failure in c->res. */
+static int exec_run(exec_ev *e, exec_call *c)
+{
+    buf why = {0};
+    c->job = exec_spawn(e, c, c->run_argv, &c->req, 0, 0, &why);
+    if (!c->job) {
+        fn_verdict_spawn_failed(c->image, why.data ? why.data : "", &c->verdict);
+        exec_set_failure(c, c->verdict.code, 0);
+    }
+    buf_free(&why);
+    return c->job ? 0 : -1;
+}
+
+/* A queued call got its slot (from the loop). */
+static void exec_slot_granted(fn_slot_wait *w)
+{
+    exec_call *c = w->ctx;
+    log_v(3, "function for \"%s\" starts after waiting for a slot", c->image);
+    if (exec_run((exec_ev *)c->base.ev, c) < 0)
+        c->done(&c->base, &c->res, c->ctx);
+}
+
+static void exec_refuse_busy(exec_call *c)
+{
+    buf_printf(&c->verdict.message,
+               "too many calls: every function slot is taken (--max-concurrent-functions %zu) "
+               "and the queue is full (%zu calls holding %zu request bytes wait; at most %zu "
+               "calls, --max-waiting-calls, and %zu bytes, --max-pending-request-bytes); try "
+               "again later", fn_slots_max_running(), fn_slots_waiting(),
+               fn_slots_waiting_bytes(), fn_slots_max_waiting(), fn_slots_max_waiting_bytes());
+    exec_set_failure(c, GRPC_RESOURCE_EXHAUSTED, 0);
+    log_warn("refused a call for \"%s\": %s", c->image, c->verdict.message.data);
 }
 
 static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
@@ -143,15 +189,21 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
         return NULL;
     char *const *argv = exec_resolve(e, c);
     if (argv) {
-        buf why = {0};
         if (!e->cfg.argv)
             log_info("Evaluating \"%s\" in executable mode", c->image);
-        c->job = exec_spawn(e, c, argv, req, 0, 0, &why);
-        if (c->job)
+        c->run_argv = argv;
+        c->req = *req;
+        c->wait = (fn_slot_wait){.granted = exec_slot_granted, .ctx = c, .bytes = req->input_len};
+        int got = fn_slots_take(&c->wait);
+        if (got > 0 && exec_run(e, c) == 0)
             return &c->base;
-        fn_verdict_spawn_failed(c->image, why.data ? why.data : "", &c->verdict);
-        buf_free(&why);
-        exec_set_failure(c, c->verdict.code, 0);
+        if (got == 0) {
+            log_v(3, "call for \"%s\" waits for a function slot (%zu running, %zu waiting)",
+                  c->image, fn_slots_running(), fn_slots_waiting());
+            return &c->base;
+        }
+        if (got < 0)
+            exec_refuse_busy(c);
     }
     c->deferred = loop_timer_add(e->cfg.loop, 0, exec_deliver_deferred, c);
     if (!c->deferred) {
@@ -170,9 +222,13 @@ static ev_call *exec_start_streaming(evaluator *base, const ev_request *req, siz
     exec_ev *e = (exec_ev *)base;
     if (!e->cfg.argv || !e->cfg.argv[0])
         return NULL;   /* lookup mode needs the image; no entrypoint is answered at the end */
+    if (!fn_slots_try_take())
+        return NULL;   /* all busy: the complete request queues like any other */
     exec_call *c = exec_call_new(base, req->image, done, ctx);
-    if (!c)
+    if (!c) {
+        fn_slots_give_back();
         return NULL;
+    }
     buf why = {0};
     c->job = exec_spawn(e, c, e->cfg.argv, req, 1, ready, &why);
     buf_free(&why);   /* the complete request tries again and reports it */
@@ -217,16 +273,20 @@ static void exec_free_call(ev_call *base)
     free(c);
 }
 
-static void exec_cancel(ev_call *base)
+static void exec_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     exec_call *c = (exec_call *)base;
     exec_ev *e = (exec_ev *)base->ev;
+    fn_job *job = c->job;
     if (c->deferred)
         loop_timer_cancel(e->cfg.loop, c->deferred);
-    if (c->job)
-        fn_job_cancel(c->job, e->cfg.kill_grace_ns);   /* frees itself once reaped */
+    fn_slots_leave(&c->wait);
     c->job = NULL;
     exec_free_call(base);
+    if (job)
+        fn_job_cancel(job, e->cfg.kill_grace_ns, gone, gone_ctx);   /* frees itself once reaped */
+    else if (gone)
+        gone(gone_ctx);
 }
 
 static void exec_destroy(evaluator *e)

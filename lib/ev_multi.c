@@ -94,13 +94,14 @@ static void multi_free_call(ev_call *base)
     free(c);
 }
 
-static void multi_cancel(ev_call *base)
+static void multi_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     multi_call *c = (multi_call *)base;
     if (c->deferred)
         loop_timer_cancel(((multi_ev *)base->ev)->loop, c->deferred);
-    ev_call_cancel(c->inner);
+    ev_call *inner = c->inner;
     free(c);
+    ev_call_cancel_notify(inner, gone, gone_ctx);
 }
 
 static void multi_destroy(evaluator *base)

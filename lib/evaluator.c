@@ -26,8 +26,15 @@ void ev_call_input_done(ev_call *call, const char *image)
 
 void ev_call_cancel(ev_call *call)
 {
+    ev_call_cancel_notify(call, NULL, NULL);
+}
+
+void ev_call_cancel_notify(ev_call *call, ev_gone_fn *gone, void *ctx)
+{
     if (call)
-        call->ev->ops->cancel(call);
+        call->ev->ops->cancel(call, gone, ctx);
+    else if (gone)
+        gone(ctx);
 }
 
 void ev_call_free(ev_call *call)

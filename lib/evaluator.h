@@ -41,6 +41,8 @@ typedef struct ev_result {
 } ev_result;
 
 typedef void ev_done_fn(ev_call *call, const ev_result *r, void *ctx);
+/* A cancelled call's work has stopped (ev_exec: its process was reaped). */
+typedef void ev_gone_fn(void *ctx);
 
 typedef struct ev_ops {
     const char *name;          /* "exec", "multi", ... for logs */
@@ -53,8 +55,9 @@ typedef struct ev_ops {
                                 ev_done_fn *done, void *ctx);
     void (*input_ready)(ev_call *call, size_t ready);
     void (*input_done)(ev_call *call, const char *image);
-    /* Abandon a call whose done has not run: stop its work, free it. */
-    void (*cancel)(ev_call *call);
+    /* Abandon a call whose done has not run: stop its work, free it; then
+     * gone(gone_ctx), if gone is given, once the work has stopped. */
+    void (*cancel)(ev_call *call, ev_gone_fn *gone, void *gone_ctx);
     /* Free a call after its done ran. */
     void (*free_call)(ev_call *call);
     void (*destroy)(evaluator *e);
@@ -92,6 +95,10 @@ void ev_call_input_ready(ev_call *call, size_t ready);
  * caller's last use of its state. */
 void ev_call_input_done(ev_call *call, const char *image);
 void ev_call_cancel(ev_call *call);
+/* Cancel, and call gone(ctx) once the call's work has really stopped: a
+ * process takes up to its kill grace to die. It may run inside this call
+ * (nothing was running) or later from the loop; exactly once. */
+void ev_call_cancel_notify(ev_call *call, ev_gone_fn *gone, void *ctx);
 void ev_call_free(ev_call *call);
 void ev_destroy(evaluator *e);
 

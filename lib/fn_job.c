@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fn_slots.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -347,10 +348,14 @@ static void fn_job_finish(fn_job *job)
     if (kill(-job->pid, SIGKILL) == 0)
         log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
     if (job->cancelled) {
+        fn_job_gone_fn *gone = job->gone;
+        void *gone_ctx = job->gone_ctx;
         fn_job_unlink(job);
         buf_free(&job->out);
         buf_free(&job->err);
         free(job);
+        if (gone)
+            gone(gone_ctx);
         return;
     }
     job->done(job, job->ctx);
@@ -384,6 +389,8 @@ static void fn_job_exited(fn_job *job, int status)
 {
     job->exited = 1;
     job->wait_status = status;
+    if (job->spec.holds_slot)
+        fn_slots_give_back();
     fn_job_close_pipe(job, &job->fd_in);
     if (job->fd_out < 0 && job->fd_err < 0) {
         fn_job_finish(job);
@@ -466,6 +473,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
     if (fn_job_watch_pipes(job) < 0) {
         /* cannot drive it: let it die, it will be reaped as a cancelled job */
         job->cancelled = 1;
+        job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
         fn_job_close_pipe(job, &job->fd_in);
         fn_job_close_pipe(job, &job->fd_out);
         fn_job_close_pipe(job, &job->fd_err);
@@ -487,9 +495,11 @@ fail:
     return NULL;
 }
 
-void fn_job_cancel(fn_job *job, int64_t grace_ns)
+void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *gone_ctx)
 {
     job->cancelled = 1;
+    job->gone = gone;
+    job->gone_ctx = gone_ctx;
     if (job->exited) {
         fn_job_finish(job);
         return;

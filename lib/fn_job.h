@@ -39,7 +39,13 @@ typedef struct fn_job_spec {
     size_t input_ready;
     size_t max_stdout;      /* more than this: output_too_large, group killed */
     size_t max_stderr;      /* bytes kept; the rest are counted and dropped */
+    /* The caller took a function slot (fn_slots) for this run: it is given
+     * back when the process is reaped, however the job ends. */
+    int holds_slot;
 } fn_job_spec;
+
+/* A cancelled job's process has been reaped: its work has stopped. */
+typedef void fn_job_gone_fn(void *ctx);
 
 struct fn_job {
     pid_t pid;              /* also the process group id */
@@ -64,6 +70,8 @@ struct fn_job {
     int finished;
     loop_timer *drain_timer;
     loop_timer *kill_timer;
+    fn_job_gone_fn *gone;   /* cancelled: told when the process is reaped */
+    void *gone_ctx;
     fn_job *next;           /* in the table of live jobs */
 };
 
@@ -82,8 +90,10 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
 void fn_job_input_ready(fn_job *job, size_t ready);
 
 /* Abandon a running job: done is not called, the process group gets SIGTERM
- * and, after grace_ns, SIGKILL; the job frees itself once reaped. */
-void fn_job_cancel(fn_job *job, int64_t grace_ns);
+ * and, after grace_ns, SIGKILL; the job frees itself once reaped, and then
+ * calls gone(gone_ctx) if gone is not NULL (inside this call when the
+ * process was already reaped). */
+void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *gone_ctx);
 
 /* Free a job whose done callback has run. */
 void fn_job_free(fn_job *job);

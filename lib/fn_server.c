@@ -4,7 +4,32 @@
 #include <stdio.h>
 
 #include "fn_job.h"
+#include "fn_slots.h"
+#include "log.h"
 #include "services.h"
+
+/* The load limits left to their defaults, from the CPUs and the message
+ * size; -1 with why when the given ones cannot work together. */
+static int fn_server_limits(rpc_server_config *cfg, buf *why)
+{
+    if (!cfg->max_functions)
+        cfg->max_functions = fn_slots_default_running();
+    if (cfg->max_waiting == RPC_LIMIT_DEFAULT)
+        cfg->max_waiting = fn_slots_default_waiting(cfg->max_functions);
+    if (!cfg->max_pending_conn_bytes)
+        cfg->max_pending_conn_bytes = (size_t)cfg->max_message * 4;
+    if (!cfg->max_pending_bytes)
+        cfg->max_pending_bytes = (size_t)cfg->max_message * 16;
+    if (cfg->max_pending_conn_bytes < cfg->max_message ||
+        cfg->max_pending_bytes < cfg->max_pending_conn_bytes) {
+        buf_printf(why, "the pending-request budgets must hold the largest message: "
+                   "--max-request-body-size (%u) <= --max-pending-request-bytes-per-connection "
+                   "(%zu) <= --max-pending-request-bytes (%zu)", cfg->max_message,
+                   cfg->max_pending_conn_bytes, cfg->max_pending_bytes);
+        return -1;
+    }
+    return 0;
+}
 
 int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on_hup,
                   void *hup_ctx, const char *who)
@@ -14,10 +39,21 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     };
     cfg.methods = methods;
     cfg.app = ev;
+    buf err = {0};
+    if (fn_server_limits(&cfg, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", who, err.data);
+        buf_free(&err);
+        ev_destroy(ev);
+        return 2;
+    }
+    log_v(3, "limits: %zu functions at once, %zu calls waiting; %zu bytes of unfinished requests "
+          "per connection, %zu in all", cfg.max_functions, cfg.max_waiting,
+          cfg.max_pending_conn_bytes, cfg.max_pending_bytes);
     buf_spares_enable(2);   /* a big call's request and output buffers */
+    /* requests waiting for a function are bounded like those still arriving */
+    fn_slots_configure(l, cfg.max_functions, cfg.max_waiting, cfg.max_pending_bytes);
     server *srv = server_new(l, &cfg);
     proc_signals *sig = srv ? proc_signals_open(l, srv, on_hup, hup_ctx) : NULL;
-    buf err = {0};
     int rc = 1;
     if (!sig)
         goto out;

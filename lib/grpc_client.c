@@ -8,6 +8,7 @@
 #include "grpc_client.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -307,8 +308,13 @@ static int connect_one(const struct addrinfo *ai, int64_t timeout_ns)
             return -1;
         }
         struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int ms = timeout_ns > 0 ? (int)(timeout_ns / 1000000) : -1;
-        int n = poll(&p, 1, ms);
+        /* whole milliseconds, rounded up (a sub-millisecond timeout is not
+         * "now") and saturated at poll's int */
+        int64_t ms64 = timeout_ns > 0 ? timeout_ns / 1000000 + (timeout_ns % 1000000 != 0) : -1;
+        int ms = ms64 > INT_MAX ? INT_MAX : (int)ms64;
+        int n;
+        while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+            ;
         int soerr = 0;
         socklen_t len = sizeof soerr;
         if (n == 0)

@@ -89,15 +89,56 @@ size_t h2_io_spare_bytes(void)
     return (spare_bulk ? H2_IO_BULK_CHUNK : 0) + (spare_out.data ? spare_out.cap : 0);
 }
 
-static int h2_io_feed_busy(h2_io *io, const uint8_t *data, size_t len)
+static int h2_io_recv(h2_io *io, const uint8_t *data, size_t len)
 {
-    metrics_bytes_received(len);
+    if (!len)
+        return H2_IO_OK;
     ssize_t used = nghttp2_session_mem_recv(io->session, data, len);
     if (used < 0) {
         log_v(3, "fd %d: HTTP/2 error: %s", io->fd, nghttp2_strerror((int)used));
         return H2_IO_CLOSED;
     }
     return H2_IO_OK;
+}
+
+void h2_io_check_closed_streams(h2_io *io)
+{
+    io->check_closed = 1;
+    h2_seen_init(&io->seen, NGHTTP2_CLIENT_MAGIC_LEN);
+}
+
+/* Feeds nghttp2, stopping before each frame on a stream id that is not
+ * new so that it can be checked against what nghttp2 knows by then. A
+ * frame nghttp2 would drop silently ends the connection instead:
+ * nghttp2_session_terminate_session queues the GOAWAY, reads stop and the
+ * connection closes once it is sent. */
+static int h2_io_feed_busy(h2_io *io, const uint8_t *data, size_t len)
+{
+    metrics_bytes_received(len);
+    if (!io->check_closed)
+        return h2_io_recv(io, data, len);
+    size_t off = 0, fed = 0, used;
+    h2_seen_frame f;
+    while (off < len && h2_seen_next(&io->seen, data + off, len - off, &used, &f)) {
+        size_t start = off + f.start;   /* the frame's header, if it began in this chunk */
+        off += used;
+        if (start > fed) {
+            if (h2_io_recv(io, data + fed, start - fed) == H2_IO_CLOSED)
+                return H2_IO_CLOSED;
+            fed = start;
+        }
+        if (!nghttp2_session_want_read(io->session))
+            continue;   /* ending already */
+        int open = nghttp2_session_find_stream(io->session, f.id) != NULL;
+        uint32_t code = h2_seen_verdict(&io->seen, &f, open);
+        if (code) {
+            log_v(2, "fd %d: %s on closed stream %d: %s; closing the connection", io->fd,
+                  f.type == NGHTTP2_HEADERS ? "HEADERS" : "DATA", f.id,
+                  nghttp2_http2_strerror(code));
+            nghttp2_session_terminate_session(io->session, code);
+        }
+    }
+    return h2_io_recv(io, data + fed, len - fed);
 }
 
 int h2_io_feed(h2_io *io, const uint8_t *data, size_t len)
@@ -237,6 +278,7 @@ static int h2_io_write(h2_io *io)
             return H2_IO_CLOSED;
         }
         io->out_off += (size_t)n;
+        io->written += (uint64_t)n;
         metrics_bytes_sent((size_t)n);
     }
 }

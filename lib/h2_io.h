@@ -11,6 +11,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "buf.h"
+#include "h2_seen.h"
 
 typedef struct h2_io {
     int fd;
@@ -22,7 +23,15 @@ typedef struct h2_io {
     uint8_t *bulk;    /* read buffer for bulk transfers, kept until h2_io_idle */
     int bulk_release; /* h2_io_idle was asked for while busy */
     int bulk_keep;    /* ... and whether to keep the buffers as spares */
+    uint64_t written; /* bytes written to the socket so far: progress, for stall checks */
+    int check_closed; /* server: frames on closed client streams end the connection */
+    h2_seen seen;     /* ... told by what the frame headers said (h2_seen.h) */
 } h2_io;
+
+/* Server sessions: answer DATA or HEADERS on a client stream nghttp2 has
+ * closed and forgotten with a connection error, as RFC 9113 §5.1 and
+ * §5.1.1 require (see h2_seen.h). Call before the preface is fed. */
+void h2_io_check_closed_streams(h2_io *io);
 
 enum h2_io_result {
     H2_IO_OK = 0,        /* nothing more to do until the next event */

@@ -64,14 +64,20 @@ static void http1_error(http1_conn *h, int status, const char *text)
     http1_respond(h, 0, &r);
 }
 
-/* The head is complete: parse the request line and answer. */
+/* The head is complete (head_len bytes, at most HTTP1_MAX_REQUEST): parse
+ * the request line in place and answer. Nothing is copied: the line is cut
+ * into method and path by writing NULs into the input buffer, which we own
+ * and no longer need as bytes. */
 static void http1_handle(http1_conn *h, size_t head_len)
 {
-    char line[HTTP1_MAX_REQUEST + 1];
-    const char *eol = memchr(h->in.data, '\r', head_len);
-    size_t n = eol ? (size_t)(eol - h->in.data) : head_len;
-    memcpy(line, h->in.data, n);
-    line[n] = '\0';
+    char *line = h->in.data;
+    char *eol = memchr(line, '\r', head_len);   /* there is one: the head ends in CRLFCRLF */
+    *eol = '\0';
+    size_t n = (size_t)(eol - line);
+    if (memchr(line, '\0', n)) {
+        http1_error(h, 400, "malformed HTTP/1.1 request line");
+        return;
+    }
     char *sp1 = strchr(line, ' ');
     char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
     if (!sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || sp1[1] != '/') {
@@ -94,18 +100,21 @@ static void http1_handle(http1_conn *h, size_t head_len)
     http1_respond(h, head, &r);
 }
 
-/* Reads what there is; answers once the head (up to CRLFCRLF) is in. */
+/* Reads what there is; answers once the head (up to CRLFCRLF) is in. A head
+ * longer than HTTP1_MAX_REQUEST gets 431 whether its end has arrived or not:
+ * the limit is on the head, not on what one read happened to bring. */
 static int http1_read(http1_conn *h)
 {
     char chunk[2048];
     for (;;) {
         const char *end = h->in.len ? memmem(h->in.data, h->in.len, "\r\n\r\n", 4) : NULL;
-        if (end) {
-            http1_handle(h, (size_t)(end - h->in.data) + 4);
+        size_t head_len = end ? (size_t)(end - h->in.data) + 4 : h->in.len;
+        if (head_len > HTTP1_MAX_REQUEST) {
+            http1_error(h, 431, "request head larger than 8 KiB");
             return 0;
         }
-        if (h->in.len > HTTP1_MAX_REQUEST) {
-            http1_error(h, 431, "request head larger than 8 KiB");
+        if (end) {
+            http1_handle(h, head_len);
             return 0;
         }
         ssize_t n = read(h->fd, chunk, sizeof chunk);

@@ -22,6 +22,7 @@ typedef struct loop_slot {
     loop_fd_fn *fn;
     void *ctx;
     uint32_t events;   /* 0: not watched */
+    uint32_t gen;      /* bumped each time a new owner starts watching this fd */
 } loop_slot;
 
 struct loop {
@@ -39,6 +40,14 @@ int64_t loop_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t loop_deadline_ns(int64_t delay_ns)
+{
+    int64_t now = loop_now_ns();
+    if (delay_ns <= 0)
+        return now;
+    return delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
 }
 
 /* Programs the timerfd for the earliest timer, unless it already fires no
@@ -131,17 +140,38 @@ static int loop_grow(loop *l, int fd)
     return 0;
 }
 
+/* An event carries the fd and the generation of its watcher. A handler may
+ * close a descriptor and a later handler of the same epoll_wait batch may
+ * get its number again (a spawn's pipe, an accept): the old descriptor's
+ * pending event then names the new owner's fd, but not its generation, and
+ * is dropped instead of handing a stale EPOLLHUP or EPOLLIN to the new
+ * owner (nginx's instance bit, widened to 32 bits). */
+static uint64_t loop_event_tag(int fd, uint32_t gen)
+{
+    return (uint64_t)gen << 32 | (uint32_t)fd;
+}
+
 int loop_watch(loop *l, int fd, uint32_t events, loop_fd_fn *fn, void *ctx)
 {
     if (fd < 0 || loop_grow(l, fd) < 0)
         return -1;
     loop_slot *s = &l->slots[fd];
-    struct epoll_event ev = {.events = events, .data.fd = fd};
     int op = s->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (epoll_ctl(l->epfd, op, fd, &ev) < 0) {
+    uint32_t gen = op == EPOLL_CTL_ADD ? s->gen + 1 : s->gen;
+    struct epoll_event ev = {.events = events, .data.u64 = loop_event_tag(fd, gen)};
+    int rv = epoll_ctl(l->epfd, op, fd, &ev);
+    if (rv < 0 && op == EPOLL_CTL_MOD && errno == ENOENT) {
+        /* closed without loop_unwatch (which left epoll with the close) and
+         * reused: a new owner */
+        gen = s->gen + 1;
+        ev.data.u64 = loop_event_tag(fd, gen);
+        rv = epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (rv < 0) {
         log_error("epoll_ctl(fd %d): %s", fd, strerror(errno));
         return -1;
     }
+    s->gen = gen;
     /* a watched fd must never have events == 0: EPOLLERR keeps it marked */
     s->events = events | EPOLLERR;
     s->fn = fn;
@@ -155,7 +185,7 @@ void loop_unwatch(loop *l, int fd)
         return;
     if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL) < 0)
         log_error("epoll_ctl(DEL fd %d): %s", fd, strerror(errno));
-    l->slots[fd] = (loop_slot){0};
+    l->slots[fd] = (loop_slot){.gen = l->slots[fd].gen};
 }
 
 loop_timer *loop_timer_add(loop *l, int64_t delay_ns, loop_timer_fn *fn, void *ctx)
@@ -163,7 +193,7 @@ loop_timer *loop_timer_add(loop *l, int64_t delay_ns, loop_timer_fn *fn, void *c
     loop_timer *t = malloc(sizeof *t);
     if (!t)
         return NULL;
-    t->due_ns = loop_now_ns() + (delay_ns > 0 ? delay_ns : 0);
+    t->due_ns = loop_deadline_ns(delay_ns);
     t->fn = fn;
     t->ctx = ctx;
     loop_timer **p = &l->timers;
@@ -202,9 +232,10 @@ int loop_run(loop *l)
             return -1;
         }
         for (int i = 0; i < n && !l->stop; i++) {
-            int fd = evs[i].data.fd;
-            if (fd >= l->n_slots || !l->slots[fd].events)
-                continue;   /* unwatched earlier in this round */
+            int fd = (int)(uint32_t)evs[i].data.u64;
+            uint32_t gen = (uint32_t)(evs[i].data.u64 >> 32);
+            if (fd >= l->n_slots || !l->slots[fd].events || l->slots[fd].gen != gen)
+                continue;   /* unwatched, or closed and reused, earlier in this round */
             loop_slot s = l->slots[fd];
             s.fn(l, fd, evs[i].events, s.ctx);
         }

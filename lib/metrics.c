@@ -32,7 +32,35 @@ static struct {
     uint64_t exits[METRICS_EXITS];
     uint64_t signals[METRICS_SIGNALS];
     uint64_t bytes_in, bytes_out;
+    uint64_t counters[METRIC_COUNTERS];
 } stats;
+
+static const struct {
+    const char *name, *help;
+} counter_info[METRIC_COUNTERS] = {
+    [METRIC_ACCEPT_PAUSES] = {"krm_accept_pauses_total",
+                              "Times accepting paused: out of file descriptors or memory."},
+    [METRIC_STREAMS_REFUSED] = {"krm_streams_refused_total",
+                                "Streams refused (REFUSED_STREAM): the connection's call slots "
+                                "were taken, cancelled calls included until their function is reaped."},
+    [METRIC_REQUESTS_OVER_BUDGET] = {"krm_requests_over_budget_total",
+                                     "Requests refused (RESOURCE_EXHAUSTED): unfinished requests "
+                                     "already held the connection's or the server's byte budget."},
+    [METRIC_SEND_STALLS] = {"krm_send_stalls_total",
+                            "Streams reset: the response could not be sent for the stall limit or "
+                            "past the call's deadline (the client did not read it)."},
+    [METRIC_CALLS_QUEUED] = {"krm_function_calls_queued_total",
+                             "Calls that waited for a function slot (--max-concurrent-functions)."},
+    [METRIC_CALLS_REFUSED_BUSY] = {"krm_function_calls_refused_total",
+                                   "Calls refused (RESOURCE_EXHAUSTED): every function slot and "
+                                   "wait-queue place was taken."},
+};
+
+void metrics_count(metrics_counter which)
+{
+    if (which < METRIC_COUNTERS)
+        stats.counters[which]++;
+}
 
 static method_stats *stats_for(const rpc_method *m)
 {
@@ -157,4 +185,8 @@ void metrics_render(buf *out, size_t in_flight)
                 "Buffers kept for the next large call; freed 2 s after the last call.");
     buf_printf(out, "krm_spare_memory_bytes{kind=\"call\"} %zu\n", buf_spares_bytes());
     buf_printf(out, "krm_spare_memory_bytes{kind=\"connection\"} %zu\n", h2_io_spare_bytes());
+    for (int i = 0; i < METRIC_COUNTERS; i++) {
+        render_help(out, counter_info[i].name, "counter", counter_info[i].help);
+        buf_printf(out, "%s %llu\n", counter_info[i].name, (unsigned long long)stats.counters[i]);
+    }
 }

@@ -16,6 +16,19 @@
 #include "buf.h"
 #include "rpc.h"
 
+/* Plain event counters (krm_*_total), each counted where it happens. */
+typedef enum metrics_counter {
+    METRIC_ACCEPT_PAUSES,        /* accept() ran out of descriptors or memory: paused */
+    METRIC_STREAMS_REFUSED,      /* new streams refused: the connection's slots are taken */
+    METRIC_REQUESTS_OVER_BUDGET, /* requests refused: too many bytes of unfinished requests */
+    METRIC_SEND_STALLS,          /* streams reset: the client took no response bytes */
+    METRIC_CALLS_QUEUED,         /* calls that waited for a function slot */
+    METRIC_CALLS_REFUSED_BUSY,   /* calls refused: every function slot and queue place taken */
+    METRIC_COUNTERS
+} metrics_counter;
+
+void metrics_count(metrics_counter which);
+
 void metrics_call_started(const rpc_method *m);
 /* code: the final gRPC status (CANCELLED when the client went away). */
 void metrics_call_handled(const rpc_method *m, int code, int64_t duration_ns);

@@ -69,7 +69,10 @@ struct rpc_call {
     int finished;                 /* final status decided */
     int ended;                    /* method->end has run */
     int reset_after_status;       /* RST_STREAM(NO_ERROR) once the status is sent */
+    size_t reserved;              /* of the pending-request budgets: the message's size */
     loop_timer *deadline_timer;
+    loop_timer *stall_timer;      /* the response body waits on the client's window */
+    size_t stall_left;            /* body bytes not yet sent at the last stall check */
     struct grpc_reader *reader;
     rpc_segment segs[RPC_MAX_SEGMENTS];
     int n_segs, seg_index;
@@ -95,6 +98,17 @@ void rpc_fail(rpc_call *c, int code, const char *message);
 /* Server streaming: queue one message; rpc_finish ends the stream. */
 void rpc_send(rpc_call *c, const void *msg, size_t len);
 void rpc_finish(rpc_call *c, int code, const char *message);
+
+/* Work can outlive its stream: a cancelled function takes up to its kill
+ * grace to die. Holding the stream's slot until then keeps the connection's
+ * count of calls (SETTINGS_MAX_CONCURRENT_STREAMS) honest, so a client that
+ * sends calls and resets them at once cannot start work faster than the
+ * old work stops (the "rapid reset" pattern, CVE-2023-44487). Take the hold
+ * in `end`; release it when the work has stopped. NULL when out of memory
+ * (nothing is held then); the hold outlives the connection harmlessly. */
+typedef struct rpc_slot_hold rpc_slot_hold;
+rpc_slot_hold *rpc_hold_slot(rpc_call *c);
+void rpc_release_slot(rpc_slot_hold *h);
 
 /* Server-wide facts handlers need. */
 int server_is_draining(const server *s);

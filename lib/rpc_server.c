@@ -57,6 +57,8 @@
 #define SERVER_HANDSHAKE_NS (10 * 1000000000LL) /* preface + SETTINGS must arrive by then */
 #define SERVER_SPARES_IDLE_NS (2 * 1000000000LL)  /* spare memory is kept this long after the last call */
 #define SERVER_LARGE_MESSAGE (1024 * 1024)  /* a call this big: its connection's buffers become spares */
+#define SERVER_ACCEPT_BACKOFF_NS (100 * 1000000LL) /* out of descriptors: next accept try */
+#define SERVER_SEND_STALL_NS (30 * 1000000000LL)    /* default of rpc_server_config.send_stall_ns */
 
 static const uint8_t drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
@@ -74,12 +76,18 @@ typedef struct conn {
     http1_conn *h1;
     h2_io io;
     rpc_call *calls;
+    size_t n_calls;        /* in `calls` */
+    struct rpc_slot_hold *holds;   /* slots of ended calls whose work goes on */
+    size_t n_holds;
+    size_t pending_bytes;  /* reserved by this connection's unfinished requests */
     int final_goaway;      /* last-stream-id GOAWAY sent */
     uint32_t watching;     /* events the loop watches for */
     int got_settings;      /* the client's SETTINGS arrived: handshake done */
     int closing;
     loop_timer *handshake_timer;
     loop_timer *idle_timer;   /* armed while the connection has no calls */
+    loop_timer *write_timer;  /* armed while the socket does not take our bytes */
+    uint64_t written_at_check;
     int large_call;           /* a message of SERVER_LARGE_MESSAGE or more since idle */
     struct conn *next;
 } conn;
@@ -92,6 +100,7 @@ struct server {
     int port;
     conn *conns;
     size_t active_calls;   /* unary calls not yet freed (Watch excluded) */
+    size_t pending_bytes;  /* reserved by all unfinished requests */
     int draining;
     int stopping;          /* grace expired: calls are being cancelled */
     loop_timer *grace_timer;
@@ -99,6 +108,9 @@ struct server {
     loop_timer *exit_timer;
     loop_timer *drain_step_timer;
     loop_timer *spares_timer;   /* armed while idle with spare memory held */
+    int accept_paused;          /* the listener is not watched: out of descriptors */
+    int64_t accept_trouble_ns;  /* when accepting last started failing; 0: it works */
+    loop_timer *accept_timer;   /* retries accepting while paused */
 };
 
 static void conn_flush(conn *c);
@@ -106,6 +118,7 @@ static void conn_close(conn *c);
 static void server_spares_idle(server *s, int parked);
 static void conn_arm_idle(conn *c);
 static void server_check_drained(server *s);
+static void server_resume_accept(server *s);
 
 /* ---- helpers for handlers ---------------------------------------------- */
 
@@ -127,6 +140,7 @@ static rpc_call *call_new(conn *cn, int32_t stream_id)
     c->started_ns = loop_now_ns();
     c->next_in_conn = cn->calls;
     cn->calls = c;
+    cn->n_calls++;
     loop_timer_cancel(cn->srv->loop, cn->idle_timer);
     cn->idle_timer = NULL;
     return c;
@@ -142,6 +156,58 @@ static void call_end_handler(rpc_call *c)
         c->method->end(c, c->finished);
 }
 
+/* ---- the budget of unfinished requests ---------------------------------------
+ *
+ * A request's bytes are held until its message is whole, and a client
+ * decides how many requests it leaves unfinished: without a bound, 100
+ * streams each declaring 6 MB and sending all but the last byte hold
+ * 600 MB, per connection. As soon as a message's 5-byte prefix arrives
+ * (before its body is buffered) its declared size is reserved against the
+ * connection's budget and the server's; a message that does not fit is
+ * refused with RESOURCE_EXHAUSTED and its bytes are dropped as they come.
+ * A whole message leaves the budget: it is the handler's then, bounded by
+ * the function slots and their queue. Small messages that arrive in one
+ * piece never touch it. */
+static int call_reserve(rpc_call *c, size_t n)
+{
+    conn *cn = c->conn;
+    server *s = c->srv;
+    const rpc_server_config *cfg = s->cfg;
+    if ((cfg->max_pending_conn_bytes && n > cfg->max_pending_conn_bytes - cn->pending_bytes) ||
+        (cfg->max_pending_bytes && n > cfg->max_pending_bytes - s->pending_bytes))
+        return -1;
+    c->reserved = n;
+    cn->pending_bytes += n;
+    s->pending_bytes += n;
+    return 0;
+}
+
+static void call_unreserve(rpc_call *c)
+{
+    c->conn->pending_bytes -= c->reserved;
+    c->srv->pending_bytes -= c->reserved;
+    c->reserved = 0;
+}
+
+static void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message);
+
+static void call_refuse_over_budget(rpc_call *c, size_t n)
+{
+    const rpc_server_config *cfg = c->srv->cfg;
+    buf msg = {0};
+    buf_printf(&msg, "grpc: too many bytes of unfinished requests: this message declares %zu "
+               "bytes, and %zu of %zu bytes for this connection "
+               "(--max-pending-request-bytes-per-connection) and %zu of %zu for all "
+               "(--max-pending-request-bytes) are held by requests still arriving; send it "
+               "again once they are done", n, c->conn->pending_bytes, cfg->max_pending_conn_bytes,
+               c->srv->pending_bytes, cfg->max_pending_bytes);
+    metrics_count(METRIC_REQUESTS_OVER_BUDGET);
+    call_end_handler(c);   /* a method started on it (streaming) stops */
+    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg.data ? msg.data : "over budget");
+    buf_free(&msg);
+    grpc_reader_free(c->reader);   /* what arrived of it goes now */
+}
+
 static void call_free(rpc_call *c)
 {
     conn *cn = c->conn;
@@ -149,14 +215,17 @@ static void call_free(rpc_call *c)
     for (rpc_call **p = &cn->calls; *p; p = &(*p)->next_in_conn)
         if (*p == c) {
             *p = c->next_in_conn;
+            cn->n_calls--;
             break;
         }
     call_end_handler(c);
     loop_timer_cancel(c->srv->loop, c->deadline_timer);
+    loop_timer_cancel(c->srv->loop, c->stall_timer);
     if (c->method)
         metrics_call_handled(c->method, c->finished ? c->status : GRPC_CANCELLED,
                              loop_now_ns() - c->started_ns);
     c->srv->active_calls -= (size_t)c->counted;
+    call_unreserve(c);
     if (c->reader) {
         grpc_reader_free(c->reader);
         free(c->reader);
@@ -176,6 +245,47 @@ static void call_free(rpc_call *c)
     }
     if (srv->active_calls == 0)
         server_spares_idle(srv, parked);
+}
+
+/* ---- slots held past the end of a call (see rpc.h) ------------------------- */
+
+struct rpc_slot_hold {
+    conn *conn;                  /* NULL once the connection is gone */
+    struct rpc_slot_hold *next, **pprev;
+};
+
+rpc_slot_hold *rpc_hold_slot(rpc_call *c)
+{
+    rpc_slot_hold *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    conn *cn = c->conn;
+    h->conn = cn;
+    h->next = cn->holds;
+    if (cn->holds)
+        cn->holds->pprev = &h->next;
+    h->pprev = &cn->holds;
+    cn->holds = h;
+    cn->n_holds++;
+    return h;
+}
+
+static void hold_unlink(rpc_slot_hold *h)
+{
+    *h->pprev = h->next;
+    if (h->next)
+        h->next->pprev = h->pprev;
+    h->conn->n_holds--;
+    h->conn = NULL;
+}
+
+void rpc_release_slot(rpc_slot_hold *h)
+{
+    if (!h)
+        return;
+    if (h->conn)
+        hold_unlink(h);
+    free(h);
 }
 
 /* ---- responses ----------------------------------------------------------- */
@@ -335,6 +445,8 @@ static void reset_if_client_still_sending(rpc_call *c)
     c->reset_after_status = 1;
 }
 
+/* The status is decided. The deadline timer stays: the response may still
+ * wait for the client to read it, and the deadline bounds that too. */
 static void call_settle(rpc_call *c, int code, const char *message)
 {
     c->finished = 1;
@@ -342,8 +454,45 @@ static void call_settle(rpc_call *c, int code, const char *message)
     buf_reset(&c->status_message);
     if (message)
         buf_append_str(&c->status_message, message);
-    loop_timer_cancel(c->srv->loop, c->deadline_timer);
-    c->deadline_timer = NULL;
+}
+
+/* A response the client does not take (it never opens its flow-control
+ * window) would keep the call, and the function's output it borrows, for
+ * as long as the connection lives. Reset the stream: on_stream_close frees
+ * all of it. */
+static void call_reset_unsent(rpc_call *c, const char *why)
+{
+    log_v(2, "stream %d %s: %s; resetting it (%zu response bytes unsent)", c->stream_id,
+          c->path ? c->path : "", why, call_body_left(c));
+    metrics_count(METRIC_SEND_STALLS);
+    nghttp2_submit_rst_stream(c->conn->io.session, NGHTTP2_FLAG_NONE, c->stream_id,
+                              NGHTTP2_CANCEL);
+    conn_flush(c->conn);
+}
+
+/* Every SERVER_SEND_STALL_NS while a response body is queued: reset the
+ * stream if not one byte of it went out since the last look. */
+static void call_check_stall(loop *l, void *ctx)
+{
+    rpc_call *c = ctx;
+    c->stall_timer = NULL;
+    size_t left = call_body_left(c);
+    if (!left)
+        return;   /* all handed to the connection; its own write check goes on */
+    if (left == c->stall_left) {
+        call_reset_unsent(c, "the client took no response byte for --stalled-send-timeout");
+        return;
+    }
+    c->stall_left = left;
+    c->stall_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, call_check_stall, c);
+}
+
+static void call_watch_stall(rpc_call *c)
+{
+    if (c->stall_timer)
+        return;
+    c->stall_left = call_body_left(c);
+    c->stall_timer = loop_timer_add(c->srv->loop, c->srv->cfg->send_stall_ns, call_check_stall, c);
 }
 
 /* Error status from the transport itself, with a given HTTP status. */
@@ -404,6 +553,7 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
             c->segs[c->n_segs++] = segs[i];
     c->body_final = 1;
     submit_headers_with_body(c);
+    call_watch_stall(c);
     conn_flush(c->conn);
 }
 
@@ -419,6 +569,7 @@ void rpc_send(rpc_call *c, const void *msg, size_t len)
         submit_headers_with_body(c);
     else
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
+    call_watch_stall(c);
     conn_flush(c->conn);
 }
 
@@ -461,6 +612,10 @@ static void call_deadline_passed(loop *l, void *ctx)
     (void)l;
     rpc_call *c = ctx;
     c->deadline_timer = NULL;
+    if (c->finished) {
+        call_reset_unsent(c, "deadline passed before the client read the response");
+        return;
+    }
     log_v(2, "stream %d %s: deadline exceeded (grpc-timeout %s); cancelling", c->stream_id,
           c->path, c->timeout_text);
     call_end_handler(c);   /* the handler stops its work (kills the function) */
@@ -508,7 +663,7 @@ static void call_check_headers(rpc_call *c)
         }
         grpc_reader_init(c->reader, c->srv->cfg->max_message);
         if (c->timeout_text) {
-            c->deadline_ns = loop_now_ns() + timeout_ns;
+            c->deadline_ns = loop_deadline_ns(timeout_ns);
             c->deadline_timer = loop_timer_add(c->srv->loop, timeout_ns, call_deadline_passed, c);
         }
     }
@@ -531,6 +686,7 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
     }
     c->started = 1;
     c->conn->large_call |= len >= SERVER_LARGE_MESSAGE;
+    call_unreserve(c);   /* whole: the handler's now */
     c->method->handle(c, msg, len);
     return 0;
 }
@@ -566,6 +722,9 @@ static void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
         }
     } else if (rv == -2 && !c->finished) {
         call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
+    } else if (rv == 0 && !c->finished && c->reader->state == GRPC_READER_BODY && !c->reserved &&
+               call_reserve(c, c->reader->msg_len) < 0) {
+        call_refuse_over_budget(c, c->reader->msg_len);
     } else if (rv == 0) {
         call_report_progress(c);
     }
@@ -600,6 +759,19 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
     conn *cn = user_data;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
+    if (cn->n_calls + cn->n_holds >= cn->srv->cfg->max_streams) {
+        /* nghttp2 counts open streams only; ended calls whose functions
+         * are still dying count too (rpc_hold_slot). REFUSED_STREAM: no
+         * work was done, the client may retry (RFC 9113 §8.7). */
+        log_v(3, "stream %d refused: %zu calls and %zu cancelled calls still stopping hold all "
+              "%u slots of the connection", frame->hd.stream_id, cn->n_calls, cn->n_holds,
+              cn->srv->cfg->max_streams);
+        metrics_count(METRIC_STREAMS_REFUSED);
+        return nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                         NGHTTP2_REFUSED_STREAM) == 0
+                   ? 0
+                   : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
     rpc_call *c = call_new(cn, frame->hd.stream_id);
     if (!c)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -726,6 +898,24 @@ static nghttp2_session_callbacks *server_callbacks(void)
 
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
 
+/* The socket has not taken our bytes for a while: the client does not
+ * read. Close once a whole SERVER_SEND_STALL_NS passed without one byte
+ * written (a slow reader that makes progress keeps its connection). */
+static void conn_check_write_stall(loop *l, void *ctx)
+{
+    conn *c = ctx;
+    c->write_timer = NULL;
+    if (c->io.written == c->written_at_check) {
+        log_v(2, "connection fd %d: the client read nothing for --stalled-send-timeout; closing",
+              c->io.fd);
+        metrics_count(METRIC_SEND_STALLS);
+        conn_close(c);
+        return;
+    }
+    c->written_at_check = c->io.written;
+    c->write_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, conn_check_write_stall, c);
+}
+
 /* Write what the session has queued, then close the connection if it is
  * done, or watch for writability if the socket is full. */
 static void conn_flush(conn *c)
@@ -738,6 +928,14 @@ static void conn_flush(conn *c)
     if (rv == H2_IO_CLOSED || (rv == H2_IO_OK && h2_io_finished(&c->io))) {
         conn_close(c);
         return;
+    }
+    if (rv == H2_IO_BLOCKED && !c->write_timer) {
+        c->written_at_check = c->io.written;
+        c->write_timer = loop_timer_add(c->srv->loop, c->srv->cfg->send_stall_ns,
+                                        conn_check_write_stall, c);
+    } else if (rv == H2_IO_OK && c->write_timer) {
+        loop_timer_cancel(c->srv->loop, c->write_timer);
+        c->write_timer = NULL;
     }
     uint32_t want = LOOP_READ | (rv == H2_IO_BLOCKED ? LOOP_WRITE : 0);
     if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
@@ -774,6 +972,24 @@ static void conn_http1_io(conn *c)
         c->watching = want;
 }
 
+/* 1: the bytes start with an HTTP/1.1 method and a space, 0: they may
+ * still, -1: they cannot. */
+static int http1_method_prefix(const uint8_t *p, size_t n)
+{
+    static const char *const methods[] = {"GET ", "HEAD ", "POST ", "PUT ", "DELETE ",
+                                          "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
+    int maybe = 0;
+    for (size_t i = 0; i < sizeof methods / sizeof *methods; i++) {
+        size_t m = strlen(methods[i]);
+        if (!memcmp(p, methods[i], n < m ? n : m)) {
+            if (n >= m)
+                return 1;
+            maybe = 1;
+        }
+    }
+    return maybe ? 0 : -1;
+}
+
 /* Reads the first bytes and decides the protocol. Returns -1 when the
  * connection is to be closed (peer gone, or neither protocol). */
 static int conn_sniff(conn *c)
@@ -790,9 +1006,17 @@ static int conn_sniff(conn *c)
         c->mode = CONN_HTTP2;
         return h2_io_feed(&c->io, c->first, c->first_len) == H2_IO_CLOSED ? -1 : 0;
     }
-    if (c->first[0] < 'A' || c->first[0] > 'Z') {
-        log_v(2, "connection fd %d: neither HTTP/2 nor HTTP/1.1 (first byte 0x%02x%s); closing",
-              c->io.fd, c->first[0], c->first[0] == 0x16 ? ", a TLS handshake?" : "");
+    int h1 = http1_method_prefix(c->first, c->first_len);
+    if (h1 == 0)
+        return 0;   /* may still become "GET ": wait for more */
+    if (h1 < 0) {
+        /* RFC 9113 §3.4: a bad preface is a connection error, and the
+         * GOAWAY may be left out for a peer that does not speak HTTP/2;
+         * an HTTP/1.1 answer would be read as a frame header by one that
+         * does */
+        log_v(2, "connection fd %d: neither the HTTP/2 preface nor an HTTP/1.1 request "
+              "(first byte 0x%02x%s); closing", c->io.fd, c->first[0],
+              c->first[0] == 0x16 ? ", a TLS handshake?" : "");
         return -1;
     }
     c->mode = CONN_HTTP1;
@@ -833,12 +1057,17 @@ static void conn_close(conn *c)
     c->closing = 1;            /* no idle timer from the calls freed below */
     while (c->calls)
         call_free(c->calls);   /* a lost connection cancels its calls */
+    while (c->holds)
+        hold_unlink(c->holds);   /* their work goes on; nothing to hold for */
     loop_timer_cancel(s->loop, c->handshake_timer);
     loop_timer_cancel(s->loop, c->idle_timer);
+    loop_timer_cancel(s->loop, c->write_timer);
     log_v(4, "connection fd %d closed", c->io.fd);
     http1_free(c->h1);
     h2_io_free(&c->io);
     free(c);
+    if (s->accept_paused)
+        server_resume_accept(s);   /* its descriptor is free: the next one may come in */
     if (s->draining)
         server_check_drained(s);
 }
@@ -930,6 +1159,8 @@ static int conn_start_session(conn *c)
     nghttp2_option_del(opt);
     if (rv != 0)
         return -1;
+    /* ... so h2_io tells frames on forgotten streams apart itself */
+    h2_io_check_closed_streams(&c->io);
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->srv->cfg->max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SERVER_WINDOW},
@@ -942,6 +1173,48 @@ static int conn_start_session(conn *c)
     return 0;
 }
 
+static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx);
+
+static void server_resume_accept(server *s)
+{
+    loop_timer_cancel(s->loop, s->accept_timer);
+    s->accept_timer = NULL;
+    if (!s->accept_paused || s->listen_fd < 0)
+        return;
+    if (loop_watch(s->loop, s->listen_fd, LOOP_READ, server_on_accept, s) == 0)
+        s->accept_paused = 0;
+}
+
+static void server_accept_retry(loop *l, void *ctx)
+{
+    (void)l;
+    server *s = ctx;
+    s->accept_timer = NULL;
+    server_resume_accept(s);
+}
+
+/* accept() failed for want of descriptors or memory. The connection stays
+ * in the backlog and the level-triggered listener would wake us again at
+ * once: a busy loop and a log line each time. Stop watching it until a
+ * connection of ours closes or SERVER_ACCEPT_BACKOFF_NS passes (a
+ * function's pipes may free descriptors too), and log once per episode. */
+static void server_pause_accept(server *s, int err)
+{
+    if (!s->accept_trouble_ns) {
+        s->accept_trouble_ns = loop_now_ns();
+        metrics_count(METRIC_ACCEPT_PAUSES);
+        log_error("accept: %s; new connections wait until descriptors or memory are free "
+                  "(retrying every %lld ms, and whenever a connection closes)",
+                  strerror(err), SERVER_ACCEPT_BACKOFF_NS / 1000000);
+    }
+    if (!s->accept_paused) {
+        loop_unwatch(s->loop, s->listen_fd);
+        s->accept_paused = 1;
+    }
+    if (!s->accept_timer)
+        s->accept_timer = loop_timer_add(s->loop, SERVER_ACCEPT_BACKOFF_NS, server_accept_retry, s);
+}
+
 static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
@@ -951,9 +1224,16 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         if (cfd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                log_error("accept: %s", strerror(errno));   /* e.g. EMFILE: retry later */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                server_pause_accept(s, errno);
+            else if (errno != EAGAIN && errno != EWOULDBLOCK)
+                log_error("accept: %s", strerror(errno));
             return;
+        }
+        if (s->accept_trouble_ns) {
+            log_info("accepting connections again after %lld ms",
+                     (long long)((loop_now_ns() - s->accept_trouble_ns) / 1000000));
+            s->accept_trouble_ns = 0;
         }
         int one = 1;
         setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -1028,6 +1308,8 @@ server *server_new(loop *l, const rpc_server_config *cfg)
         return NULL;
     s->loop = l;
     s->cfg_copy = *cfg;
+    if (s->cfg_copy.send_stall_ns <= 0)
+        s->cfg_copy.send_stall_ns = SERVER_SEND_STALL_NS;
     s->cfg = &s->cfg_copy;
     s->listen_fd = -1;
     return s;
@@ -1058,6 +1340,8 @@ int server_port(const server *s) { return s->port; }
 
 static void server_close_listener(server *s)
 {
+    loop_timer_cancel(s->loop, s->accept_timer);
+    s->accept_timer = NULL;
     if (s->listen_fd < 0)
         return;
     loop_unwatch(s->loop, s->listen_fd);

@@ -4,11 +4,14 @@
 #ifndef KRM_RPC_SERVER_H
 #define KRM_RPC_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "buf.h"
 #include "loop.h"
 #include "rpc.h"
+
+#define RPC_LIMIT_DEFAULT SIZE_MAX   /* a count left to its default, where 0 is a value */
 
 typedef struct rpc_server_config {
     int port;                    /* 0: any free port */
@@ -16,6 +19,19 @@ typedef struct rpc_server_config {
     uint32_t max_streams;        /* concurrent calls per connection */
     int64_t idle_timeout_ns;     /* close connections without calls; 0: never */
     int64_t shutdown_grace_ns;   /* in-flight calls get this long after SIGTERM */
+    int64_t send_stall_ns;       /* a response no byte of which moves this long is reset,
+                                    a connection that reads nothing this long closed; 0: 30 s */
+    /* Bytes of request messages still arriving (each message's declared
+     * size, reserved when its prefix arrives, released once it is whole):
+     * per connection and in all. 0: no limit. */
+    size_t max_pending_conn_bytes;
+    size_t max_pending_bytes;
+    /* Function processes at once, and calls that may wait for one (for
+     * fn_server, which configures fn_slots; the transport ignores them).
+     * fn_server_run fills in 0 (max_waiting: RPC_LIMIT_DEFAULT) and 0
+     * pending-byte budgets with their defaults. */
+    size_t max_functions;
+    size_t max_waiting;
     const rpc_method *const *methods;   /* NULL-terminated */
     void *app;                   /* the handlers' shared state (server_app) */
 } rpc_server_config;

@@ -105,6 +105,23 @@ static void eval_done(ev_call *call, const ev_result *r, void *ctx)
     rpc_fail(c, r->code, r->message);
 }
 
+/* The transport's slot for the stream stays taken until the cancelled
+ * function is reaped (rpc_hold_slot). */
+static void eval_function_gone(void *ctx)
+{
+    rpc_release_slot(ctx);
+}
+
+static void eval_cancel(rpc_call *c, eval_state *st)
+{
+    ev_call *call = st->call;
+    st->call = NULL;
+    if (!call)
+        return;
+    rpc_slot_hold *hold = rpc_hold_slot(c);
+    ev_call_cancel_notify(call, hold ? eval_function_gone : NULL, hold);
+}
+
 /* The call's state, made by the first of progress and handle. */
 static eval_state *eval_state_of(rpc_call *c)
 {
@@ -159,8 +176,7 @@ static int eval_keep_streaming(rpc_call *c, eval_state *st)
         return 1;
     log_v(3, "stream %d: a later resource_list field replaced the one the function was "
           "started on; starting it again", c->stream_id);
-    ev_call_cancel(st->call);
-    st->call = NULL;
+    eval_cancel(c, st);
     return 0;
 }
 
@@ -178,8 +194,7 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
     }
     if (pb_eval_request_decode((const uint8_t *)st->msg.data, st->msg.len, &st->req, why,
                                sizeof why) < 0) {
-        ev_call_cancel(st->call);   /* a function started early must not answer */
-        st->call = NULL;
+        eval_cancel(c, st);   /* a function started early must not answer */
         snprintf(text, sizeof text, "grpc: error unmarshalling request: the "
                  "EvaluateFunctionRequest is not valid protobuf (%s)", why);
         rpc_fail(c, GRPC_INTERNAL, text);
@@ -206,12 +221,10 @@ static void eval_end(rpc_call *c, int finished)
     if (!st)
         return;
     /* The evaluator's result is borrowed by the reply until now. */
-    if (st->call) {
-        if (st->delivered)
-            ev_call_free(st->call);
-        else
-            ev_call_cancel(st->call);
-    }
+    if (st->call && st->delivered)
+        ev_call_free(st->call);
+    else
+        eval_cancel(c, st);
     pb_eval_request_free(&st->req);
     buf_free(&st->msg);
     free(st);

@@ -44,11 +44,26 @@ static const char serve_usage[] =
     "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
     "  --idle-timeout DUR           close idle connections after this; 0 never (default 5m)\n"
     "  --shutdown-grace DUR         SIGTERM: time in-flight calls get (default 10s)\n"
+    "  --stalled-send-timeout DUR   reset a response the client takes nothing of for this\n"
+    "                               long, close a connection that reads nothing (30s)\n"
+    "  --max-concurrent-functions N function processes at once (default: twice the CPUs,\n"
+    "                               at least 4); further calls wait\n"
+    "  --max-waiting-calls N        calls that may wait; more get RESOURCE_EXHAUSTED\n"
+    "                               (default: 64 x --max-concurrent-functions,\n"
+    "                               at least 1024)\n"
+    "  --max-pending-request-bytes N\n"
+    "                               bytes of requests still arriving, all connections,\n"
+    "                               and (separately) of requests waiting for a function\n"
+    "                               (default: 16 x --max-request-body-size)\n"
+    "  --max-pending-request-bytes-per-connection N\n"
+    "                               the same for one connection (default: 4 x\n"
+    "                               --max-request-body-size)\n"
     "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
     const char *port, *config, *functions, *prefix, *disable, *max_message, *max_streams;
     const char *idle, *grace, *log_level;
+    const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
 } serve_opts;
 
 typedef struct runner {
@@ -169,13 +184,20 @@ static int parse_uint_flag(const char *flag, const char *text, unsigned long lon
 static int serve_configure(runner *r, const serve_opts *o)
 {
     unsigned long long port = 9445, max_msg = 6291456, streams = 1000, level = 2;
-    int64_t idle = 5LL * 60 * 1000000000, grace = 10LL * 1000000000;
+    unsigned long long functions = 0, waiting = RPC_LIMIT_DEFAULT, pending = 0, pending_conn = 0;
+    int64_t idle = 5LL * 60 * 1000000000, grace = 10LL * 1000000000, stall = 0;
     if (parse_uint_flag("--port", o->port, 0, 65535, &port) < 0 ||
         parse_uint_flag("--max-request-body-size", o->max_message, 1, 2147483647ULL, &max_msg) < 0 ||
         parse_uint_flag("--max-concurrent-streams", o->max_streams, 1, 100000, &streams) < 0 ||
         parse_uint_flag("--log-level", o->log_level, 0, 10, &level) < 0 ||
+        parse_uint_flag("--max-concurrent-functions", o->max_functions, 1, 100000, &functions) < 0 ||
+        parse_uint_flag("--max-waiting-calls", o->max_waiting, 0, 1000000, &waiting) < 0 ||
+        parse_uint_flag("--max-pending-request-bytes", o->max_pending, 1, SIZE_MAX, &pending) < 0 ||
+        parse_uint_flag("--max-pending-request-bytes-per-connection", o->max_pending_conn, 1,
+                        SIZE_MAX, &pending_conn) < 0 ||
         parse_duration_flag("--idle-timeout", o->idle, &idle) < 0 ||
         parse_duration_flag("--shutdown-grace", o->grace, &grace) < 0 ||
+        parse_duration_flag("--stalled-send-timeout", o->stall, &stall) < 0 ||
         parse_runtimes(r, o->disable) < 0)
         return -1;
     log_verbosity = (int)level;
@@ -184,7 +206,9 @@ static int serve_configure(runner *r, const serve_opts *o)
     r->prefix = o->prefix ? o->prefix : DEFAULT_PREFIX;
     r->server = (rpc_server_config){
         .port = (int)port, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
-        .idle_timeout_ns = idle, .shutdown_grace_ns = grace,
+        .idle_timeout_ns = idle, .shutdown_grace_ns = grace, .send_stall_ns = stall,
+        .max_functions = (size_t)functions, .max_waiting = (size_t)waiting,
+        .max_pending_bytes = (size_t)pending, .max_pending_conn_bytes = (size_t)pending_conn,
     };
     return 0;
 }
@@ -236,6 +260,10 @@ int cmd_serve(int argc, char **argv)
         {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
         {"--max-request-body-size", &o.max_message}, {"--max-concurrent-streams", &o.max_streams},
         {"--idle-timeout", &o.idle}, {"--shutdown-grace", &o.grace}, {"--log-level", &o.log_level},
+        {"--max-concurrent-functions", &o.max_functions}, {"--max-waiting-calls", &o.max_waiting},
+        {"--max-pending-request-bytes", &o.max_pending},
+        {"--max-pending-request-bytes-per-connection", &o.max_pending_conn},
+        {"--stalled-send-timeout", &o.stall},
         {0},
     };
     int n_pos, help;

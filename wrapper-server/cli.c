@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,22 @@ static const char usage[] =
     "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
     "  --idle-timeout DUR           close connections that had no call for this long;\n"
     "                               0 never (default 5m)\n"
+    "  --stalled-send-timeout DUR   reset a response the client takes no byte of for\n"
+    "                               this long, close a connection that reads nothing\n"
+    "                               for this long (default 30s)\n"
+    "  --max-concurrent-functions N function processes running at once (default: twice\n"
+    "                               the CPUs, at least 4); further calls wait\n"
+    "  --max-waiting-calls N        calls that may wait for a function; more are refused\n"
+    "                               with RESOURCE_EXHAUSTED (default: 64 x the above,\n"
+    "                               at least 1024)\n"
+    "  --max-pending-request-bytes N\n"
+    "                               bytes of requests still arriving, all connections,\n"
+    "                               and (separately) of requests waiting for a function\n"
+    "                               (default: 16 x --max-request-body-size)\n"
+    "  --max-pending-request-bytes-per-connection N\n"
+    "                               the same for one connection (default: 4 x\n"
+    "                               --max-request-body-size); a request past either is\n"
+    "                               refused with RESOURCE_EXHAUSTED\n"
     "  -h, --help                   show this help\n"
     "      --version                show the version\n";
 
@@ -56,6 +73,11 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
         if (duration_parse(value, &ns) < 0)
             return bad_value(text, name, value, "a duration such as 10s or 500ms");
         cfg->shutdown_grace_ns = ns;
+    } else if (!strcmp(name, "--stalled-send-timeout")) {
+        int64_t ns;
+        if (duration_parse(value, &ns) < 0 || ns <= 0)
+            return bad_value(text, name, value, "a duration such as 30s");
+        cfg->send_stall_ns = ns;
     } else if (!strcmp(name, "--idle-timeout")) {
         int64_t ns;
         if (duration_parse(value, &ns) < 0)
@@ -65,6 +87,22 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
         if (parse_uint(value, 100000, &v) < 0 || v == 0)
             return bad_value(text, name, value, "a count 1-100000");
         cfg->max_streams = (uint32_t)v;
+    } else if (!strcmp(name, "--max-concurrent-functions")) {
+        if (parse_uint(value, 100000, &v) < 0 || v == 0)
+            return bad_value(text, name, value, "a count 1-100000");
+        cfg->max_functions = (size_t)v;
+    } else if (!strcmp(name, "--max-waiting-calls")) {
+        if (parse_uint(value, 1000000, &v) < 0)
+            return bad_value(text, name, value, "a count 0-1000000");
+        cfg->max_waiting = (size_t)v;
+    } else if (!strcmp(name, "--max-pending-request-bytes")) {
+        if (parse_uint(value, SIZE_MAX, &v) < 0 || v == 0)
+            return bad_value(text, name, value, "a size in bytes, at least 1");
+        cfg->max_pending_bytes = (size_t)v;
+    } else if (!strcmp(name, "--max-pending-request-bytes-per-connection")) {
+        if (parse_uint(value, SIZE_MAX, &v) < 0 || v == 0)
+            return bad_value(text, name, value, "a size in bytes, at least 1");
+        cfg->max_pending_conn_bytes = (size_t)v;
     } else {
         buf_printf(text, "wrapper-server: unknown flag %s (see --help)", name);
         return -1;
@@ -74,9 +112,12 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
 
 static int is_known_flag(const char *name)
 {
-    static const char *const known[] = {"--port", "--max-request-body-size", "--verbosity",
-                                        "--shutdown-grace", "--max-concurrent-streams",
-                                        "--idle-timeout"};
+    static const char *const known[] = {
+        "--port", "--max-request-body-size", "--verbosity", "--shutdown-grace",
+        "--max-concurrent-streams", "--idle-timeout", "--stalled-send-timeout",
+        "--max-concurrent-functions",
+        "--max-waiting-calls", "--max-pending-request-bytes",
+        "--max-pending-request-bytes-per-connection"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))
             return 1;
@@ -92,6 +133,7 @@ enum ws_cli_result ws_cli_parse(int argc, char **argv, ws_config *cfg, buf *text
         .shutdown_grace_ns = 10LL * 1000000000,
         .max_streams = 1000,
         .idle_timeout_ns = 5LL * 60 * 1000000000,
+        .max_waiting = RPC_LIMIT_DEFAULT,
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

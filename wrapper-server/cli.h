@@ -11,9 +11,11 @@
 #ifndef KRM_WS_CLI_H
 #define KRM_WS_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "buf.h"
+#include "rpc_server.h"
 
 #define WS_VERSION "0.1.0"
 
@@ -24,6 +26,13 @@ typedef struct ws_config {
     int64_t shutdown_grace_ns;
     uint32_t max_streams;        /* per connection */
     int64_t idle_timeout_ns;     /* close connections without calls; 0: never */
+    int64_t send_stall_ns;       /* 0: the server's default */
+    /* Load limits; 0 (max_waiting: RPC_LIMIT_DEFAULT) until fn_server_run
+     * fills in the defaults. */
+    size_t max_functions;        /* function processes at once */
+    size_t max_waiting;          /* calls waiting for one */
+    size_t max_pending_bytes;    /* unfinished requests' bytes, all connections */
+    size_t max_pending_conn_bytes; /* ... one connection */
     char **entrypoint;           /* NULL-terminated; entrypoint[0] NULL when empty */
 } ws_config;
 

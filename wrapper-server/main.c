@@ -48,6 +48,11 @@ static int run(const ws_config *cfg)
         .max_streams = cfg->max_streams,
         .idle_timeout_ns = cfg->idle_timeout_ns,
         .shutdown_grace_ns = cfg->shutdown_grace_ns,
+        .send_stall_ns = cfg->send_stall_ns,
+        .max_pending_bytes = cfg->max_pending_bytes,
+        .max_pending_conn_bytes = cfg->max_pending_conn_bytes,
+        .max_functions = cfg->max_functions,
+        .max_waiting = cfg->max_waiting,
     };
     /* "unexpected error:" is how Porch's Go server words a failed listen. */
     int rc = fn_server_run(l, ev, scfg, NULL, NULL, "unexpected error");

@@ -214,7 +214,25 @@ def cli_seeds():
     write("ws_cli", "long-name", args("--" + "p" * 80 + "=1", "--"))
 
 
+# ---- http1: [split][span_at][span_len][reps] request (see fuzz_http1.c) ----
+def http1_seeds():
+    def req(text, split=0, span_at=0, span_len=0, reps=0):
+        return bytes([split, span_at, span_len, reps]) + text.encode()
+    write("http1", "healthz", req("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+    write("http1", "head", req("HEAD /readyz?x=1 HTTP/1.1\r\n\r\n", split=128))
+    write("http1", "post", req("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n"))
+    write("http1", "malformed", req("GET healthz\r\n\r\n", split=40))
+    # a request line past the 8 KiB head limit: "a" repeated 150 * 64 times
+    line = "GET /aa HTTP/1.1\r\n\r\n"
+    write("http1", "long-line", req(line, span_at=5 * 256 // len(line) + 1, span_len=0, reps=150))
+    # a header block past the limit: the header line repeated
+    hdrs = "GET / HTTP/1.1\r\nX-A: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\r\n\r\n"
+    at = hdrs.index("X-A")
+    write("http1", "long-headers", req(hdrs, span_at=at * 256 // len(hdrs) + 1, span_len=33, reps=5))
+
+
 if __name__ == "__main__":
+    http1_seeds()
     frame_seeds()
     proto_seeds()
     rl_seeds()

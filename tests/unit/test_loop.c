@@ -2,6 +2,8 @@
  * never early, and cancelled ones never, whatever the timerfd was left
  * armed for (cancelling does not reprogram it). */
 #include <criterion/criterion.h>
+#include <stdint.h>
+#include <unistd.h>
 
 #include "loop.h"
 
@@ -106,5 +108,72 @@ Test(loop, a_timer_added_by_a_timer_fires_after_everything_was_cancelled, .timeo
     cr_assert_eq(f.order[0], 1);
     cr_assert_eq(f.order[1], 2);
     cr_assert_geq(f.at_ms[1], 50);
+    loop_free(l);
+}
+
+/* ---- stale events after a descriptor is closed and its number reused ---- */
+
+typedef struct reuse {
+    int fds[2];        /* read ends of two pipes, both readable */
+    int closed;        /* the one the first handler closed */
+    int reused[2];     /* the new pipe that took its number */
+    int first_calls;
+    int stale_calls;
+} reuse;
+
+static void stale(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)fd, (void)events;
+    reuse *r = ctx;
+    r->stale_calls++;   /* the new pipe is empty: any event is the old fd's */
+}
+
+static void first_ready(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)events;
+    reuse *r = ctx;
+    if (r->first_calls++)
+        return;
+    loop_unwatch(l, fd);   /* level-triggered: its unread byte would call again */
+    r->closed = fd == r->fds[0] ? r->fds[1] : r->fds[0];
+    loop_unwatch(l, r->closed);
+    close(r->closed);
+    cr_assert_eq(pipe(r->reused), 0);
+    cr_assert_eq(r->reused[0], r->closed, "the new pipe should reuse fd %d", r->closed);
+    cr_assert_eq(loop_watch(l, r->reused[0], LOOP_READ, stale, r), 0);
+    loop_timer_add(l, 0, give_up, NULL);   /* a later round: the batch runs to its end */
+}
+
+Test(loop, a_closed_and_reused_fd_never_gets_the_old_fds_event, .timeout = 10)
+{
+    loop *l = loop_new();
+    reuse r = {0};
+    int a[2], b[2];
+    cr_assert_eq(pipe(a), 0);
+    cr_assert_eq(pipe(b), 0);
+    r.fds[0] = a[0], r.fds[1] = b[0];
+    cr_assert_eq(write(a[1], "x", 1), 1);
+    cr_assert_eq(write(b[1], "x", 1), 1);   /* both ready in the same epoll_wait batch */
+    cr_assert_eq(loop_watch(l, a[0], LOOP_READ, first_ready, &r), 0);
+    cr_assert_eq(loop_watch(l, b[0], LOOP_READ, first_ready, &r), 0);
+    cr_assert_eq(loop_run(l), 0);
+    cr_assert_eq(r.first_calls, 1, "the closed pipe's handler ran");
+    cr_assert_eq(r.stale_calls, 0, "the old descriptor's event reached the new owner");
+    int kept = r.closed == a[0] ? b[0] : a[0];
+    close(kept), close(a[1]), close(b[1]);
+    close(r.reused[0]), close(r.reused[1]);
+    loop_free(l);
+}
+
+Test(loop, a_delay_past_the_end_of_the_clock_never_fires, .timeout = 10)
+{
+    loop *l = loop_new();
+    loop_timer_add(l, INT64_MAX, never, NULL);            /* would wrap to the past */
+    loop_timer_add(l, INT64_MAX - 1000, never, NULL);
+    cr_assert_eq(loop_deadline_ns(INT64_MAX), INT64_MAX);
+    int64_t before = loop_now_ns(), negative = loop_deadline_ns(-5);
+    cr_assert(negative >= before && negative <= loop_now_ns(), "a negative delay is now");
+    loop_timer_add(l, 50 * MS, give_up, NULL);
+    cr_assert_eq(loop_run(l), 0);
     loop_free(l);
 }
