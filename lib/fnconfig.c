@@ -1115,6 +1115,11 @@ static const char *dir_text(const char *functions_dir)
     return functions_dir && *functions_dir ? functions_dir : ".";
 }
 
+static const char *written_path(const fnconfig_entry *e)
+{
+    return e->binary.written ? e->binary.written : e->binary.path;
+}
+
 int fnconfig_open_functions_dir(const char *functions_dir, buf *err)
 {
     int fd = open(dir_text(functions_dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1127,7 +1132,7 @@ int fnconfig_open_binary(int functions_fd, const char *functions_dir, const fnco
                          int inheritable, buf *why)
 {
     const char *dir = dir_text(functions_dir);
-    const char *written = e->binary.written ? e->binary.written : e->binary.path;
+    const char *written = written_path(e);
     if (!e->binary.beneath) {
         buf_printf(why, "\"%s\" resolves outside --functions %s", written, dir);
         if (written[0] == '/')
@@ -1154,12 +1159,12 @@ static void check_runnable(int fd, const fnconfig_entry *e, buf *why)
 {
     struct stat st;
     if (fstat(fd, &st) < 0)
-        buf_printf(why, "\"%s\" (%s): fstat: %s", e->binary.written, e->binary.path,
+        buf_printf(why, "\"%s\" (%s): fstat: %s", written_path(e), e->binary.path,
                    strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        buf_printf(why, "\"%s\" (%s) is not a regular file", e->binary.written, e->binary.path);
+        buf_printf(why, "\"%s\" (%s) is not a regular file", written_path(e), e->binary.path);
     else if (!(st.st_mode & 0111))
-        buf_printf(why, "\"%s\" (%s) is not executable (mode %04o)", e->binary.written,
+        buf_printf(why, "\"%s\" (%s) is not executable (mode %04o)", written_path(e),
                    e->binary.path, (unsigned)(st.st_mode & 07777));
 }
 
