@@ -2,8 +2,10 @@
  *
  * A call is: resolve the argv (fixed, or the lookup's binary) -> fn_job_start
  * -> fn_job done -> fn_verdict_judge -> done(result). Failures known at once
- * (no entrypoint, not found, spawn failed) are delivered from a zero-delay
- * timer, so done never runs inside start.
+ * (no entrypoint, not found, refused by the lookup, spawn failed) are
+ * delivered from a zero-delay timer, so done never runs inside start.
+ * A binary the lookup opened is run by descriptor (fn_job's exec_path), so
+ * a symlink swapped between the lookup and the exec cannot redirect it.
  *
  * Streaming (fixed argv only: the lookup needs the image, which follows the
  * ResourceList on the wire): the job starts on the first bytes of the input
@@ -13,8 +15,10 @@
  * counts. */
 #include "ev_exec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fn_job.h"
 #include "fn_slots.h"
@@ -36,6 +40,8 @@ typedef struct exec_call {
     fn_job *job;
     loop_timer *deferred;      /* pending delivery of an immediate result */
     buf path;                  /* lookup mode: the binary */
+    int exec_fd;               /* lookup mode: that binary, opened; -1 none */
+    char exec_path[32];        /* "/proc/self/fd/<exec_fd>" */
     char *argv[2];
     fn_verdict verdict;
     ev_result res;
@@ -100,15 +106,41 @@ static char *const *exec_resolve(exec_ev *e, exec_call *c)
         exec_set_failure(c, GRPC_INTERNAL, 0);
         return NULL;
     }
-    if (e->cfg.lookup(e->cfg.lookup_ctx, c->image, &c->path) && c->path.len) {
+    buf why = {0};
+    int fd = -1;
+    int found = e->cfg.lookup(e->cfg.lookup_ctx, c->image, &c->path, &fd, &why);
+    if (found > 0 && c->path.len) {
         c->argv[0] = c->path.data;
+        if (fd >= 0) {
+            c->exec_fd = fd;
+            snprintf(c->exec_path, sizeof c->exec_path, "/proc/self/fd/%d", fd);
+        }
         return c->argv;
     }
+    if (fd >= 0)
+        close(fd);
+    if (found < 0) {
+        buf_append_str(&c->verdict.message, "Failed to execute function ");
+        go_quote(c->image, &c->verdict.message);
+        buf_printf(&c->verdict.message, ": %s", why.data ? why.data : "refused");
+        buf_free(&why);
+        log_error("%s", c->verdict.message.data);
+        exec_set_failure(c, GRPC_FAILED_PRECONDITION, 0);
+        return NULL;
+    }
+    buf_free(&why);
     buf_append_str(&c->verdict.message, "function ");
     go_quote(c->image, &c->verdict.message);
     buf_append_str(&c->verdict.message, " not found");
     exec_set_failure(c, GRPC_NOT_FOUND, 1);
     return NULL;
+}
+
+static void exec_close_binary(exec_call *c)
+{
+    if (c->exec_fd >= 0)
+        close(c->exec_fd);
+    c->exec_fd = -1;
 }
 
 static exec_call *exec_call_new(evaluator *base, const char *image, ev_done_fn *done, void *ctx)
@@ -121,6 +153,7 @@ static exec_call *exec_call_new(evaluator *base, const char *image, ev_done_fn *
     c->base.ev = base;
     c->done = done;
     c->ctx = ctx;
+    c->exec_fd = -1;
     return c;
 }
 
@@ -132,6 +165,7 @@ static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_
 {
     fn_job_spec spec = {
         .argv = argv,
+        .exec_path = c->exec_fd >= 0 ? c->exec_path : NULL,
         .input = (const char *)req->input,
         .input_len = req->input_len,
         .input_growing = growing,
@@ -146,12 +180,20 @@ static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_
     return job;
 }
 
-/* Runs the call's function now that it has a slot. 0, or -1 with the
- * failure in c->res. */
+/* Runs the call's function now that it has a slot (looking its binary up
+ * again after a wait). 0, or -1 with the failure in c->res. */
 static int exec_run(exec_ev *e, exec_call *c)
 {
+    if (!c->run_argv) {
+        buf_reset(&c->path);
+        if (!(c->run_argv = exec_resolve(e, c))) {
+            fn_slots_give_back();
+            return -1;
+        }
+    }
     buf why = {0};
     c->job = exec_spawn(e, c, c->run_argv, &c->req, 0, 0, &why);
+    exec_close_binary(c);   /* the child has its own copy now */
     if (!c->job) {
         fn_verdict_spawn_failed(c->image, why.data ? why.data : "", &c->verdict);
         exec_set_failure(c, c->verdict.code, 0);
@@ -200,6 +242,10 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
         if (got == 0) {
             log_v(3, "call for \"%s\" waits for a function slot (%zu running, %zu waiting)",
                   c->image, fn_slots_running(), fn_slots_waiting());
+            if (!e->cfg.argv) {   /* no descriptor held while waiting: looked up again */
+                exec_close_binary(c);
+                c->run_argv = NULL;
+            }
             return &c->base;
         }
         if (got < 0)
@@ -207,6 +253,7 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
     }
     c->deferred = loop_timer_add(e->cfg.loop, 0, exec_deliver_deferred, c);
     if (!c->deferred) {
+        exec_close_binary(c);
         fn_verdict_free(&c->verdict);
         buf_free(&c->path);
         free(c->image);
@@ -267,6 +314,7 @@ static void exec_free_call(ev_call *base)
     exec_call *c = (exec_call *)base;
     if (c->job)
         fn_job_free(c->job);
+    exec_close_binary(c);
     fn_verdict_free(&c->verdict);
     buf_free(&c->path);
     free(c->image);

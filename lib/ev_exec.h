@@ -18,9 +18,17 @@
 #include "evaluator.h"
 #include "loop.h"
 
-/* Fills *path (NUL-terminated) with the binary for image and returns 1, or
- * returns 0 when there is none. */
-typedef int ev_exec_lookup_fn(void *ctx, const char *image, buf *path);
+/* The binary for image. Returns
+ *    1  found: *path (NUL-terminated) names it; it is the function's argv[0]
+ *       and what messages say. *fd is -1 (run *path), or an open descriptor
+ *       of the file itself, inheritable (a #! script's interpreter reopens
+ *       it as /proc/self/fd/N): ev_exec runs it through /proc/self/fd and
+ *       closes it once the process is started, so nothing done to the path
+ *       after the lookup changes what runs;
+ *    0  no binary for this image: NOT_FOUND, ev_multi tries the next runtime;
+ *   -1  there is one, but it may not or cannot run: why says so, and the
+ *       call fails FAILED_PRECONDITION. */
+typedef int ev_exec_lookup_fn(void *ctx, const char *image, buf *path, int *fd, buf *why);
 
 typedef struct ev_exec_config {
     loop *loop;

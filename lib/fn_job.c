@@ -423,7 +423,8 @@ static int fn_job_watch_pipes(fn_job *job)
 fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                      buf *why)
 {
-    const char *path = lookup_path(spec->argv[0]);
+    const char *path = spec->exec_path ? spec->exec_path : lookup_path(spec->argv[0]);
+    const char *shown = spec->exec_path ? spec->argv[0] : path;   /* in messages */
     if (!path) {
         buf_printf(why, "exec: \"%s\": executable file not found in $PATH", spec->argv[0]);
         return NULL;
@@ -446,7 +447,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);
-        buf_printf(why, "fork/exec %s: %s", path, text);
+        buf_printf(why, "fork/exec %s: %s", shown, text);
         goto fail;
     }
     close_fd(&in[0]);
@@ -481,7 +482,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
         buf_append_str(why, "cannot watch the function's pipes");
         return NULL;
     }
-    log_v(4, "function %d started: %s", (int)job->pid, path);
+    log_v(4, "function %d started: %s", (int)job->pid, shown);
     return job;
 fail:
     for (int i = 0; i < 2; i++) {

@@ -30,6 +30,11 @@ typedef void fn_job_done_fn(fn_job *job, void *ctx);
 
 typedef struct fn_job_spec {
     char *const *argv;      /* argv[0] is looked up in PATH when it has no '/' */
+    /* When set, the file executed instead of argv[0] (read by fn_job_start
+     * only): e.g. /proc/self/fd/N for a binary opened beneath a directory,
+     * so that no path swapped since can change what runs. argv[0] is still
+     * what the function sees and what messages name. */
+    const char *exec_path;
     const char *input;      /* stdin bytes; must stay valid until done or cancel */
     size_t input_len;       /* all of them, even those still to arrive */
     /* Streaming input: only the first input_ready bytes are there yet (the

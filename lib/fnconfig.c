@@ -30,8 +30,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <yaml.h>
+
+/* openat2(2) has no libc wrapper; musl builds see no kernel headers, so the
+ * ABI (fixed since Linux 5.6) is spelt out when they are missing. */
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define FNCONFIG_HAVE_OPENAT2_H 1
+#endif
+#endif
+#ifndef FNCONFIG_HAVE_OPENAT2_H
+struct open_how {
+    uint64_t flags;
+    uint64_t mode;
+    uint64_t resolve;
+};
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_BENEATH 0x08
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437   /* the same number on every architecture */
+#endif
 
 #include "fdio.h"
 #include "grpc_timeout.h"
@@ -60,6 +82,8 @@ static void entry_free(fnconfig_entry *e)
     strv_free(e->prefixes, e->n_prefixes);
     strv_free(e->binary.tags, e->binary.n_tags);
     free(e->binary.path);
+    free(e->binary.written);
+    free(e->binary.beneath);
     strv_free(e->pod.tags, e->pod.n_tags);
     free(e->pod.service_account);
     strv_free(e->go.tags, e->go.n_tags);
@@ -655,10 +679,61 @@ static char *clean_abs(const char *raw)
     return out;
 }
 
-/* Porch: filepath.Abs(filepath.Join(functions_dir, path)) for a relative path. */
+/* "a/./b//c/../d" -> "a/b/d", lexically, as Go's filepath.Clean does for a
+ * relative path ("" and "x/.." give "."). Sets *out to NULL when the path is
+ * absolute or a ".." climbs above its start. Returns -1 only on ENOMEM. */
+static int clean_beneath(const char *raw, char **out)
+{
+    *out = NULL;
+    if (raw[0] == '/')
+        return 0;
+    char *clean = malloc(strlen(raw) + 2);
+    if (!clean)
+        return -1;
+    size_t o = 0;
+    for (const char *p = raw; *p;) {
+        while (*p == '/')
+            p++;
+        const char *seg = p;
+        while (*p && *p != '/')
+            p++;
+        size_t n = (size_t)(p - seg);
+        if (n == 0 || (n == 1 && seg[0] == '.'))
+            continue;
+        if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+            if (o == 0) {
+                free(clean);
+                return 0;
+            }
+            while (o > 0 && clean[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--;
+            continue;
+        }
+        if (o > 0)
+            clean[o++] = '/';
+        memcpy(clean + o, seg, n);
+        o += n;
+    }
+    if (o == 0)
+        clean[o++] = '.';
+    clean[o] = '\0';
+    *out = clean;
+    return 0;
+}
+
+/* Porch: filepath.Abs(filepath.Join(functions_dir, path)) for a relative
+ * path. The path as written and its form beneath functions_dir are kept for
+ * the exec runtime (fnconfig_open_binary), which runs only the latter. */
 static int resolve_binary_path(const doc_ctx *x, const char *functions_dir, fnconfig_entry *e)
 {
-    if (!e->binary.present || e->binary.path[0] == '/')
+    if (!e->binary.present)
+        return 0;
+    if (!(e->binary.written = strdup(e->binary.path)) ||
+        clean_beneath(e->binary.path, &e->binary.beneath) < 0)
+        return fail_oom(x);
+    if (e->binary.path[0] == '/')
         return 0;
     buf raw = {0};
     const char *dir = functions_dir ? functions_dir : "";
@@ -1013,4 +1088,104 @@ int fnconfig_resolve_image(const char *default_prefix, const char *image, buf *o
             return -1;
     }
     return buf_append_str(out, image);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Binaries beneath --functions                                              */
+
+/* EAGAIN: a rename raced a ".." step of the walk and the kernel could not
+ * prove it stayed beneath; openat2(2) says to retry. */
+static int open_beneath(int dir_fd, const char *path, int cloexec)
+{
+    struct open_how how = {
+        .flags = O_PATH | (cloexec ? O_CLOEXEC : 0),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    for (int tries = 0;; tries++) {
+        long fd = syscall(SYS_openat2, dir_fd, path, &how, sizeof how);
+        if (fd >= 0)
+            return (int)fd;
+        if ((errno != EAGAIN && errno != EINTR) || tries == 8)
+            return -1;
+    }
+}
+
+static const char *dir_text(const char *functions_dir)
+{
+    return functions_dir && *functions_dir ? functions_dir : ".";
+}
+
+static const char *written_path(const fnconfig_entry *e)
+{
+    return e->binary.written ? e->binary.written : e->binary.path;
+}
+
+int fnconfig_open_functions_dir(const char *functions_dir, buf *err)
+{
+    int fd = open(dir_text(functions_dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        buf_printf(err, "--functions %s: %s", dir_text(functions_dir), strerror(errno));
+    return fd;
+}
+
+int fnconfig_open_binary(int functions_fd, const char *functions_dir, const fnconfig_entry *e,
+                         int inheritable, buf *why)
+{
+    const char *dir = dir_text(functions_dir);
+    const char *written = written_path(e);
+    if (!e->binary.beneath) {
+        buf_printf(why, "\"%s\" resolves outside --functions %s", written, dir);
+        if (written[0] == '/')
+            buf_append_str(why, " (absolute paths are refused: give it relative to that directory)");
+        return -1;
+    }
+    int fd = open_beneath(functions_fd, e->binary.beneath, !inheritable);
+    if (fd >= 0)
+        return fd;
+    if (errno == EXDEV)
+        buf_printf(why, "\"%s\" resolves outside --functions %s: a symlink on the way leads out "
+                   "of it or is absolute (only relative links that stay inside are followed)",
+                   written, dir);
+    else if (errno == ENOSYS)
+        buf_printf(why, "\"%s\": openat2: %s (Linux 5.6 or later is needed to check that it "
+                   "stays beneath --functions %s)", written, strerror(errno), dir);
+    else
+        buf_printf(why, "\"%s\" (%s): %s", written, e->binary.path, strerror(errno));
+    return -1;
+}
+
+/* The file behind fd is something exec can run; else why says what it is. */
+static void check_runnable(int fd, const fnconfig_entry *e, buf *why)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        buf_printf(why, "\"%s\" (%s): fstat: %s", written_path(e), e->binary.path,
+                   strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        buf_printf(why, "\"%s\" (%s) is not a regular file", written_path(e), e->binary.path);
+    else if (!(st.st_mode & 0111))
+        buf_printf(why, "\"%s\" (%s) is not executable (mode %04o)", written_path(e),
+                   e->binary.path, (unsigned)(st.st_mode & 07777));
+}
+
+int fnconfig_check_binaries(const fnconfig *c, int functions_fd, const char *functions_dir, buf *err)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const fnconfig_entry *e = &c->entries[i];
+        if (!e->binary.present)
+            continue;
+        buf why = {0};
+        int fd = fnconfig_open_binary(functions_fd, functions_dir, e, 0, &why);
+        if (fd >= 0) {
+            check_runnable(fd, e, &why);
+            close(fd);
+        }
+        if (why.len) {
+            buf_printf(err, "%s: document %d (FunctionConfig \"%s\"): spec.binaryExecutor.path: %s",
+                       e->file, e->doc, e->name, why.data);
+            buf_free(&why);
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -37,7 +37,10 @@ typedef struct fnconfig_entry {
         int present;
         char **tags;       /* at least one */
         size_t n_tags;
-        char *path;        /* absolute when functions_dir was; see fnconfig_load */
+        char *path;        /* as Porch runs it: absolute, see fnconfig_load */
+        char *written;     /* as written, for messages */
+        char *beneath;     /* cleaned and relative to functions_dir; NULL when the
+                            * path is absolute or climbs above it ("../x") */
     } binary;
     struct {
         int present;
@@ -68,6 +71,9 @@ typedef struct fnconfig {
  * functions_dir (Porch's --functions; NULL or "" = the current directory)
  * and made absolute against the current directory, then cleaned ("." and
  * ".." removed) as Go's filepath.Abs does; an absolute path is kept as it is.
+ * Loading reads no binary: the exec runtime checks them with
+ * fnconfig_check_binaries, where a path that leads outside functions_dir is
+ * refused (absolute ones included).
  * Two FunctionConfigs with the same metadata.name or the same spec.image are
  * an error naming both.
  * Returns 0 with *out filled (release with fnconfig_free), or -1 with the
@@ -109,5 +115,31 @@ const fnconfig_entry *fnconfig_pod_params(const fnconfig *c, const char *image);
 int fnconfig_resolve_image(const char *default_prefix, const char *image, buf *out);
 
 void fnconfig_free(fnconfig *c);
+
+/* ---- running binaries beneath --functions ----------------------------------
+ * A binaryExecutor.path must name a file beneath the --functions directory:
+ * not an absolute path, no ".." above the directory, and no symlink on the
+ * way that leads out of it (a symlink is followed only when its target is
+ * relative and stays inside; openat2's RESOLVE_BENEATH decides, as the
+ * kernel resolves the path, so a link swapped later is caught too). */
+
+/* Opens functions_dir (NULL or "" = the current directory) as the base of
+ * fnconfig_open_binary: an O_PATH directory descriptor. -1 with err set. */
+int fnconfig_open_functions_dir(const char *functions_dir, buf *err);
+
+/* Opens e's binary beneath functions_fd: an O_PATH descriptor of the very
+ * file, to execute through /proc/self/fd (close-on-exec unless inheritable:
+ * a #! script's interpreter opens the script by that name after the exec).
+ * Returns -1 with the reason appended to why, naming the path as written,
+ * e.g. `"../x" resolves outside --functions DIR`; functions_dir names the
+ * directory in it. */
+int fnconfig_open_binary(int functions_fd, const char *functions_dir, const fnconfig_entry *e,
+                         int inheritable, buf *why);
+
+/* For every entry with a binaryExecutor: fnconfig_open_binary, and the
+ * file is a regular file with an execute bit. Returns 0, or -1 with
+ * "<file>: document <n> (FunctionConfig "<name>"): spec.binaryExecutor.path:
+ * <reason>" appended to err. */
+int fnconfig_check_binaries(const fnconfig *c, int functions_fd, const char *functions_dir, buf *err);
 
 #endif

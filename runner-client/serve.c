@@ -11,10 +11,18 @@
  *   pod   not available yet: the runner says so at start-up, and images
  *         with no exec entry are answered NOT_FOUND.
  * SIGHUP reloads the FunctionConfigs; a call in flight keeps the binary it
- * was started with, and a config that fails to load leaves the old one. */
+ * was started with, and a config that fails to load leaves the old one.
+ *
+ * Binaries stay beneath --functions (fnconfig_open_binary): checked at load
+ * (a path leading out, a missing or non-executable file refuse the config,
+ * as a malformed one is refused), and again at every call, where the binary
+ * is opened beneath the directory descriptor taken at load and run through
+ * that descriptor. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "ev_exec.h"
@@ -36,7 +44,8 @@ static const char serve_usage[] =
     "\n"
     "  --port N                     TCP port, all addresses (default 9445)\n"
     "  --function-config PATH       FunctionConfig YAML file or directory; SIGHUP reloads it\n"
-    "  --functions DIR              base of relative binaryExecutor paths (default ./functions)\n"
+    "  --functions DIR              where binaryExecutor paths lead; none may lead out of it\n"
+    "                               (default ./functions)\n"
     "  --default-image-prefix P     prefix of images named without a registry\n"
     "                               (default " DEFAULT_PREFIX ")\n"
     "  --disable-runtimes LIST      comma-separated: exec, pod\n"
@@ -68,6 +77,7 @@ typedef struct serve_opts {
 
 typedef struct runner {
     fnconfig cfg;
+    int functions_fd;           /* --functions as opened with cfg; -1: no binaries */
     const char *config_path;    /* NULL: no FunctionConfigs */
     const char *functions_dir;
     const char *prefix;
@@ -90,13 +100,53 @@ static void runner_warn_unsupported(const fnconfig *c)
     }
 }
 
-static int runner_load(runner *r, fnconfig *out, buf *err)
+static int has_binaries(const fnconfig *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->entries[i].binary.present)
+            return 1;
+    return 0;
+}
+
+/* With the exec runtime on, every binary must be there, runnable and
+ * beneath --functions now: a user learns of a bad path when the config is
+ * (re)loaded, not from each call. The directory is opened here, once per
+ * load, and calls resolve beneath that descriptor. */
+static int runner_check_binaries(runner *r, const fnconfig *c, int *functions_fd, buf *err)
+{
+    *functions_fd = -1;
+    if (!r->exec_enabled || !has_binaries(c))
+        return 0;
+    /* binaries run as /proc/self/fd/N (ev_exec): without /proc every call
+     * would fail with a misleading "no such file" */
+    if (access("/proc/self/fd", X_OK) < 0) {
+        buf_printf(err, "the exec runtime runs binaries through /proc/self/fd: %s (is /proc "
+                   "mounted?)", strerror(errno));
+        return -1;
+    }
+    *functions_fd = fnconfig_open_functions_dir(r->functions_dir, err);
+    if (*functions_fd < 0)
+        return -1;
+    if (fnconfig_check_binaries(c, *functions_fd, r->functions_dir, err) < 0) {
+        close(*functions_fd);
+        *functions_fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+static int runner_load(runner *r, fnconfig *out, int *functions_fd, buf *err)
 {
     *out = (fnconfig){0};
+    *functions_fd = -1;
     if (!r->config_path)
         return 0;
     if (fnconfig_load(r->config_path, r->functions_dir, out, err) < 0)
         return -1;
+    if (runner_check_binaries(r, out, functions_fd, err) < 0) {
+        fnconfig_free(out);
+        return -1;
+    }
     runner_warn_unsupported(out);
     return 0;
 }
@@ -105,31 +155,48 @@ static void runner_reload(void *ctx)
 {
     runner *r = ctx;
     fnconfig fresh;
+    int fresh_fd;
     buf err = {0};
     if (!r->config_path) {
         log_info("SIGHUP: no --function-config to reload");
-    } else if (runner_load(r, &fresh, &err) < 0) {
+    } else if (runner_load(r, &fresh, &fresh_fd, &err) < 0) {
         log_error("SIGHUP: keeping the previous FunctionConfigs: %s", err.data);
     } else {
         fnconfig_free(&r->cfg);
+        if (r->functions_fd >= 0)
+            close(r->functions_fd);
         r->cfg = fresh;
+        r->functions_fd = fresh_fd;
         log_info("SIGHUP: loaded %zu FunctionConfigs from %s", r->cfg.n, r->config_path);
     }
     buf_free(&err);
 }
 
-/* ev_exec's lookup: the binary a FunctionConfig gives this image. */
-static int runner_lookup(void *ctx, const char *image, buf *path)
+/* ev_exec's lookup: the binary a FunctionConfig gives this image, opened
+ * beneath --functions (inheritable: see ev_exec_lookup_fn). */
+static int runner_lookup(void *ctx, const char *image, buf *path, int *fd, buf *why)
 {
     runner *r = ctx;
     buf resolved = {0};
-    int found = 0;
-    if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data) {
-        const fnconfig_entry *e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
-        found = e && buf_append_str(path, e->binary.path) == 0;
-    }
+    const fnconfig_entry *e = NULL;
+    if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
+        e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
     buf_free(&resolved);
-    return found;
+    if (!e)
+        return 0;
+    if (buf_append_str(path, e->binary.path) < 0) {
+        buf_append_str(why, "out of memory");
+        return -1;
+    }
+    *fd = r->functions_fd < 0 ? -1
+        : fnconfig_open_binary(r->functions_fd, r->functions_dir, e, 1, why);
+    if (*fd >= 0)
+        return 1;
+    if (r->functions_fd < 0)   /* not checked at load: cannot happen with exec on */
+        buf_append_str(why, "--functions was not opened");
+    buf_printf(why, " (%s: document %d, FunctionConfig \"%s\", spec.binaryExecutor.path)",
+               e->file, e->doc, e->name);
+    return -1;
 }
 
 /* ---- flags ---------------------------------------------------------------- */
@@ -280,12 +347,14 @@ int cmd_serve(int argc, char **argv)
     runner r = {0};
     if (serve_configure(&r, &o) < 0)
         return 2;
-    if (runner_load(&r, &r.cfg, &err) < 0) {
+    if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
         fprintf(stderr, "runner-client serve: %s\n", err.data);
         buf_free(&err);
         return 2;
     }
     int rc = serve_run(&r);
     fnconfig_free(&r.cfg);
+    if (r.functions_fd >= 0)
+        close(r.functions_fd);
     return rc;
 }

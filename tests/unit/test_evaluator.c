@@ -3,23 +3,34 @@
  * lookups know different images, so the fallback rules are checked on the
  * real code paths: next runtime only on NOT_FOUND, any other error final. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ev_exec.h"
 #include "ev_multi.h"
 #include "fn_job.h"
 #include "grpc_status.h"
 
-typedef struct known { const char *image, *path; } known;
+/* opened: hand over an open descriptor of this file, named path, as the
+ * runner's lookup does; a path "refuse:WHY" is a binary that may not run. */
+typedef struct known { const char *image, *path, *opened; } known;
 
-static int table_lookup(void *ctx, const char *image, buf *path)
+static int table_lookup(void *ctx, const char *image, buf *path, int *fd, buf *why)
 {
-    for (const known *k = ctx; k->image; k++)
-        if (!strcmp(k->image, image))
-            return buf_append_str(path, k->path) == 0;
+    for (const known *k = ctx; k->image; k++) {
+        if (strcmp(k->image, image))
+            continue;
+        if (!strncmp(k->path, "refuse:", 7))
+            return buf_append_str(why, k->path + 7), -1;
+        if (k->opened)
+            cr_assert_geq(*fd = open(k->opened, O_PATH), 0, "open %s: %s", k->opened, strerror(errno));
+        return buf_append_str(path, k->path) == 0;
+    }
     return 0;
 }
 
@@ -144,6 +155,38 @@ Test(evaluator, exec_spawn_failure_uses_go_wording)
     cr_assert(strstr(o.message, "fork/exec /nonexistent/fn: no such file or directory"), "%s",
               o.message);
     ev_destroy(e);
+}
+
+/* Run by descriptor: the file opened at lookup runs, not what its name
+ * leads to (here nothing), and a failure still names the name. */
+Test(evaluator, exec_runs_the_looked_up_descriptor_not_the_name)
+{
+    static const known OPENED[] = {{"a", "/nonexistent/fn", "/bin/cat"},
+                                   {"d", "/nonexistent/dir", "/"}, {NULL, NULL}};
+    evaluator *e = exec_with(OPENED);
+    outcome o = {0};
+    evaluate(e, "a", &o);
+    cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    cr_assert_str_eq(o.out, RL);
+    outcome d = {0};
+    evaluate(e, "d", &d);
+    cr_assert_eq(d.code, GRPC_INTERNAL);
+    cr_assert(strstr(d.message, "fork/exec /nonexistent/dir: permission denied"), "%s", d.message);
+    ev_destroy(e);
+}
+
+Test(evaluator, exec_refused_binary_is_failed_precondition_and_final)
+{
+    static const known REFUSED[] = {{"a", "refuse:\"x\" resolves outside --functions d"}, {NULL, NULL}};
+    evaluator *evs[] = {exec_with(REFUSED), exec_with(CAT)};
+    evaluator *m = ev_multi_new(lp, evs, 2);
+    outcome o = {0};
+    evaluate(m, "a", &o);
+    cr_assert_eq(o.code, GRPC_FAILED_PRECONDITION, "%s", o.message);
+    cr_assert(!o.not_found);
+    cr_assert_str_eq(o.message,
+                     "Failed to execute function \"a\": \"x\" resolves outside --functions d");
+    ev_destroy(m);
 }
 
 Test(evaluator, multi_falls_through_not_found)
