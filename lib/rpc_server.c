@@ -108,6 +108,7 @@ struct server {
     loop_timer *exit_timer;
     loop_timer *drain_step_timer;
     loop_timer *spares_timer;   /* armed while idle with spare memory held */
+    int conns_freed;            /* connections closed since the last release */
     int accept_paused;          /* the listener is not watched: out of descriptors */
     int64_t accept_trouble_ns;  /* when accepting last started failing; 0: it works */
     loop_timer *accept_timer;   /* retries accepting while paused */
@@ -897,6 +898,7 @@ static nghttp2_session_callbacks *server_callbacks(void)
 /* ---- connections ---------------------------------------------------------- */
 
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
+static int conn_start_session(conn *c);
 
 /* The socket has not taken our bytes for a while: the client does not
  * read. Close once a whole SERVER_SEND_STALL_NS passed without one byte
@@ -1003,6 +1005,12 @@ static int conn_sniff(conn *c)
     if (!memcmp(c->first, h2_preface, c->first_len)) {
         if (c->first_len < H2_PREFACE_LEN)
             return 0;                       /* so far so good: wait for the rest */
+        /* the session (about 20 KiB with nghttp2's frame buffers) only now:
+         * a probe, a scraper or a port scanner never costs one */
+        if (conn_start_session(c) < 0) {
+            log_error("connection fd %d: cannot start an HTTP/2 session: out of memory", c->io.fd);
+            return -1;
+        }
         c->mode = CONN_HTTP2;
         return h2_io_feed(&c->io, c->first, c->first_len) == H2_IO_CLOSED ? -1 : 0;
     }
@@ -1068,6 +1076,9 @@ static void conn_close(conn *c)
     free(c);
     if (s->accept_paused)
         server_resume_accept(s);   /* its descriptor is free: the next one may come in */
+    s->conns_freed = 1;
+    if (!s->active_calls)
+        server_spares_idle(s, 0);
     if (s->draining)
         server_check_drained(s);
 }
@@ -1116,12 +1127,14 @@ static void server_release_spares(loop *l, void *ctx)
     (void)l;
     server *s = ctx;
     s->spares_timer = NULL;
+    s->conns_freed = 0;
     buf_spares_release();
     h2_io_spare_release();
 #ifdef __GLIBC__
     /* glibc serves a freed 5 MiB block's successors from its heap (it raises
-     * its mmap threshold) and keeps the heap grown: hand the pages back.
-     * musl (the static build) unmaps big blocks at free. */
+     * its mmap threshold) and keeps the heap grown, and the holes that a
+     * burst of closed connections leaves (about 25 KiB each) stay resident:
+     * hand the pages back. musl (the static build) returns them at free. */
     malloc_trim(0);
 #endif
 }
@@ -1130,7 +1143,8 @@ static void server_release_spares(loop *l, void *ctx)
  * buffers to h2_io's spares (maybe later: its read is still running). */
 static void server_spares_idle(server *s, int parked)
 {
-    if (s->spares_timer || !(parked || h2_io_spare_bytes() || buf_spares_bytes()))
+    if (s->spares_timer ||
+        !(parked || s->conns_freed || h2_io_spare_bytes() || buf_spares_bytes()))
         return;
     s->spares_timer = loop_timer_add(s->loop, SERVER_SPARES_IDLE_NS, server_release_spares, s);
 }
@@ -1244,12 +1258,6 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         }
         c->srv = s;
         c->io.fd = cfd;
-        if (conn_start_session(c) < 0) {
-            log_error("cannot start an HTTP/2 session");
-            h2_io_free(&c->io);
-            free(c);
-            continue;
-        }
         c->next = s->conns;
         s->conns = c;
         c->handshake_timer = loop_timer_add(s->loop, SERVER_HANDSHAKE_NS, conn_handshake_expired, c);
