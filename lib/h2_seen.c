@@ -40,12 +40,12 @@ static void record(h2_seen *s, const h2_seen_frame *f)
         return;
     if (f->type == NGHTTP2_HEADERS && f->id > s->top_id) {
         /* the slots of the ids skipped over (and of the new one) are reused */
-        int32_t from = s->top_id ? s->top_id + 2 : 1;
+        int64_t from = s->top_id ? (int64_t)s->top_id + 2 : 1;   /* ids reach 2^31 - 1 */
         if (f->id - from >= 2 * H2_SEEN_IDS)
-            from = f->id - 2 * (H2_SEEN_IDS - 1);
-        for (int32_t id = from; id <= f->id; id += 2) {
-            bit_set(s->opened, id, 0);
-            bit_set(s->ended, id, 0);
+            from = (int64_t)f->id - 2 * (H2_SEEN_IDS - 1);
+        for (int64_t id = from; id <= f->id; id += 2) {
+            bit_set(s->opened, (int32_t)id, 0);
+            bit_set(s->ended, (int32_t)id, 0);
         }
         s->top_id = f->id;
         bit_set(s->opened, f->id, 1);

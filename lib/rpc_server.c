@@ -674,6 +674,8 @@ static void call_check_headers(rpc_call *c)
 static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t len)
 {
     rpc_call *c = ctx;
+    if (c->finished)
+        return 1;   /* answered (and the answer may borrow the handler's state): drop the rest */
     if (++c->messages > 1) {
         call_end_handler(c);
         call_fail_http(c, "200", GRPC_UNIMPLEMENTED,

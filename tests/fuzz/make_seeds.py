@@ -231,8 +231,47 @@ def http1_seeds():
     write("http1", "long-headers", req(hdrs, span_at=at * 256 // len(hdrs) + 1, span_len=33, reps=5))
 
 
+# ---- h2_server: [flags][span_at][span_len][reps] bytes after the preface ----
+def h2_frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def hpack_literal(headers):
+    """Literal header fields without indexing, no Huffman; lengths < 127."""
+    out = b""
+    for name, value in headers:
+        name, value = name.encode(), value.encode()
+        out += b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+    return out
+
+
+def h2_server_seeds():
+    settings = h2_frame(4, 0, 0)
+    def req(path, extra=()):
+        return hpack_literal([(":method", "POST"), (":scheme", "http"), (":path", path),
+                              (":authority", "x"), ("content-type", "application/grpc"),
+                              ("te", "trailers"), *extra])
+    check = h2_frame(1, 4, 1, req("/grpc.health.v1.Health/Check")) + h2_frame(0, 1, 1, b"\x00" * 5)
+    hdr = bytes([0, 0, 0, 0])
+    write("h2_server", "check", hdr + settings + check)
+    write("h2_server", "check-then-lower-id", hdr + settings + check.replace(b"\x00\x00\x00\x01", b"\x00\x00\x00\x05")
+          + h2_frame(1, 5, 3, req("/grpc.health.v1.Health/Check")))
+    write("h2_server", "reset", hdr + settings + h2_frame(1, 4, 1, req("/grpc.health.v1.Health/Watch"))
+          + h2_frame(3, 0, 1, struct.pack(">I", 8)) + h2_frame(0, 0, 1, b"late"))
+    write("h2_server", "unknown-method", hdr + settings + h2_frame(1, 5, 1, req("/x.Y/Z")))
+    write("h2_server", "timeout", hdr + settings + h2_frame(1, 4, 1, req("/grpc.health.v1.Health/List",
+          [("grpc-timeout", "99999999H")])) + h2_frame(0, 1, 1, b"\x00" * 5))
+    # a long header value: the "v" of x-long repeated by the stretch
+    long_req = h2_frame(1, 5, 1, req("/grpc.health.v1.Health/Check", [("x-long", "v")]))
+    at = len(settings) + long_req.rindex(b"v")
+    body = settings + long_req
+    write("h2_server", "long-header", bytes([0, at * 256 // len(body) + 1, 0, 200]) + body)
+    write("h2_server", "http1", bytes([1, 0, 0, 0]) + b"GET /metrics HTTP/1.1\r\n\r\n")
+
+
 if __name__ == "__main__":
     http1_seeds()
+    h2_server_seeds()
     frame_seeds()
     proto_seeds()
     rl_seeds()
