@@ -5,7 +5,8 @@
  *   running -> stdin written, stdout/stderr read, as the pipes allow
  *   exited  -> SIGCHLD reaped the child; keep reading until both output
  *              pipes reach EOF, or FN_JOB_DRAIN_NS passes
- *   finish  -> pipes closed, leftovers in the group SIGKILLed, done() called
+ *   finish  -> pipes closed, leftovers in the group SIGKILLed, orphans
+ *              no running call can own killed (orphans.h), done() called
  * A cancelled job skips done() and frees itself at finish. */
 #include "fn_job.h"
 
@@ -18,10 +19,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "metrics.h"
+#include "orphans.h"
 
 extern char **environ;
 
@@ -329,6 +332,36 @@ static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
     fn_job_maybe_finish(job);
 }
 
+/* ---- ownership, as orphans.c asks it --------------------------------------- */
+
+static int fn_job_is_function(pid_t pid)
+{
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (j->pid == pid && !j->exited)
+            return 1;
+    return 0;
+}
+
+/* A job runs, for ownership, until finished: its group is killed then. */
+static int64_t fn_job_oldest_call_ns(void)
+{
+    int64_t oldest = INT64_MAX;
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (!j->finished && j->boot_ns < oldest)
+            oldest = j->boot_ns;
+    return oldest;
+}
+
+static void fn_job_check_orphans(void)
+{
+    orphans_owners owners = {
+        .is_function = fn_job_is_function,
+        .functions = fn_job_live_count(),
+        .oldest_call_ns = fn_job_oldest_call_ns,
+    };
+    orphans_check(&owners);
+}
+
 /* ---- finishing ---------------------------------------------------------- */
 
 static void fn_job_finish(fn_job *job)
@@ -346,6 +379,8 @@ static void fn_job_finish(fn_job *job)
     /* Whatever the function left behind in its group goes with it. */
     if (kill(-job->pid, SIGKILL) == 0)
         log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
+    /* and whatever left the group, once no running call can own it */
+    fn_job_check_orphans();
     if (job->cancelled) {
         fn_job_unlink(job);
         buf_free(&job->out);
@@ -435,6 +470,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
         size_t guess = spec->input_len + spec->input_len / 8;
         (void)buf_reserve(&job->out, guess < spec->max_stdout ? guess : spec->max_stdout + 1);
     }
+    job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
     int rc = spawn_child(path, spec->argv, in[0], out[1], err[1], &job->pid);
     if (rc) {
         char text[256];
@@ -518,7 +554,7 @@ void fn_job_free(fn_job *job)
 
 int fn_job_reap(void)
 {
-    int reaped = 0;
+    int reaped = 0, strays = 0;
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -535,9 +571,14 @@ int fn_job_reap(void)
             metrics_function_exited(status);
             fn_job_exited(job, status);
         }
-        else
+        else {
             log_v(4, "reaped orphan process %d", (int)pid);
+            orphans_reaped(pid);
+            strays++;
+        }
     }
+    if (strays)   /* their children are ours now */
+        fn_job_check_orphans();
     return reaped;
 }
 
@@ -567,5 +608,15 @@ void fn_job_shutdown(void)
         buf_free(&j->err);
         free(j);
     }
+    /* No call runs now: every orphan goes, and each one's children, re-parented
+     * to us as it dies, in the next round. */
+    for (int round = 0; round < 100 && orphans_any_child(); round++) {
+        fn_job_reap();
+        fn_job_check_orphans();
+        struct timespec tick = {0, 10 * 1000000};
+        if (orphans_any_child())
+            nanosleep(&tick, NULL);
+    }
     fn_job_reap();
+    orphans_close();
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "fn_job.h"
+#include "orphans.h"
 #include "services.h"
 
 int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on_hup,
@@ -15,6 +16,9 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     cfg.methods = methods;
     cfg.app = ev;
     buf_spares_enable(2);   /* a big call's request and output buffers */
+    /* Orphans of functions become our children (reaped, and killed when no
+     * call can own them) even when we are not PID 1. */
+    orphans_adopt();
     server *srv = server_new(l, &cfg);
     proc_signals *sig = srv ? proc_signals_open(l, srv, on_hup, hup_ctx) : NULL;
     buf err = {0};
