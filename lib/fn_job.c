@@ -610,11 +610,11 @@ void fn_job_shutdown(void)
     }
     /* No call runs now: every orphan goes, and each one's children, re-parented
      * to us as it dies, in the next round. */
-    for (int round = 0; round < 100 && orphans_any_child(); round++) {
+    for (int round = 0; round < 100 && orphans_left(); round++) {
         fn_job_reap();
         fn_job_check_orphans();
         struct timespec tick = {0, 10 * 1000000};
-        if (orphans_any_child())
+        if (orphans_left())
             nanosleep(&tick, NULL);
     }
     fn_job_reap();

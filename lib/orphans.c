@@ -26,6 +26,7 @@ static struct {
     int children_fd;
     int children_missing;
     int pass_wanted;        /* a stray was reaped or an orphan waits for a call */
+    int foreign_proc;       /* /proc numbers another PID namespace's processes */
     /* Orphans killed and not reaped yet: a later pass must not kill, log or
      * count them again. They are our children, so their pids stay theirs. */
     pid_t *killed;
@@ -42,8 +43,27 @@ static int open_children_list(void)
     return fd;
 }
 
+/* /proc shows pids as its mounter's PID namespace numbers them, kill()
+ * takes ours: a container without its own /proc mount (unshare --pid
+ * without --mount-proc) would have us kill by the wrong numbers. */
+static int proc_is_ours(void)
+{
+    char link[32];
+    ssize_t n = readlink("/proc/self", link, sizeof link - 1);
+    if (n <= 0)
+        return 1;   /* no /proc: the listing fails and says so */
+    link[n] = '\0';
+    return strtol(link, NULL, 10) == (long)getpid();
+}
+
 void orphans_adopt(void)
 {
+    if (!proc_is_ours()) {
+        orph.foreign_proc = 1;
+        log_warn("/proc belongs to another PID namespace: processes functions leave behind "
+                 "are reaped but not killed (mount /proc in the container)");
+        return;
+    }
     /* As PID 1 every orphan of the namespace is ours already. */
     if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s; processes functions leave behind go to "
@@ -321,7 +341,7 @@ static void orphans_pass(const orphans_owners *owners)
 
 /* ---- when to pass -------------------------------------------------------------- */
 
-int orphans_any_child(void)
+static int any_child(void)
 {
     siginfo_t si;
     /* WNOWAIT: only look; fn_job_reap reaps, so each status reaches its job. */
@@ -340,15 +360,22 @@ int orphans_any_child(void)
 static int stray_possible(const orphans_owners *owners)
 {
     if (owners->functions == 0)
-        return orphans_any_child();
+        return any_child();
     if (orph.children_missing)
         return 0;   /* counting would mean scanning /proc on every call */
     long n = children_walk(NULL, NULL);
     return n < 0 || (size_t)n > owners->functions;
 }
 
+int orphans_left(void)
+{
+    return !orph.foreign_proc && any_child();
+}
+
 void orphans_check(const orphans_owners *owners)
 {
+    if (orph.foreign_proc)
+        return;
     if (orph.pass_wanted || stray_possible(owners))
         orphans_pass(owners);
 }

@@ -75,8 +75,9 @@ void orphans_check(const orphans_owners *owners);
 /* A child that was no function was reaped: the next check passes. */
 void orphans_reaped(pid_t pid);
 
-/* 1 while we have a child, reaped or not (for the exit path). */
-int orphans_any_child(void);
+/* 1 while we have a child, reaped or not, and can kill orphans (for the
+ * exit path, once no function runs). */
+int orphans_left(void);
 
 /* Release the children list and the bookkeeping (on exit). */
 void orphans_close(void);
