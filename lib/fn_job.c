@@ -136,7 +136,11 @@ static void close_fd(int *fd)
 }
 
 /* Spawn argv with the three pipe ends as stdio, in a new process group, with
- * default signal handling and an empty signal mask. Returns 0 or an errno. */
+ * default signal handling and an empty signal mask. Returns 0 or an errno.
+ * Both are inherited across exec, and the server ignores some signals and
+ * blocks others (proc_signals.h; or its own parent made it ignore them):
+ * every signal is reset, not a list that could fall behind. The C library
+ * walks all signals in the child either way, so a full set costs nothing. */
 static int spawn_child(const char *path, char *const *argv, int in_rd, int out_wr, int err_wr,
                        pid_t *pid)
 {
@@ -152,8 +156,7 @@ static int spawn_child(const char *path, char *const *argv, int in_rd, int out_w
         return rc;
     }
     sigemptyset(&none);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);   /* we ignore it; the function must not */
+    sigfillset(&defaults);
     if ((rc = posix_spawn_file_actions_adddup2(&fa, in_rd, 0)) ||
         (rc = posix_spawn_file_actions_adddup2(&fa, out_wr, 1)) ||
         (rc = posix_spawn_file_actions_adddup2(&fa, err_wr, 2)) ||
