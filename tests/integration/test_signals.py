@@ -118,7 +118,12 @@ def test_sigterm_and_sigquit_still_drain(start_server, tmp_path, sig):
 
 # ---- what functions get ---------------------------------------------------------
 
-MASK_SCRIPT = """grep -E '^Sig(Blk|Ign):' /proc/$$/status >&2; grep -E '^Sig(Blk|Ign):' /proc/self/status >&2
+# The shell's own masks, read by builtins (a child reading /proc/$$ would see
+# the shell while it waits, when dash blocks every signal), then a program's.
+MASK_SCRIPT = """while IFS= read -r line; do
+    case "$line" in SigBlk:*|SigIgn:*) echo "$line" >&2;; esac
+done < /proc/$$/status
+grep -E '^Sig(Blk|Ign):' /proc/self/status >&2
 exec cat"""
 
 # The server's parent ignores some signals, as nohup or a non-interactive
