@@ -140,7 +140,9 @@ static void close_fd(int *fd)
  * Both are inherited across exec, and the server ignores some signals and
  * blocks others (proc_signals.h; or its own parent made it ignore them):
  * every signal is reset, not a list that could fall behind. The C library
- * walks all signals in the child either way, so a full set costs nothing. */
+ * walks all signals in the child either way; glibc then sets each instead
+ * of asking first (55 fewer syscalls per spawn, measured). glibc leaves its
+ * two internal signals (32, 33) ignored; it cannot be asked otherwise. */
 static int spawn_child(const char *path, char *const *argv, int in_rd, int out_wr, int err_wr,
                        pid_t *pid)
 {
