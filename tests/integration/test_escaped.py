@@ -70,6 +70,14 @@ class Escape:
         wait_until(lambda: not marked(self.marker(mode)), timeout)
         return marked(self.marker(mode))
 
+    def one(self, mode):
+        """The one running process `mode` left."""
+        pids = marked(self.marker(mode))
+        assert len(pids) == 1, (
+            f"{mode}: want one process marked {self.marker(mode)}, found {pids}; "
+            f"{self.srv.describe()}")
+        return pids[0]
+
     def call(self, mode, **kw):
         return self.srv.evaluate(simple_rl(f"{mode}-x"), image=IMAGE, **kw)
 
@@ -154,7 +162,7 @@ def test_one_calls_orphan_spares_a_running_call(escape):
         fut = call.future(req(resource_list=simple_rl(f"hold-{digit}"), image=IMAGE), timeout=30)
         assert wait_until(lambda: (escape.work / f"held-{digit}").exists(), 10), (
             f"call hold-{digit} did not start; {srv.describe()}")
-        (pid,) = marked(escape.marker(f"hold-{digit}"))
+        pid = escape.one(f"hold-{digit}")
         # an orphan already: the server's child, its parent gone
         assert proc_stat(pid)[1] == srv.pid, proc_stat(pid)
         return fut, pid
@@ -168,7 +176,7 @@ def test_one_calls_orphan_spares_a_running_call(escape):
     b, ob = hold(5)
     time.sleep(0.05)   # start times count in 10 ms ticks; a tie means "maybe owned"
     assert escape.call("setsid", timeout=20).resource_list == simple_rl("setsid-x")
-    (oa,) = marked(escape.marker("setsid"))
+    oa = escape.one("setsid")
     time.sleep(0.05)
     d, od = hold(6)
     time.sleep(0.3)    # a wrong kill would have landed by now
