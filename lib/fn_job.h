@@ -12,6 +12,12 @@
  * delay (a grandchild may hold them), then SIGKILL the group so no stray
  * process outlives the call.
  *
+ * A process that left the group (setsid, a double fork) is not reached by
+ * that kill: once its parent dies it is re-parented to us (a subreaper, or
+ * PID 1), and lib/orphans.c kills it when no call still running can own it.
+ * fn_job asks for that check when a call ends and when a child that is no
+ * job is reaped.
+ *
  * Exit statuses arrive through fn_job_reap(), which the owner of SIGCHLD
  * calls; it reaps every child, orphans included (we may be PID 1), and hands
  * each status to the job that owns the pid. */
@@ -61,6 +67,7 @@ struct fn_job {
     size_t err_dropped;     /* stderr bytes beyond max_stderr */
     int output_too_large;   /* stdout passed max_stdout */
     int64_t started_ns;
+    int64_t boot_ns;        /* start on the clock of /proc start times (orphans.h) */
 
     /* private */
     loop *loop;
@@ -109,7 +116,8 @@ int fn_job_reap(void);
 /* Number of jobs whose process has not been reaped yet. */
 size_t fn_job_live_count(void);
 
-/* On exit: SIGKILL every job's process group, wait for them, free all jobs. */
+/* On exit: SIGKILL every job's process group, wait for them, free all jobs;
+ * then kill what they left behind (for at most a second). */
 void fn_job_shutdown(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include "fn_job.h"
 #include "fn_slots.h"
 #include "log.h"
+#include "orphans.h"
 #include "services.h"
 
 /* The load limits left to their defaults, from the CPUs and the message
@@ -52,6 +53,9 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     buf_spares_enable(2);   /* a big call's request and output buffers */
     /* requests waiting for a function are bounded like those still arriving */
     fn_slots_configure(l, cfg.max_functions, cfg.max_waiting, cfg.max_pending_bytes);
+    /* Orphans of functions become our children (reaped, and killed when no
+     * call can own them) even when we are not PID 1. */
+    orphans_adopt();
     server *srv = server_new(l, &cfg);
     proc_signals *sig = srv ? proc_signals_open(l, srv, on_hup, hup_ctx) : NULL;
     int rc = 1;

@@ -2,8 +2,9 @@
  * wrapper-server and `runner-client serve` differ only in the evaluator
  * behind EvaluateFunction and in what SIGHUP does.
  *
- * It listens, routes signals (proc_signals), runs the loop until SIGTERM's
- * drain completes, then tears down in the order that matters: connections
+ * It becomes its functions' subreaper (orphans), listens, routes signals
+ * (proc_signals), runs the loop until SIGTERM's drain completes, then
+ * tears down in the order that matters: connections
  * and calls first (cancelling functions), then the evaluator, then whatever
  * function processes remain (killed and reaped). */
 #ifndef KRM_FN_SERVER_H

@@ -31,6 +31,7 @@ static struct {
     size_t n_methods;
     uint64_t exits[METRICS_EXITS];
     uint64_t signals[METRICS_SIGNALS];
+    uint64_t orphans_killed;
     uint64_t bytes_in, bytes_out;
     uint64_t counters[METRIC_COUNTERS];
 } stats;
@@ -100,6 +101,8 @@ void metrics_function_exited(int wait_status)
         stats.signals[WTERMSIG(wait_status)]++;
 }
 
+void metrics_orphan_killed(void) { stats.orphans_killed++; }
+
 void metrics_bytes_received(size_t n) { stats.bytes_in += n; }
 void metrics_bytes_sent(size_t n) { stats.bytes_out += n; }
 
@@ -168,6 +171,9 @@ static void render_functions(buf *out)
                        (unsigned long long)stats.signals[i]);
     render_help(out, "krm_function_processes", "gauge", "Function processes not yet reaped.");
     buf_printf(out, "krm_function_processes %zu\n", fn_job_live_count());
+    render_help(out, "krm_orphans_killed_total", "counter",
+                "Processes functions left behind, re-parented to the server and killed.");
+    buf_printf(out, "krm_orphans_killed_total %llu\n", (unsigned long long)stats.orphans_killed);
 }
 
 void metrics_render(buf *out, size_t in_flight)

@@ -34,6 +34,8 @@ void metrics_call_started(const rpc_method *m);
 void metrics_call_handled(const rpc_method *m, int code, int64_t duration_ns);
 /* A function's wait status, as waitpid gave it. */
 void metrics_function_exited(int wait_status);
+/* A process a function left behind was killed (lib/orphans.c). */
+void metrics_orphan_killed(void);
 void metrics_bytes_received(size_t n);
 void metrics_bytes_sent(size_t n);
 

@@ -5,11 +5,8 @@
  * PID 1: parse the command line, route signals through a signalfd into the
  * event loop, reap every child (orphans included), and on SIGTERM/SIGINT
  * drain the server before exiting 0. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "ev_exec.h"
@@ -22,10 +19,6 @@
 
 static int run(const ws_config *cfg)
 {
-    /* Orphans of functions become our children (and are reaped) even when
-     * we are not PID 1. */
-    if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-        log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
     loop *l = loop_new();
     ev_exec_config exec = {
         .loop = l,
