@@ -1,9 +1,15 @@
 /* ev_exec: local-process evaluator; see ev_exec.h.
  *
  * A call is: resolve the argv (fixed, or the lookup's binary) -> fn_job_start
- * -> fn_job done -> fn_verdict_judge -> done(result). Failures known at once
+ * -> fn_job done -> judge the output -> done(result). Failures known at once
  * (no entrypoint, not found, spawn failed) are delivered from a zero-delay
  * timer, so done never runs inside start.
+ *
+ * Judging a large output takes libyaml a while (about 30 ns a byte, far
+ * more for hostile nesting), so it is done in steps (fn_verdict_step): the
+ * first at once, which is all a small output needs, the rest each from a
+ * zero-delay timer, so health checks and other calls are served between
+ * them.
  *
  * Streaming (fixed argv only: the lookup needs the image, which follows the
  * ResourceList on the wire): the job starts on the first bytes of the input
@@ -34,6 +40,8 @@ typedef struct exec_call {
     void *ctx;
     fn_job *job;
     loop_timer *deferred;      /* pending delivery of an immediate result */
+    fn_judging *judging;       /* the output being judged, in steps */
+    loop_timer *judge_next;    /* the next judging step */
     buf path;                  /* lookup mode: the binary */
     char *argv[2];
     fn_verdict verdict;
@@ -56,10 +64,9 @@ static void exec_deliver_deferred(loop *l, void *ctx)
     c->done(&c->base, &c->res, c->ctx);
 }
 
-static void exec_judge(exec_call *c)
+static void exec_judged(exec_call *c)
 {
     fn_job *job = c->job;
-    fn_verdict_judge(c->image, job, &c->verdict);
     log_v(3, "function %d for \"%s\" finished in %.1f ms", (int)job->pid, c->image,
           (double)(loop_now_ns() - job->started_ns) / 1e6);
     if (c->verdict.warning.len)
@@ -71,6 +78,42 @@ static void exec_judge(exec_call *c)
     else
         exec_set_failure(c, c->verdict.code, 0);
     c->done(&c->base, &c->res, c->ctx);
+}
+
+static void exec_judge_resume(loop *l, void *ctx);
+
+static void exec_judge_step(exec_call *c)
+{
+    exec_ev *e = (exec_ev *)c->base.ev;
+    if (fn_verdict_step(c->judging, &c->verdict) == 1) {
+        c->judge_next = loop_timer_add(e->cfg.loop, 0, exec_judge_resume, c);
+        if (c->judge_next)
+            return;
+        while (fn_verdict_step(c->judging, &c->verdict) == 1)   /* no timer: finish here */
+            continue;
+    }
+    fn_verdict_stop(c->judging);
+    c->judging = NULL;
+    exec_judged(c);
+}
+
+static void exec_judge_resume(loop *l, void *ctx)
+{
+    (void)l;
+    exec_call *c = ctx;
+    c->judge_next = NULL;   /* the loop frees the timer */
+    exec_judge_step(c);
+}
+
+static void exec_judge(exec_call *c)
+{
+    c->judging = fn_verdict_start(c->image, c->job);
+    if (c->judging) {
+        exec_judge_step(c);
+        return;
+    }
+    fn_verdict_judge(c->image, c->job, &c->verdict);   /* says out of memory */
+    exec_judged(c);
 }
 
 static void exec_job_done(fn_job *job, void *ctx)
@@ -203,12 +246,13 @@ static void exec_input_done(ev_call *base, const char *image)
     fn_job_input_ready(c->job, c->job->spec.input_len);
     c->input_open = 0;
     if (c->job_ended)
-        exec_judge(c);   /* done runs inside input_done: see evaluator.h */
+        exec_judge(c);   /* done may run inside input_done: see evaluator.h */
 }
 
 static void exec_free_call(ev_call *base)
 {
     exec_call *c = (exec_call *)base;
+    fn_verdict_stop(c->judging);   /* cancelled while judging; NULL after done */
     if (c->job)
         fn_job_free(c->job);
     fn_verdict_free(&c->verdict);
@@ -223,6 +267,8 @@ static void exec_cancel(ev_call *base)
     exec_ev *e = (exec_ev *)base->ev;
     if (c->deferred)
         loop_timer_cancel(e->cfg.loop, c->deferred);
+    if (c->judge_next)
+        loop_timer_cancel(e->cfg.loop, c->judge_next);
     if (c->job)
         fn_job_cancel(c->job, e->cfg.kill_grace_ns);   /* frees itself once reaped */
     c->job = NULL;
