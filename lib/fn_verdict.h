@@ -27,10 +27,10 @@ void fn_verdict_judge(const char *image, const fn_job *job, fn_verdict *v);
  * 200 ms and more), and health checks and other calls must not wait for
  * that. fn_verdict_start returns NULL when out of memory; image and job
  * must outlive the judging. Each fn_verdict_step reads at most
- * FN_VERDICT_STEP_EVENTS YAML events and about 64 KiB of the output, and
+ * FN_VERDICT_STEP_EVENTS YAML events and about 32 KiB of the output, and
  * returns 1 while there is more to do, else 0 with *v filled exactly as
  * fn_verdict_judge fills it. fn_verdict_stop frees at any point. */
-enum { FN_VERDICT_STEP_EVENTS = 4096 };
+enum { FN_VERDICT_STEP_EVENTS = 2048 };
 typedef struct fn_judging fn_judging;
 fn_judging *fn_verdict_start(const char *image, const fn_job *job);
 int fn_verdict_step(fn_judging *j, fn_verdict *v);

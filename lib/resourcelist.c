@@ -48,7 +48,7 @@ enum {
     RL_MAX_DEPTH = 1000,           /* all nesting; yaml.v3 allows 10000. Flow nesting,
                                       which libyaml reads in time growing with its
                                       depth, stops at YAML_MAX_FLOW_DEPTH (128) */
-    RL_STEP_BYTES = 64 * 1024,     /* input read per rl_judge_step, at most (plus
+    RL_STEP_BYTES = 32 * 1024,     /* input read per rl_judge_step, at most (plus
                                       libyaml's 16 KiB read-ahead and one token) */
     RL_MAX_RESULTS = 100000,       /* kept results; more are counted only */
     RL_MAX_TAGS = 1000,            /* kept tags per result */

@@ -83,7 +83,7 @@ void rl_free(rl_list *rl);
 /* The same judgement in steps, for a server that must go back to its event
  * loop between them: rl_judge_new takes the bytes (not copied: they must
  * outlive the judge); each rl_judge_step reads at most `budget` libyaml
- * events and about 64 KiB of input (one scalar is always read whole), and
+ * events and about 32 KiB of input (one scalar is always read whole), and
  * returns 1 while there is more to do, else exactly what rl_parse_with
  * would have returned, with *out and err filled as it fills them. A judge
  * can be freed at any point. rl_judge_new returns NULL when out of memory. */
