@@ -8,7 +8,10 @@
  * and say so in the same words, without paying for a document tree: outputs
  * reach several MiB, and the wrapper never needs the items themselves.
  *
- * How: one pass over libyaml's event stream. The bytes are never rewritten.
+ * How: one pass over libyaml's event stream, each event handed to a small
+ * state machine (one frame per collection it reads), so the pass can stop
+ * after any event and go on later: a server judges a large output in steps
+ * between its other work (rl_judge_step). The bytes are never rewritten.
  *   - `items` and `functionConfig` are skipped by counting nesting depth;
  *     only the item count and each item's node kind are kept.
  *   - `results` is decoded into rl_result the way yaml.v3 decodes it into the
@@ -17,9 +20,11 @@
  *   - The checks are then applied in the order ParseResourceList applies
  *     them, so the first error Go would report is the one we report.
  *
- * Hostile input is bounded: nesting depth is capped (at yaml.v3's own limit),
- * aliases are never expanded, stored results/tags/type errors are capped, and
- * no function recurses in proportion to the input's depth.
+ * Hostile input is bounded: nesting depth is capped (flow nesting at 128,
+ * where libyaml's time per token stops growing with it, see yaml_depth.h;
+ * all nesting at 1000), aliases are never expanded, stored results/tags/type
+ * errors are capped, and no function recurses in proportion to the input's
+ * depth.
  *
  * Error texts follow Porch's vendored SDK (third_party/kptdev/krm-functions-sdk
  * go/fn/resourcelist.go, object.go and internal/) on kyaml's yaml.v3. Where
