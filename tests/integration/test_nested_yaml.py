@@ -100,6 +100,22 @@ def test_the_attack_output_is_refused_at_once_naming_the_limit(start_server, out
         f"failed to parse input bytes: failed to parse input bytes: yaml: line 4: {FLOW_PROBLEM}")
 
 
+def test_a_deadline_passing_while_judging_cancels_the_judging(start_server, outputs):
+    """The judging is stopped half way (its timer cancelled, its state freed:
+    the ASan build checks) and the server goes on as before."""
+    path, data, n = outputs["limit"]
+    srv = start_printer(start_server, path)
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as e:
+        srv.evaluate(b"kind: ResourceList\n", "nested:128", timeout=0.3)
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    while "deadline exceeded" not in srv.stderr():
+        assert time.monotonic() - started < 1.5, srv.describe()
+        time.sleep(0.02)
+    assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
+    assert srv.evaluate(b"kind: ResourceList\n", "nested:128", timeout=60).resource_list == data
+
+
 def run_measured(args, timeout=30):
     """Runs a binary under /usr/bin/time; returns (CompletedProcess, seconds,
     peak RSS in KiB)."""
