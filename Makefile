@@ -181,9 +181,9 @@ FUZZ_NAMES      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*
 FUZZ_EXT_SRCS   := $(wildcard $(FUZZ_DEPS_SRC)/libyaml/src/*.c \
                               $(FUZZ_DEPS_SRC)/protobuf-c/protobuf-c/protobuf-c.c)
 FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/buf.c lib/numparse.c lib/grpc_frame.c \
-                     lib/grpc_timeout.c lib/resourcelist.c lib/rl_scan.c lib/utf8.c lib/go_quote.c lib/pb_request.c lib/grpc_status.c lib/json.c lib/http1.c lib/log.c wrapper-server/cli.c \
+                     lib/grpc_timeout.c lib/resourcelist.c lib/rl_scan.c lib/yaml_depth.c lib/utf8.c lib/go_quote.c lib/pb_request.c lib/grpc_status.c lib/json.c lib/http1.c lib/log.c wrapper-server/cli.c \
                      lib/rpc_server.c lib/h2_io.c lib/h2_seen.c lib/loop.c lib/svc_health.c lib/metrics.c \
-                     lib/fn_job.c lib/fn_slots.c) \
+                     lib/fn_job.c lib/fn_slots.c lib/orphans.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 

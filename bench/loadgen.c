@@ -9,14 +9,16 @@
  *
  *   bench-loadgen --addr 127.0.0.1:PORT [--rpc evaluate|check]
  *                 [--concurrency N] [--calls N] [--warmup N]
- *                 [--size BYTES | --input FILE] [--timeout DUR]
+ *                 [--size BYTES | --input FILE] [--timeout DUR] [--while-file FILE]
  *   bench-loadgen --size BYTES --dump FILE     write the generated list, exit
  *
  * With --rpc evaluate (the default) the request carries a ResourceList of
  * exactly --size bytes (or the bytes of --input) and the function is
  * expected to be `cat`: every response must echo the list byte for byte, or
  * the call counts as an error. --rpc check calls grpc.health.v1.Health/Check
- * and expects SERVING.
+ * and expects SERVING. With --while-file, no call is started once FILE is
+ * gone (bench/run.sh removes it when the work to be measured against is
+ * done), so --calls is only an upper bound.
  *
  * Output, one line of key=value pairs on stdout for bench/run.sh:
  *   count=N errors=N elapsed_s=X median_us=X p99_us=X mean_us=X min_us=X
@@ -54,6 +56,7 @@ typedef struct opts {
     unsigned long long concurrency, calls, warmup, size;
     const char *input;
     const char *dump;
+    const char *while_file;
     int64_t timeout_ns;
 } opts;
 
@@ -74,6 +77,7 @@ struct run {
     size_t expect_len;
     enum rpc_kind rpc;
     int64_t timeout_ns;
+    const char *while_file; /* stop starting calls once it is gone */
     unsigned long long total, issued, done, errors;
     int64_t *lat_ns;        /* one per finished call */
     int reported_error;
@@ -87,7 +91,7 @@ static int usage(const char *why)
             "bench-loadgen: %s\n"
             "usage: bench-loadgen --addr HOST:PORT [--rpc evaluate|check] [--concurrency N]\n"
             "                     [--calls N] [--warmup N] [--size BYTES | --input FILE]\n"
-            "                     [--timeout DUR]\n"
+            "                     [--timeout DUR] [--while-file FILE]\n"
             "       bench-loadgen --size BYTES --dump FILE\n",
             why);
     return 2;
@@ -111,6 +115,8 @@ static int set_option(opts *o, const char *name, const char *value)
         o->input = value;
     else if (!strcmp(name, "--dump"))
         o->dump = value;
+    else if (!strcmp(name, "--while-file"))
+        o->while_file = value;
     else if (!strcmp(name, "--rpc") && (!strcmp(value, "evaluate") || !strcmp(value, "check")))
         o->rpc = !strcmp(value, "check") ? RPC_CHECK : RPC_EVALUATE;
     else if (!strcmp(name, "--timeout"))
@@ -320,6 +326,8 @@ static void call_done(const gc_result *res, void *ctx)
             fprintf(stderr, "bench-loadgen: first error: %s: %s\n", grpc_code_name(res->status),
                     why);
     }
+    if (r->while_file && r->issued < r->total && access(r->while_file, F_OK) < 0)
+        r->total = r->issued;   /* finish the calls in flight, start no more */
     if (r->done == r->total)
         loop_stop(r->l);
     else if (r->issued < r->total && res->status != GRPC_UNAVAILABLE)
@@ -409,7 +417,7 @@ int main(int argc, char **argv)
         return 2;
     if (o.dump)
         return write_file(o.dump, &rl) < 0 ? 1 : 0;
-    run r = {.rpc = o.rpc, .timeout_ns = o.timeout_ns,
+    run r = {.rpc = o.rpc, .timeout_ns = o.timeout_ns, .while_file = o.while_file,
              .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
              .expect = (const uint8_t *)rl.data, .expect_len = rl.len};
     if (build_request(&r, &rl) < 0 || connect_run(&r, &o) < 0)

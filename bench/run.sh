@@ -14,7 +14,8 @@
 # The table goes to stdout and to BUILD/bench/results.txt. Exit status: 0
 # when every measurement ran (missed targets print MISSED), 1 when one
 # failed. Knobs (environment): BENCH_ROUNDS, BENCH_SMALL_CALLS,
-# BENCH_TPUT_CALLS, BENCH_MEM_CALLS, BENCH_DYN_MEM_CALLS, BENCH_LARGE_CALLS.
+# BENCH_TPUT_CALLS, BENCH_MEM_CALLS, BENCH_DYN_MEM_CALLS, BENCH_LARGE_CALLS,
+# BENCH_NESTED_CALLS; BENCH_ONLY=nested runs section 7 alone.
 set -eu
 
 BUILD=${1:-build}
@@ -32,6 +33,7 @@ MEM_CALLS=${BENCH_MEM_CALLS:-10000}       # total calls before the RSS reading
 DYN_MEM_CALLS=${BENCH_DYN_MEM_CALLS:-1000}
 LARGE_CALLS=${BENCH_LARGE_CALLS:-10}      # per round, 5 MiB
 LARGE_SIZE=$((5 * 1024 * 1024))
+NESTED_CALLS=${BENCH_NESTED_CALLS:-3}     # nested 5 MiB outputs judged under Health/Checks
 
 mkdir -p "$OUT" "$TMP"
 RESULTS=$OUT/results.txt
@@ -186,7 +188,10 @@ table() {
     echo "server and floor runs are interleaved, $ROUNDS rounds, median of the rounds"
     echo
     printf "$ROW_FMT" "#" "measurement" "result" "baseline (same run)" "ratio" "target" ""
-    cat "$TMP"/rows.1 "$TMP"/rows.2 "$TMP"/rows.3 "$TMP"/rows.4 "$TMP"/rows.5 "$TMP"/rows.6
+    local i
+    for i in 1 2 3 4 5 6 7; do
+        [ ! -f "$TMP/rows.$i" ] || cat "$TMP/rows.$i"
+    done
     echo
     echo "floors: 'spawn cat + pipes' is bench-pipefloor: posix_spawnp cat, write the same"
     echo "bytes to its stdin, read its stdout to EOF, waitpid (N at once on one poll loop"
@@ -361,6 +366,49 @@ bench_sizes() {
     done
 }
 
+# ---- 7. responsiveness while a nested output is judged ---------------------------------------
+
+# nested_list FILE DEPTH: a ResourceList of about LARGE_SIZE bytes whose
+# items are `- a: [[[...1,1,...]]]` nested DEPTH deep: the costliest YAML
+# there is for libyaml, whose time per token grows with the flow depth
+# (lib/yaml_depth.h), at the deepest the server accepts (128).
+nested_list() {
+    awk -v depth="$2" -v size="$LARGE_SIZE" 'BEGIN {
+        for (i = 0; i < depth; i++) { opening = opening "["; closing = closing "]" }
+        for (i = 0; i < 2000; i++) body = body "1,"
+        item = "- a: " opening body "1" closing
+        print "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:"
+        n = int((size - 60) / (length(item) + 1))
+        for (i = 0; i < n; i++) print item
+    }' >"$1"
+}
+
+# Health/Check back to back on one connection (bench-loadgen --rpc check)
+# for as long as NESTED_CALLS EvaluateFunction calls with `cat` echo the
+# nested list, one after the other, on another: the server judges each
+# output in steps, and a check waits for one step at most.
+bench_nested() {
+    local check_pid cpu0 srv_ms flag=$TMP/nested.running
+    nested_list "$TMP/rl-nested.yaml" 128
+    cpu0=$(srv_cpu_us)
+    : >"$flag"
+    "$BIN/bench-loadgen" --addr "127.0.0.1:$SRV_PORT" --rpc check --calls 1000000 \
+        --while-file "$flag" >"$TMP/nested-check.out" 2>"$TMP/nested-check.err" &
+    check_pid=$!
+    tool loadgen --addr "127.0.0.1:$SRV_PORT" --input "$TMP/rl-nested.yaml" --calls "$NESTED_CALLS"
+    rm -f "$flag"
+    wait "$check_pid" || die "bench-loadgen --rpc check failed: $(tail -n 3 "$TMP/nested-check.err")"
+    srv_ms=$(calc "($(srv_cpu_us) - $cpu0) / $NESTED_CALLS / 1000" 0)
+    LINE=$(cat "$TMP/nested-check.out")
+    row 7 "Health/Check while 5 MiB nested 128 deep is judged" \
+        "$(calc "$(get max_us "$LINE")/1000" 1) ms max" \
+        "p99 $(calc "$(get p99_us "$LINE")/1000" 1), median $(calc "$(get median_us "$LINE")/1000" 2) ms" \
+        "-" "< 100 ms" "$(verdict "$(get max_us "$LINE") < 100000")"
+    note "($(get count "$LINE") checks during $NESTED_CALLS calls; server CPU per call" \
+         "$srv_ms ms, about $(calc "$srv_ms * 1000000 / $LARGE_SIZE" 0) ns a byte, the checks'" \
+         "included)"
+}
+
 # ---- main -----------------------------------------------------------------------------------------
 
 main() {
@@ -395,6 +443,8 @@ main() {
     say "5. large, 5 MiB"
     bench_large
     note "(peak VmHWM of the $label server after the 5 MiB calls: $(rss_kib VmHWM) KiB)"
+    say "7. Health/Check while a nested output is judged"
+    bench_nested
     stop_server
 
     if [ "$label" != dynamic ]; then
@@ -415,4 +465,18 @@ main() {
     say "table written to $RESULTS"
 }
 
-main
+# BENCH_ONLY=nested: section 7 alone, against the dynamic binary.
+nested_only() {
+    MAIN_SRV=$BIN/wrapper-server
+    start_server "$MAIN_SRV"
+    say "7. Health/Check while a nested output is judged"
+    bench_nested
+    stop_server
+    table "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/nested.txt"
+}
+
+if [ "${BENCH_ONLY:-}" = nested ]; then
+    nested_only
+else
+    main
+fi

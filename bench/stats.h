@@ -34,7 +34,7 @@ static inline int64_t bench_cpu_ns(void)
 
 /* Sorts lat_ns[0..n) and prints
  *   count=N errors=N elapsed_s=X median_us=X p99_us=X mean_us=X min_us=X
- *   calls_per_s=X cpu_us=X
+ *   calls_per_s=X cpu_us=X max_us=X
  * on stdout, one line; cpu_us is cpu_ns (this process's CPU time over the
  * measured calls) per call. n must be at least 1. */
 static inline void bench_print_stats(int64_t *lat_ns, size_t n, unsigned long long errors,
@@ -49,10 +49,10 @@ static inline void bench_print_stats(int64_t *lat_ns, size_t n, unsigned long lo
     size_t p99 = (n * 99 + 99) / 100;   /* ceil(0.99 n), 1-based rank */
     double secs = (double)elapsed_ns / 1e9;
     printf("count=%zu errors=%llu elapsed_s=%.4f median_us=%.1f p99_us=%.1f mean_us=%.1f "
-           "min_us=%.1f calls_per_s=%.1f cpu_us=%.1f\n",
+           "min_us=%.1f calls_per_s=%.1f cpu_us=%.1f max_us=%.1f\n",
            n, errors, secs, median / 1e3, (double)lat_ns[p99 - 1] / 1e3, sum / (double)n / 1e3,
            (double)lat_ns[0] / 1e3, secs > 0 ? (double)n / secs : 0.0,
-           (double)cpu_ns / (double)n / 1e3);
+           (double)cpu_ns / (double)n / 1e3, (double)lat_ns[n - 1] / 1e3);
 }
 
 #endif

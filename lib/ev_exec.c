@@ -1,11 +1,18 @@
 /* ev_exec: local-process evaluator; see ev_exec.h.
  *
  * A call is: resolve the argv (fixed, or the lookup's binary) -> fn_job_start
- * -> fn_job done -> fn_verdict_judge -> done(result). Failures known at once
- * (no entrypoint, not found, refused by the lookup, spawn failed) are
- * delivered from a zero-delay timer, so done never runs inside start.
- * A binary the lookup opened is run by descriptor (fn_job's exec_path), so
- * a symlink swapped between the lookup and the exec cannot redirect it.
+ * -> fn_job done -> judge the output -> done(result). Failures known at once
+ * (no entrypoint, not found, refused by the lookup, no function slot, spawn
+ * failed) are delivered from a zero-delay timer, so done never runs inside
+ * start. A binary the lookup opened is run by descriptor (fn_job's
+ * exec_path), so a symlink swapped between the lookup and the exec cannot
+ * redirect it. The run waits for a function slot (fn_slots) first.
+ *
+ * Judging a large output takes libyaml a while (about 30 ns a byte, far
+ * more for hostile nesting), so it is done in steps (fn_verdict_step): the
+ * first at once, which is all a small output needs, the rest each from a
+ * zero-delay timer, so health checks and other calls are served between
+ * them.
  *
  * Streaming (fixed argv only: the lookup needs the image, which follows the
  * ResourceList on the wire): the job starts on the first bytes of the input
@@ -39,6 +46,8 @@ typedef struct exec_call {
     void *ctx;
     fn_job *job;
     loop_timer *deferred;      /* pending delivery of an immediate result */
+    fn_judging *judging;       /* the output being judged, in steps */
+    loop_timer *judge_next;    /* the next judging step */
     buf path;                  /* lookup mode: the binary */
     int exec_fd;               /* lookup mode: that binary, opened; -1 none */
     char exec_path[32];        /* "/proc/self/fd/<exec_fd>" */
@@ -66,10 +75,9 @@ static void exec_deliver_deferred(loop *l, void *ctx)
     c->done(&c->base, &c->res, c->ctx);
 }
 
-static void exec_judge(exec_call *c)
+static void exec_judged(exec_call *c)
 {
     fn_job *job = c->job;
-    fn_verdict_judge(c->image, job, &c->verdict);
     log_v(3, "function %d for \"%s\" finished in %.1f ms", (int)job->pid, c->image,
           (double)(loop_now_ns() - job->started_ns) / 1e6);
     if (c->verdict.warning.len)
@@ -81,6 +89,42 @@ static void exec_judge(exec_call *c)
     else
         exec_set_failure(c, c->verdict.code, 0);
     c->done(&c->base, &c->res, c->ctx);
+}
+
+static void exec_judge_resume(loop *l, void *ctx);
+
+static void exec_judge_step(exec_call *c)
+{
+    exec_ev *e = (exec_ev *)c->base.ev;
+    if (fn_verdict_step(c->judging, &c->verdict) == 1) {
+        c->judge_next = loop_timer_add(e->cfg.loop, 0, exec_judge_resume, c);
+        if (c->judge_next)
+            return;
+        while (fn_verdict_step(c->judging, &c->verdict) == 1)   /* no timer: finish here */
+            continue;
+    }
+    fn_verdict_stop(c->judging);
+    c->judging = NULL;
+    exec_judged(c);
+}
+
+static void exec_judge_resume(loop *l, void *ctx)
+{
+    (void)l;
+    exec_call *c = ctx;
+    c->judge_next = NULL;   /* the loop frees the timer */
+    exec_judge_step(c);
+}
+
+static void exec_judge(exec_call *c)
+{
+    c->judging = fn_verdict_start(c->image, c->job);
+    if (c->judging) {
+        exec_judge_step(c);
+        return;
+    }
+    fn_verdict_judge(c->image, c->job, &c->verdict);   /* says out of memory */
+    exec_judged(c);
 }
 
 static void exec_job_done(fn_job *job, void *ctx)
@@ -306,12 +350,13 @@ static void exec_input_done(ev_call *base, const char *image)
     fn_job_input_ready(c->job, c->job->spec.input_len);
     c->input_open = 0;
     if (c->job_ended)
-        exec_judge(c);   /* done runs inside input_done: see evaluator.h */
+        exec_judge(c);   /* done may run inside input_done: see evaluator.h */
 }
 
 static void exec_free_call(ev_call *base)
 {
     exec_call *c = (exec_call *)base;
+    fn_verdict_stop(c->judging);   /* cancelled while judging; NULL after done */
     if (c->job)
         fn_job_free(c->job);
     exec_close_binary(c);
@@ -328,8 +373,13 @@ static void exec_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
     fn_job *job = c->job;
     if (c->deferred)
         loop_timer_cancel(e->cfg.loop, c->deferred);
+    if (c->judge_next)
+        loop_timer_cancel(e->cfg.loop, c->judge_next);
     fn_slots_leave(&c->wait);
-    c->job = NULL;
+    if (job && job->finished)
+        job = NULL;   /* reaped, its output being judged: exec_free_call frees it */
+    else
+        c->job = NULL;
     exec_free_call(base);
     if (job)
         fn_job_cancel(job, e->cfg.kill_grace_ns, gone, gone_ctx);   /* frees itself once reaped */

@@ -91,8 +91,9 @@ ev_call *ev_call_start_streaming(evaluator *e, const ev_request *req, size_t rea
 void ev_call_input_ready(ev_call *call, size_t ready);
 /* All req->input_len bytes are there; image is the request's (it comes after
  * the ResourceList on the wire, so it was not known at the start). When the
- * function has already finished, done runs inside this call: make it the
- * caller's last use of its state. */
+ * function has already finished, done may run inside this call (or later,
+ * from the loop, when its output takes several steps to judge): make it
+ * the caller's last use of its state. */
 void ev_call_input_done(ev_call *call, const char *image);
 void ev_call_cancel(ev_call *call);
 /* Cancel, and call gone(ctx) once the call's work has really stopped: a

@@ -57,6 +57,7 @@ struct open_how {
 
 #include "fdio.h"
 #include "grpc_timeout.h"
+#include "yaml_depth.h"
 
 #define FC_API_VERSION "config.porch.kpt.dev/v1alpha1"
 #define FC_KIND "FunctionConfig"
@@ -812,6 +813,12 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
                    fnconfig *cfg, buf *err)
 {
     size_t n0 = cfg->n;
+    size_t line, column;
+    if (yaml_flow_depth_check(data, len, &line, &column) < 0) {
+        /* yaml_parser_load cannot be stopped in time: see yaml_depth.h */
+        buf_printf(err, "%s: line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, file, line, column);
+        return -1;
+    }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         buf_printf(err, "%s: out of memory", file);

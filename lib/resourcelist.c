@@ -8,7 +8,10 @@
  * and say so in the same words, without paying for a document tree: outputs
  * reach several MiB, and the wrapper never needs the items themselves.
  *
- * How: one pass over libyaml's event stream. The bytes are never rewritten.
+ * How: one pass over libyaml's event stream, each event handed to a small
+ * state machine (one frame per collection it reads), so the pass can stop
+ * after any event and go on later: a server judges a large output in steps
+ * between its other work (rl_judge_step). The bytes are never rewritten.
  *   - `items` and `functionConfig` are skipped by counting nesting depth;
  *     only the item count and each item's node kind are kept.
  *   - `results` is decoded into rl_result the way yaml.v3 decodes it into the
@@ -17,9 +20,11 @@
  *   - The checks are then applied in the order ParseResourceList applies
  *     them, so the first error Go would report is the one we report.
  *
- * Hostile input is bounded: nesting depth is capped (at yaml.v3's own limit),
- * aliases are never expanded, stored results/tags/type errors are capped, and
- * no function recurses in proportion to the input's depth.
+ * Hostile input is bounded: nesting depth is capped (flow nesting at 128,
+ * where libyaml's time per token stops growing with it, see yaml_depth.h;
+ * all nesting at 1000), aliases are never expanded, stored results/tags/type
+ * errors are capped, and no function recurses in proportion to the input's
+ * depth.
  *
  * Error texts follow Porch's vendored SDK (third_party/kptdev/krm-functions-sdk
  * go/fn/resourcelist.go, object.go and internal/) on kyaml's yaml.v3. Where
@@ -42,11 +47,14 @@
 #include "json.h"
 #include "rl_scan.h"
 #include "utf8.h"
+#include "yaml_depth.h"
 
 enum {
-    RL_MAX_DEPTH = 1000,           /* yaml.v3 allows 10000, but libyaml slows down
-                                      quadratically on deep flow nesting and the
-                                      server must not stall: no KRM object nests 1000 deep */
+    RL_MAX_DEPTH = 1000,           /* all nesting; yaml.v3 allows 10000. Flow nesting,
+                                      which libyaml reads in time growing with its
+                                      depth, stops at YAML_MAX_FLOW_DEPTH (128) */
+    RL_STEP_BYTES = 32 * 1024,     /* input read per rl_judge_step, at most (plus
+                                      libyaml's 16 KiB read-ahead and one token) */
     RL_MAX_RESULTS = 100000,       /* kept results; more are counted only */
     RL_MAX_TAGS = 1000,            /* kept tags per result */
     RL_MAX_TRACKED_KEYS = 10000,   /* keys per mapping checked for duplicates */
@@ -476,11 +484,56 @@ enum top_key {
     TOP_RESULTS,
 };
 
+/* What the decoder is reading; see "The decoder" below. */
+typedef enum frame_kind {
+    FR_STREAM,       /* the stream: documents */
+    FR_TOP,          /* the first document's root mapping */
+    FR_ITEMS,        /* its items sequence */
+    FR_RESULT_LIST,  /* results, or results.items in the legacy shape */
+    FR_LEGACY,       /* results given as a mapping */
+    FR_RESULT,       /* one result (a struct; duplicate keys tracked in keys[0]) */
+    FR_REF,          /* its resourceRef (keys[1]) */
+    FR_FIELD,        /* its field (keys[1]) */
+    FR_FILE,         /* its file (keys[1]) */
+    FR_META,         /* resourceRef.metadata, the legacy spelling */
+    FR_TAGS,         /* its tags (keys[1]) */
+} frame_kind;
+
+typedef struct frame {
+    frame_kind kind;
+    int want_value;   /* mappings: the next node is the value for `key` */
+    int key;          /* which field that value is for; -1 none */
+    int seen;         /* FR_LEGACY: its first items key has been read */
+    te_mark mark;     /* type errors recorded before this mapping began */
+    char *tag_key;    /* FR_TAGS: the key awaiting its value (owned) */
+    char **meta_dst;  /* FR_META: where the value goes, or NULL */
+} frame;
+
+enum { RL_MAX_FRAMES = 8 };
+
+/* What libyaml reads: the input, or the input without the cut items, as
+ * two pieces (nothing is copied to join them). */
+typedef struct rl_source {
+    const unsigned char *piece[2];
+    size_t left[2];
+    size_t given;            /* bytes handed to libyaml so far */
+} rl_source;
+
 typedef struct rl_parser {
     yaml_parser_t yaml;
+    rl_source src;
     yaml_event_t ev;          /* the current event, owned while have_ev */
     int have_ev;
     size_t depth;             /* open sequences and mappings */
+    yaml_flow_depth flow;     /* of which flow collections */
+    int skipping;             /* passing over a node until depth == skip_to */
+    size_t skip_to;
+    frame frames[RL_MAX_FRAMES];
+    size_t n_frames;
+    int done;                 /* STREAM-END read */
+    rl_result cur;            /* the result being decoded */
+    char *legacy_name;        /* its resourceRef.metadata.name, until adopted */
+    char *legacy_namespace;
     anchor_set anchors;
     type_errors terr;
     key_tracker keys[2];      /* [0] a result, [1] one of its sub-mappings */
@@ -653,6 +706,11 @@ static int note_event(rl_parser *p)
     switch (ev->type) {
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT:
+        if (yaml_flow_depth_note(&p->flow, ev) < 0) {
+            /* libyaml's cost per token grows with the flow depth: see yaml_depth.h */
+            return fail(p, DECODE_PREFIX "yaml: line %zu: " YAML_FLOW_DEPTH_PROBLEM,
+                        src_line(p, ev->start_mark.line) + 1);
+        }
         if (++p->depth <= RL_MAX_DEPTH)
             return 0;
         if (ev->start_mark.line != 0)
@@ -661,6 +719,7 @@ static int note_event(rl_parser *p)
         return fail(p, DECODE_PREFIX "yaml: exceeded max depth of %d", RL_MAX_DEPTH);
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
+        yaml_flow_depth_note(&p->flow, ev);
         p->depth--;
         return 0;
     case YAML_ALIAS_EVENT:
@@ -686,23 +745,16 @@ static int pull(rl_parser *p)
     return note_event(p);
 }
 
-/* Consumes the rest of the node the current event starts. Iterative: a
- * deeply nested node costs a counter, not stack. */
+/* Consumes the rest of the node the current event starts: the events up to
+ * its end are passed over as they come (on_event). A deeply nested node
+ * costs a counter, not stack. */
 static int skip_node(rl_parser *p)
 {
-    if (p->ev.type != YAML_SEQUENCE_START_EVENT && p->ev.type != YAML_MAPPING_START_EVENT)
-        return 0;
-    size_t outer = p->depth - 1;
-    while (p->depth > outer)
-        if (pull(p) < 0)
-            return -1;
+    if (p->ev.type == YAML_SEQUENCE_START_EVENT || p->ev.type == YAML_MAPPING_START_EVENT) {
+        p->skipping = 1;
+        p->skip_to = p->depth - 1;
+    }
     return 0;
-}
-
-/* Moves from a key event (consuming a collection key) to its value event. */
-static int to_value(rl_parser *p)
-{
-    return skip_node(p) < 0 ? -1 : pull(p);
 }
 
 static char *copy_bytes(const void *data, size_t len)
@@ -1068,77 +1120,42 @@ static int field_index(rl_parser *p, const char *const *names, size_t n_names)
     return -1;
 }
 
-typedef int (*field_reader)(rl_parser *p, void *target, int field);
+/* ------------------------------------------------------------------------ */
+/* The decoder: one step per event                                           */
 
-/* Decodes a mapping (current event: its start) into a Go-like struct: known
- * fields go to `read`, unknown ones are skipped, duplicate keys are checked
- * with tracker `level`. Returns 1 if duplicates were found, 0, or -1. */
-static int read_struct(rl_parser *p, int level, const char *const *names, size_t n_names,
-                       field_reader read, void *target)
+/* Each event is handed to the frame on top of p->frames, the collection
+ * being read; what a pull parser would keep on the C stack is kept there,
+ * so judging can stop after any event and go on later (rl_judge_step).
+ * Nodes nobody reads are passed over by skip_node; frames never nest more
+ * than seven deep whatever the input's depth. */
+
+static int push_frame(rl_parser *p, frame_kind kind)
 {
-    key_tracker *keys = &p->keys[level];
-    te_mark mark = te_save(p);
-    keys_reset(keys);
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_MAPPING_END_EVENT)
-            break;
-        if (keys_add(keys, &p->ev, src_line(p, p->ev.start_mark.line) + 1) < 0)
-            return fail_oom(p);
-        int field = field_index(p, names, n_names);
-        if (field == -2 || to_value(p) < 0)
-            return -1;
-        int rc = field >= 0 ? read(p, target, field) : skip_node(p);
-        if (rc < 0)
-            return -1;
-    }
-    return check_duplicates(p, keys, mark);
+    /* the grammar bounds the nesting: stream, top, legacy, list, result,
+     * resourceRef, metadata */
+    if (p->n_frames == RL_MAX_FRAMES)
+        return fail(p, PARSE_PREFIX "internal error: decoder nesting");
+    p->frames[p->n_frames++] = (frame){.kind = kind, .key = -1, .mark = te_save(p)};
+    return 0;
 }
 
-/* resourceRef.metadata.{name,namespace}: a legacy spelling kpt still reads.
- * The SDK ignores `metadata`, so nothing in it is an error. */
-typedef struct ref_target {
-    rl_result *result;
-    char *legacy_name;
-    char *legacy_namespace;
-} ref_target;
-
-static int read_legacy_metadata(rl_parser *p, ref_target *ref)
+/* Opens a mapping decoded into a Go struct or map, whose keys are checked
+ * for duplicates with tracker `level`. */
+static int push_struct(rl_parser *p, frame_kind kind, int level)
 {
-    if (p->ev.type != YAML_MAPPING_START_EVENT)
-        return skip_node(p);
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_MAPPING_END_EVENT)
-            return 0;
-        char **dst = key_is(&p->ev, "name") ? &ref->legacy_name
-                   : key_is(&p->ev, "namespace") ? &ref->legacy_namespace : NULL;
-        if (to_value(p) < 0)
-            return -1;
-        int rc = dst && p->ev.type == YAML_SCALAR_EVENT ? read_string(p, dst, "string")
-                                                        : skip_node(p);
-        if (rc < 0)
-            return -1;
-    }
+    keys_reset(&p->keys[level]);
+    return push_frame(p, kind);
 }
 
-static const char *const ref_fields[] = {"apiVersion", "kind", "name", "namespace", "metadata"};
-
-static int read_ref_field(rl_parser *p, void *target, int field)
+static int frame_level(frame_kind kind)
 {
-    ref_target *ref = target;
-    rl_result *r = ref->result;
-    switch (field) {
-    case 0: return read_string(p, &r->ref_api_version, "string");
-    case 1: return read_string(p, &r->ref_kind, "string");
-    case 2: return read_string(p, &r->ref_name, "string");
-    case 3: return read_string(p, &r->ref_namespace, "string");
-    default: return read_legacy_metadata(p, ref);
-    }
+    return kind == FR_RESULT ? 0 : 1;
 }
 
+/* ---- values ---- */
+
+/* The legacy resourceRef.metadata.{name,namespace} are read here and
+ * adopted when the struct ends. */
 static void adopt_legacy(char **field, char **legacy)
 {
     if (!*field) {
@@ -1149,24 +1166,54 @@ static void adopt_legacy(char **field, char **legacy)
     *legacy = NULL;
 }
 
-static int read_resource_ref(rl_parser *p, rl_result *r)
+static int read_result_value(rl_parser *p, int field)
 {
-    int rc = expect_mapping(p, "fn.ResourceRef");
-    if (rc <= 0)
-        return rc;
-    r->has_resource_ref = 1;
-    ref_target ref = {r, NULL, NULL};
-    rc = read_struct(p, 1, ref_fields, 5, read_ref_field, &ref);
-    adopt_legacy(&r->ref_name, &ref.legacy_name);
-    adopt_legacy(&r->ref_namespace, &ref.legacy_namespace);
-    return rc < 0 ? -1 : 0;
+    rl_result *r = &p->cur;
+    int rc;
+    switch (field) {
+    case 0: return read_string(p, &r->message, "string");
+    case 1: return read_string(p, &r->severity, "fn.Severity");
+    case 2:
+        if ((rc = expect_mapping(p, "fn.ResourceRef")) <= 0)
+            return rc;
+        r->has_resource_ref = 1;
+        return push_struct(p, FR_REF, 1);
+    case 3:
+        if ((rc = expect_mapping(p, "fn.Field")) <= 0)
+            return rc;
+        r->has_field = 1;
+        return push_struct(p, FR_FIELD, 1);
+    case 4:
+        if ((rc = expect_mapping(p, "fn.File")) <= 0)
+            return rc;
+        r->has_file = 1;
+        return push_struct(p, FR_FILE, 1);
+    default:
+        if ((rc = expect_mapping(p, "map[string]string")) <= 0)
+            return rc;
+        return push_struct(p, FR_TAGS, 1);
+    }
 }
 
-static const char *const field_fields[] = {"path", "currentValue", "proposedValue"};
-
-static int read_field_field(rl_parser *p, void *target, int field)
+static int read_ref_value(rl_parser *p, int field)
 {
-    rl_result *r = target;
+    rl_result *r = &p->cur;
+    switch (field) {
+    case 0: return read_string(p, &r->ref_api_version, "string");
+    case 1: return read_string(p, &r->ref_kind, "string");
+    case 2: return read_string(p, &r->ref_name, "string");
+    case 3: return read_string(p, &r->ref_namespace, "string");
+    default:
+        /* the SDK ignores `metadata`, so nothing in it is an error */
+        if (p->ev.type != YAML_MAPPING_START_EVENT)
+            return skip_node(p);
+        return push_frame(p, FR_META);
+    }
+}
+
+static int read_field_value(rl_parser *p, int field)
+{
+    rl_result *r = &p->cur;
     switch (field) {
     case 0: return read_string(p, &r->field_path, "string");
     case 1: return read_value(p, &r->field_current_value, &r->field_current_type);
@@ -1174,30 +1221,10 @@ static int read_field_field(rl_parser *p, void *target, int field)
     }
 }
 
-static int read_field(rl_parser *p, rl_result *r)
+static int read_file_value(rl_parser *p, int field)
 {
-    int rc = expect_mapping(p, "fn.Field");
-    if (rc <= 0)
-        return rc;
-    r->has_field = 1;
-    return read_struct(p, 1, field_fields, 3, read_field_field, r) < 0 ? -1 : 0;
-}
-
-static const char *const file_fields[] = {"path", "index"};
-
-static int read_file_field(rl_parser *p, void *target, int field)
-{
-    rl_result *r = target;
+    rl_result *r = &p->cur;
     return field == 0 ? read_string(p, &r->file_path, "string") : read_index(p, &r->file_index);
-}
-
-static int read_file(rl_parser *p, rl_result *r)
-{
-    int rc = expect_mapping(p, "fn.File");
-    if (rc <= 0)
-        return rc;
-    r->has_file = 1;
-    return read_struct(p, 1, file_fields, 2, read_file_field, r) < 0 ? -1 : 0;
 }
 
 static int add_tag(rl_parser *p, rl_result *r, char *key, char *value)
@@ -1247,57 +1274,6 @@ static int read_tag_value(rl_parser *p, rl_result *r, char *key)
     return add_tag(p, r, key, value);
 }
 
-/* One tags entry; the current event is its key. */
-static int read_tag_entry(rl_parser *p, rl_result *r)
-{
-    char *key;
-    if (read_tag_key(p, &key) < 0)
-        return -1;
-    if (to_value(p) < 0) {
-        free(key);
-        return -1;
-    }
-    return key ? read_tag_value(p, r, key) : skip_node(p);
-}
-
-static int read_tags(rl_parser *p, rl_result *r)
-{
-    int rc = expect_mapping(p, "map[string]string");
-    if (rc <= 0)
-        return rc;
-    key_tracker *keys = &p->keys[1];
-    te_mark mark = te_save(p);
-    keys_reset(keys);
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_MAPPING_END_EVENT)
-            break;
-        if (keys_add(keys, &p->ev, src_line(p, p->ev.start_mark.line) + 1) < 0)
-            return fail_oom(p);
-        if (read_tag_entry(p, r) < 0)
-            return -1;
-    }
-    return check_duplicates(p, keys, mark) < 0 ? -1 : 0;
-}
-
-static const char *const result_fields[] = {
-    "message", "severity", "resourceRef", "field", "file", "tags",
-};
-
-static int read_result_field(rl_parser *p, void *target, int field)
-{
-    rl_result *r = target;
-    switch (field) {
-    case 0: return read_string(p, &r->message, "string");
-    case 1: return read_string(p, &r->severity, "fn.Severity");
-    case 2: return read_resource_ref(p, r);
-    case 3: return read_field(p, r);
-    case 4: return read_file(p, r);
-    default: return read_tags(p, r);
-    }
-}
-
 static int store_result(rl_parser *p, rl_result *r)
 {
     rl_list *rl = &p->list;
@@ -1317,84 +1293,11 @@ static int store_result(rl_parser *p, rl_result *r)
         p->results_cap = cap;
     }
     rl->results[rl->n_results++] = *r;
+    *r = (rl_result){0};
     return 0;
 }
 
-/* One element of the results list; the current event is its mapping start. */
-static int read_result(rl_parser *p)
-{
-    rl_result r = {0};
-    int rc = read_struct(p, 0, result_fields, 6, read_result_field, &r);
-    if (rc != 0) {
-        result_free(&r);
-        return rc < 0 ? -1 : 0;
-    }
-    return store_result(p, &r);
-}
-
-/* Decodes a results list as yaml.v3 decodes it into fn.Results. A null
- * element becomes a nil *Result in Go (which then crashes the wrapper when
- * printed); it is skipped here. */
-static int read_result_list(rl_parser *p)
-{
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        int rc;
-        switch (p->ev.type) {
-        case YAML_SEQUENCE_END_EVENT:
-            return 0;
-        case YAML_MAPPING_START_EVENT:
-            rc = read_result(p);
-            break;
-        case YAML_ALIAS_EVENT:
-            rc = 0;
-            break;
-        default:
-            rc = is_null_scalar(&p->ev) ? 0 : wrong_type(p, "fn.Result");
-        }
-        if (rc < 0)
-            return -1;
-    }
-}
-
-/* The older shape: `results: {items: [...]}`. */
-static int read_legacy_results(rl_parser *p)
-{
-    int seen_items = 0;
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_MAPPING_END_EVENT)
-            return 0;
-        int is_items = !seen_items && key_is(&p->ev, "items");
-        if (to_value(p) < 0)
-            return -1;
-        int rc;
-        if (is_items) {
-            seen_items = 1;
-            p->top.legacy_items_kind = event_kind(&p->ev);
-            rc = p->ev.type == YAML_SEQUENCE_START_EVENT ? read_result_list(p) : skip_node(p);
-        } else {
-            rc = skip_node(p);
-        }
-        if (rc < 0)
-            return -1;
-    }
-}
-
-/* ------------------------------------------------------------------------ */
-/* The ResourceList's top level                                              */
-
-static int read_results(rl_parser *p)
-{
-    p->top.results_kind = event_kind(&p->ev);
-    if (p->ev.type == YAML_SEQUENCE_START_EVENT)
-        return read_result_list(p);
-    if (p->ev.type == YAML_MAPPING_START_EVENT)
-        return read_legacy_results(p);
-    return skip_node(p);
-}
+/* ---- the ResourceList's top level ---- */
 
 /* Counts items without looking inside them; the SDK requires each to be a
  * mapping. */
@@ -1415,18 +1318,16 @@ static int read_items(rl_parser *p)
     p->top.items_kind = event_kind(&p->ev);
     if (p->ev.type != YAML_SEQUENCE_START_EVENT)
         return skip_node(p);
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_SEQUENCE_END_EVENT)
-            return 0;
-        if (p->ev.type == YAML_MAPPING_START_EVENT)
-            p->top.n_items++;
-        else if (!p->top.bad_item_kind)
-            p->top.bad_item_kind = event_kind(&p->ev);
-        if (skip_node(p) < 0)
-            return -1;
-    }
+    return push_frame(p, FR_ITEMS);
+}
+
+static int on_item(rl_parser *p)
+{
+    if (p->ev.type == YAML_MAPPING_START_EVENT)
+        p->top.n_items++;
+    else if (!p->top.bad_item_kind)
+        p->top.bad_item_kind = event_kind(&p->ev);
+    return skip_node(p);
 }
 
 /* kind and apiVersion: kept only when they are string scalars, as the SDK's
@@ -1451,6 +1352,17 @@ static int top_key_of(const yaml_event_t *ev)
     return TOP_OTHER;
 }
 
+/* Results as a list (fn.Results), or the older `results: {items: [...]}`. */
+static int read_results(rl_parser *p)
+{
+    p->top.results_kind = event_kind(&p->ev);
+    if (p->ev.type == YAML_SEQUENCE_START_EVENT)
+        return push_frame(p, FR_RESULT_LIST);
+    if (p->ev.type == YAML_MAPPING_START_EVENT)
+        return push_frame(p, FR_LEGACY);
+    return skip_node(p);
+}
+
 static int read_top_value(rl_parser *p, int key)
 {
     switch (key) {
@@ -1465,52 +1377,204 @@ static int read_top_value(rl_parser *p, int key)
     }
 }
 
-/* The first document's mapping. The SDK looks keys up with the first match
- * winning, so later duplicates of a known key are skipped. */
-static int read_top_mapping(rl_parser *p)
+/* A key of the first document's mapping. The SDK looks keys up with the
+ * first match winning, so later duplicates of a known key are skipped. */
+static int top_key(rl_parser *p, frame *f)
 {
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_MAPPING_END_EVENT)
-            return 0;
-        int key = top_key_of(&p->ev);
-        if (key != TOP_OTHER) {
-            unsigned bit = 1u << key;
-            key = p->top.seen & bit ? TOP_OTHER : key;
-            p->top.seen |= bit;
-        }
-        if (to_value(p) < 0 || read_top_value(p, key) < 0)
-            return -1;
+    int key = top_key_of(&p->ev);
+    if (key != TOP_OTHER) {
+        unsigned bit = 1u << key;
+        key = p->top.seen & bit ? TOP_OTHER : key;
+        p->top.seen |= bit;
     }
+    f->key = key;
+    return 0;
 }
 
-/* The current event is a document's root node. Every document is parsed
- * (a syntax error anywhere fails the whole input, as in Go), but only the
- * first is read in detail: with more than one, the answer is an error. */
-static int read_document_root(rl_parser *p)
+/* A document's root node. Every document is parsed (a syntax error
+ * anywhere fails the whole input, as in Go), but only the first is read in
+ * detail: with more than one, the answer is an error. */
+static int on_document_root(rl_parser *p)
 {
     p->n_docs++;
     int kind = event_kind(&p->ev);
     if (kind != GK_MAPPING && !p->first_bad_doc_kind)
         p->first_bad_doc_kind = kind;
     if (kind == GK_MAPPING && p->n_docs == 1)
-        return read_top_mapping(p);
+        return push_frame(p, FR_TOP);
     return skip_node(p);
 }
 
-static int read_stream(rl_parser *p)
+static int on_stream_event(rl_parser *p)
 {
-    if (pull(p) < 0)   /* STREAM-START */
+    switch (p->ev.type) {
+    case YAML_STREAM_END_EVENT:
+        p->done = 1;
+        return 0;
+    case YAML_STREAM_START_EVENT:
+    case YAML_DOCUMENT_START_EVENT:
+    case YAML_DOCUMENT_END_EVENT:
+        return 0;
+    default:
+        return on_document_root(p);
+    }
+}
+
+/* ---- mappings: keys, values, ends ---- */
+
+/* Which struct field names a frame's keys are matched against. */
+static const char *const result_fields[] = {
+    "message", "severity", "resourceRef", "field", "file", "tags",
+};
+static const char *const ref_fields[] = {"apiVersion", "kind", "name", "namespace", "metadata"};
+static const char *const field_fields[] = {"path", "currentValue", "proposedValue"};
+static const char *const file_fields[] = {"path", "index"};
+
+static int struct_key(rl_parser *p, frame *f, const char *const *names, size_t n_names)
+{
+    key_tracker *keys = &p->keys[frame_level(f->kind)];
+    if (keys_add(keys, &p->ev, src_line(p, p->ev.start_mark.line) + 1) < 0)
+        return fail_oom(p);
+    f->key = field_index(p, names, n_names);
+    return f->key == -2 ? -1 : 0;
+}
+
+/* The current event is a key of frame f's mapping: note what its value is
+ * for. A collection key is then skipped, and the next node is the value. */
+static int on_key(rl_parser *p, frame *f)
+{
+    int rc = 0;
+    switch (f->kind) {
+    case FR_TOP: rc = top_key(p, f); break;
+    case FR_LEGACY:
+        f->key = !f->seen && key_is(&p->ev, "items");
+        break;
+    case FR_RESULT: rc = struct_key(p, f, result_fields, 6); break;
+    case FR_REF: rc = struct_key(p, f, ref_fields, 5); break;
+    case FR_FIELD: rc = struct_key(p, f, field_fields, 3); break;
+    case FR_FILE: rc = struct_key(p, f, file_fields, 2); break;
+    case FR_META:
+        f->meta_dst = key_is(&p->ev, "name") ? &p->legacy_name
+                    : key_is(&p->ev, "namespace") ? &p->legacy_namespace : NULL;
+        break;
+    case FR_TAGS:
+        if (keys_add(&p->keys[1], &p->ev, src_line(p, p->ev.start_mark.line) + 1) < 0)
+            return fail_oom(p);
+        rc = read_tag_key(p, &f->tag_key);
+        break;
+    default:
+        break;
+    }
+    if (rc < 0)
         return -1;
-    for (;;) {
-        if (pull(p) < 0)
-            return -1;
-        if (p->ev.type == YAML_STREAM_END_EVENT)
-            return 0;
-        /* DOCUMENT-START, the root node, DOCUMENT-END */
-        if (pull(p) < 0 || read_document_root(p) < 0 || pull(p) < 0)
-            return -1;
+    f->want_value = 1;
+    return skip_node(p);
+}
+
+/* The current event is the value for the key frame f noted. */
+static int on_value(rl_parser *p, frame *f)
+{
+    f->want_value = 0;
+    char *key;
+    switch (f->kind) {
+    case FR_TOP: return read_top_value(p, f->key);
+    case FR_LEGACY:
+        if (!f->key)
+            return skip_node(p);
+        f->seen = 1;
+        p->top.legacy_items_kind = event_kind(&p->ev);
+        return p->ev.type == YAML_SEQUENCE_START_EVENT ? push_frame(p, FR_RESULT_LIST)
+                                                       : skip_node(p);
+    case FR_META:
+        if (f->meta_dst && p->ev.type == YAML_SCALAR_EVENT)
+            return read_string(p, f->meta_dst, "string");
+        return skip_node(p);
+    case FR_TAGS:
+        key = f->tag_key;
+        f->tag_key = NULL;
+        return key ? read_tag_value(p, &p->cur, key) : skip_node(p);
+    default:
+        break;
+    }
+    if (f->key < 0)
+        return skip_node(p);
+    switch (f->kind) {
+    case FR_RESULT: return read_result_value(p, f->key);
+    case FR_REF: return read_ref_value(p, f->key);
+    case FR_FIELD: return read_field_value(p, f->key);
+    default: return read_file_value(p, f->key);
+    }
+}
+
+/* Frame f's collection has ended: pop it and finish what it decoded.
+ * yaml.v3 checks a struct's keys for duplicates once it has read them all;
+ * a result with duplicate keys is not kept. */
+static int on_end(rl_parser *p)
+{
+    frame f = p->frames[--p->n_frames];
+    int dup = 0;
+    switch (f.kind) {
+    case FR_RESULT:
+    case FR_REF:
+    case FR_FIELD:
+    case FR_FILE:
+    case FR_TAGS:
+        dup = check_duplicates(p, &p->keys[frame_level(f.kind)], f.mark);
+        break;
+    default:
+        break;
+    }
+    if (f.kind == FR_REF) {
+        adopt_legacy(&p->cur.ref_name, &p->legacy_name);
+        adopt_legacy(&p->cur.ref_namespace, &p->legacy_namespace);
+    }
+    if (dup < 0)
+        return -1;
+    if (f.kind != FR_RESULT)
+        return 0;
+    if (dup) {
+        result_free(&p->cur);
+        return 0;
+    }
+    return store_result(p, &p->cur);
+}
+
+/* An entry of a results list. A null element becomes a nil *Result in Go
+ * (which then crashes the wrapper when printed); it is skipped here. */
+static int on_result_entry(rl_parser *p)
+{
+    switch (p->ev.type) {
+    case YAML_MAPPING_START_EVENT:
+        p->cur = (rl_result){0};
+        return push_struct(p, FR_RESULT, 0);
+    case YAML_ALIAS_EVENT:
+        return 0;
+    default:
+        return is_null_scalar(&p->ev) ? 0 : wrong_type(p, "fn.Result");
+    }
+}
+
+/* Hands the current event to the frame it belongs to. */
+static int on_event(rl_parser *p)
+{
+    if (p->skipping) {
+        if (p->depth == p->skip_to)
+            p->skipping = 0;   /* the skipped node's end */
+        return 0;
+    }
+    frame *f = &p->frames[p->n_frames - 1];
+    yaml_event_type_t type = p->ev.type;
+    switch (f->kind) {
+    case FR_STREAM:
+        return on_stream_event(p);
+    case FR_ITEMS:
+        return type == YAML_SEQUENCE_END_EVENT ? on_end(p) : on_item(p);
+    case FR_RESULT_LIST:
+        return type == YAML_SEQUENCE_END_EVENT ? on_end(p) : on_result_entry(p);
+    default:   /* mappings */
+        if (f->want_value)
+            return on_value(p, f);
+        return type == YAML_MAPPING_END_EVENT ? on_end(p) : on_key(p, f);
     }
 }
 
@@ -1592,8 +1656,10 @@ static void finish_list(rl_parser *p)
     p->list.has_function_config = p->top.function_config_kind == GK_MAPPING;
 }
 
-static void parser_cleanup(rl_parser *p)
+static void parser_free(rl_parser *p)
 {
+    if (!p)
+        return;
     if (p->have_ev)
         yaml_event_delete(&p->ev);
     yaml_parser_delete(&p->yaml);
@@ -1601,16 +1667,16 @@ static void parser_cleanup(rl_parser *p)
     buf_free(&p->terr.text);
     keys_free(&p->keys[0]);
     keys_free(&p->keys[1]);
+    for (size_t i = 0; i < p->n_frames; i++)
+        free(p->frames[i].tag_key);
+    result_free(&p->cur);
+    free(p->legacy_name);
+    free(p->legacy_namespace);
     free(p->top.kind);
     free(p->top.api_version);
+    rl_free(&p->list);
+    free(p);
 }
-
-/* What libyaml reads: the input, or the input without the cut items, as
- * two pieces (nothing is copied to join them). */
-typedef struct rl_source {
-    const unsigned char *piece[2];
-    size_t left[2];
-} rl_source;
 
 static int source_read(void *data, unsigned char *buffer, size_t size, size_t *size_read)
 {
@@ -1621,69 +1687,157 @@ static int source_read(void *data, unsigned char *buffer, size_t size, size_t *s
         memcpy(buffer, src->piece[i], n);
     src->piece[i] += n;
     src->left[i] -= n;
+    src->given += n;
     *size_read = n;
     return 1;
 }
 
-/* One parse; with a cut, of the input without its items. Returns 0, -1, or
- * 1 when the cut document was not what the scan promised. */
-static int parse_once(const char *data, size_t len, const rl_items_cut *cut, rl_list *out,
-                      char *err, size_t errlen)
+/* A parser for the input, or with a cut, for the input without its items.
+ * NULL when out of memory. */
+static rl_parser *parser_new(const char *data, size_t len, const rl_items_cut *cut)
+{
+    rl_parser *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    if (!yaml_parser_initialize(&p->yaml)) {
+        free(p);
+        return NULL;
+    }
+    p->cut = cut;
+    const unsigned char *bytes = (const unsigned char *)(data ? data : "");
+    p->src = (rl_source){{bytes, bytes}, {data ? len : 0, 0}, 0};
+    if (cut) {
+        p->src.left[0] = cut->begin;
+        p->src.piece[1] = bytes + cut->end;
+        p->src.left[1] = len - cut->end;
+    }
+    yaml_parser_set_input(&p->yaml, source_read, &p->src);
+    p->frames[0] = (frame){.kind = FR_STREAM, .key = -1};
+    p->n_frames = 1;
+    return p;
+}
+
+/* Reads events until the stream ends (0), `budget` events or about
+ * RL_STEP_BYTES of input have gone by (1), or the input fails (-1). */
+static int parser_run(rl_parser *p, size_t budget)
+{
+    size_t given_at_start = p->src.given;
+    for (size_t n = 0; n < budget; n++) {
+        if (pull(p) < 0 || on_event(p) < 0)
+            return -1;
+        if (p->done)
+            return 0;
+        if (p->src.given - given_at_start >= RL_STEP_BYTES)
+            return 1;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Judging in steps                                                          */
+
+struct rl_judge {
+    const char *data;
+    size_t len;
+    rl_parse_mode mode;
+    rl_items_cut cut;
+    rl_parser *p;       /* the current attempt */
+    int result;         /* once finished: what rl_parse_with returns */
+    int finished;
+};
+
+rl_judge *rl_judge_new(const char *data, size_t len, rl_parse_mode mode)
+{
+    rl_judge *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    *j = (rl_judge){.data = data, .len = len, .mode = mode};
+    /* The items scan runs at once: a few bytes per nanosecond, 1.1 ms for
+     * a 5 MiB list, and bounded by the message limit. */
+    int use_cut = mode != RL_PARSE_LIBYAML && data && rl_scan_items(data, len, &j->cut);
+    if (!use_cut && mode == RL_PARSE_SCAN_ONLY) {
+        j->finished = 1;
+        j->result = -2;
+        return j;
+    }
+    j->p = parser_new(data, len, use_cut ? &j->cut : NULL);
+    if (!j->p) {
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* A finished attempt: the verdict, or a retry without the cut when the cut
+ * document was not what the scan promised. Returns 1 when retrying. */
+static int judge_finish(rl_judge *j, int rc, rl_list *out, char *err, size_t errlen)
+{
+    rl_parser *p = j->p;
+    if (rc == 0)
+        rc = judge(p);
+    if (rc == 0) {
+        finish_list(p);
+        *out = p->list;
+        p->list = (rl_list){0};
+    }
+    int mismatch = p->cut_mismatch;
+    parser_free(p);
+    j->p = NULL;
+    if (mismatch && j->mode != RL_PARSE_SCAN_ONLY) {
+        if (err && errlen)
+            err[0] = '\0';
+        j->p = parser_new(j->data, j->len, NULL);
+        if (j->p)
+            return 1;
+        if (err && errlen)
+            snprintf(err, errlen, PARSE_PREFIX "out of memory");
+        rc = -1;
+    } else if (mismatch) {
+        rc = -2;
+    }
+    j->finished = 1;
+    j->result = rc < 0 ? rc : 0;
+    return 0;
+}
+
+int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, char *err, size_t errlen)
 {
     *out = (rl_list){0};
     if (err && errlen)
         err[0] = '\0';
-    rl_parser *p = calloc(1, sizeof *p);
-    if (!p) {
-        if (err && errlen)
-            snprintf(err, errlen, PARSE_PREFIX "out of memory");
-        return -1;
-    }
-    p->err = err;
-    p->errlen = errlen;
-    p->cut = cut;
-    const unsigned char *bytes = (const unsigned char *)(data ? data : "");
-    rl_source src = {{bytes, bytes}, {data ? len : 0, 0}};
-    if (cut) {
-        src.left[0] = cut->begin;
-        src.piece[1] = bytes + cut->end;
-        src.left[1] = len - cut->end;
-    }
-    int rc = -1;
-    if (!yaml_parser_initialize(&p->yaml)) {
-        fail_oom(p);
-    } else {
-        yaml_parser_set_input(&p->yaml, source_read, &src);
-        rc = read_stream(p);
-        if (rc == 0)
-            rc = judge(p);
-    }
-    if (rc == 0) {
-        finish_list(p);
-        *out = p->list;
-    } else {
-        rl_free(&p->list);
-    }
-    int mismatch = p->cut_mismatch;
-    parser_cleanup(p);
-    free(p);
-    if (mismatch)
+    if (j->finished)
+        return j->result;   /* rl_judge_new found nothing to do (SCAN_ONLY) */
+    j->p->err = err;
+    j->p->errlen = errlen;
+    int rc = parser_run(j->p, budget ? budget : 1);
+    if (rc > 0 || judge_finish(j, rc, out, err, errlen) > 0)
         return 1;
-    return rc < 0 ? -1 : 0;
+    return j->result;
+}
+
+void rl_judge_free(rl_judge *j)
+{
+    if (!j)
+        return;
+    parser_free(j->p);
+    free(j);
 }
 
 int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, char *err,
                   size_t errlen)
 {
-    rl_items_cut cut;
-    if (mode != RL_PARSE_LIBYAML && data && rl_scan_items(data, len, &cut)) {
-        int rc = parse_once(data, len, &cut, out, err, errlen);
-        if (rc <= 0)
-            return rc;
+    *out = (rl_list){0};
+    rl_judge *j = rl_judge_new(data, len, mode);
+    if (!j) {
+        if (err && errlen)
+            snprintf(err, errlen, PARSE_PREFIX "out of memory");
+        return -1;
     }
-    if (mode == RL_PARSE_SCAN_ONLY)
-        return -2;
-    return parse_once(data, len, NULL, out, err, errlen);
+    int rc;
+    while ((rc = rl_judge_step(j, SIZE_MAX, out, err, errlen)) == 1)
+        continue;
+    rl_judge_free(j);
+    return rc;
 }
 
 int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errlen)

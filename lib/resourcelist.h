@@ -5,7 +5,9 @@
  * The bytes themselves are never rewritten: the server returns the function's
  * stdout untouched. Parsing uses libyaml's event API, skips the contents of
  * `items` without building a tree, and has fixed limits on nesting so hostile
- * input costs bounded memory and stack. */
+ * input costs bounded memory and stack, and time linear in its size. It can
+ * be done in steps (rl_judge_*), so a server can judge a large output
+ * between other work. */
 #ifndef KRM_RESOURCELIST_H
 #define KRM_RESOURCELIST_H
 
@@ -77,6 +79,18 @@ typedef enum rl_parse_mode { RL_PARSE_AUTO, RL_PARSE_LIBYAML, RL_PARSE_SCAN_ONLY
 int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, char *err,
                   size_t errlen);
 void rl_free(rl_list *rl);
+
+/* The same judgement in steps, for a server that must go back to its event
+ * loop between them: rl_judge_new takes the bytes (not copied: they must
+ * outlive the judge); each rl_judge_step reads at most `budget` libyaml
+ * events and about 32 KiB of input (one scalar is always read whole), and
+ * returns 1 while there is more to do, else exactly what rl_parse_with
+ * would have returned, with *out and err filled as it fills them. A judge
+ * can be freed at any point. rl_judge_new returns NULL when out of memory. */
+typedef struct rl_judge rl_judge;
+rl_judge *rl_judge_new(const char *data, size_t len, rl_parse_mode mode);
+int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, char *err, size_t errlen);
+void rl_judge_free(rl_judge *j);
 
 /* Number of results whose severity is exactly "error" (the SDK's ExitCode rule). */
 size_t rl_error_count(const rl_list *rl);

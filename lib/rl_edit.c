@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "yaml_depth.h"
+
 struct rl_doc {
     yaml_document_t doc;
 };
@@ -336,6 +338,12 @@ static void parser_err(const yaml_parser_t *p, char *err, size_t errlen)
 /* Loads exactly one document whose root is a mapping. */
 static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errlen)
 {
+    size_t line, column;
+    if (yaml_flow_depth_check(data, len, &line, &column) < 0) {
+        /* yaml_parser_load cannot be stopped in time: see yaml_depth.h */
+        set_err(err, errlen, "line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, line, column);
+        return NULL;
+    }
     rl_doc *d = calloc(1, sizeof *d);
     yaml_parser_t p;
     if (!d || !yaml_parser_initialize(&p)) {

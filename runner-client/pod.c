@@ -14,6 +14,7 @@
 #include "numparse.h"
 #include "pod_id.h"
 #include "pod_template.h"
+#include "yaml_depth.h"
 
 static const char pod_usage[] =
     "Usage: runner-client pod render --image IMG ENTRYPOINT [flags]\n"
@@ -89,6 +90,9 @@ static int split_args(int argc, char **argv, render_req *r, buf *err)
  * YAML's flow style); every element must be a double-quoted string. */
 static int load_json_entry(const char *text, render_req *r, buf *err)
 {
+    size_t line, column;
+    if (yaml_flow_depth_check(text, strlen(text), &line, &column) < 0)
+        return buf_printf(err, "--entrypoint-json: column %zu: " YAML_FLOW_DEPTH_PROBLEM, column), -1;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
         return buf_printf(err, "out of memory"), -1;

@@ -31,7 +31,9 @@
  * Scalars keep their style and tags (so "1" stays a string and block
  * literals stay literal) and collections keep their block or flow style, so
  * the output is never much larger than the input; comments are lost. All
- * walking over nesting is iterative, so input depth costs heap, not stack. */
+ * walking over nesting is iterative, so input depth costs heap, not stack;
+ * flow collections nested more than YAML_MAX_FLOW_DEPTH deep are refused
+ * as soon as libyaml reaches them (lib/yaml_depth.h). */
 #include "rl_input.h"
 
 #include <dirent.h>
@@ -47,6 +49,7 @@
 #include <yaml.h>
 
 #include "fdio.h"
+#include "yaml_depth.h"
 
 #define NONE SIZE_MAX /* "no such event" for event indexes */
 
@@ -268,11 +271,19 @@ static int parse_events(builder *b, const char *data, size_t len, event_list *li
     if (!yaml_parser_initialize(&parser))
         return fail(b, "%s: out of memory while parsing YAML", b->name);
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    yaml_flow_depth flow = { 0 };
     int rc = 0;
     for (;;) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
             rc = fail_parse(b, &parser);
+            break;
+        }
+        if (yaml_flow_depth_note(&flow, &ev) < 0) {
+            /* libyaml's time per token grows with flow depth: yaml_depth.h */
+            rc = fail(b, "%s: YAML error at line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM,
+                      b->name, ev.start_mark.line + 1, ev.start_mark.column + 1);
+            yaml_event_delete(&ev);
             break;
         }
         yaml_event_type_t type = ev.type;

@@ -1,7 +1,9 @@
 /* Fuzzes lib/rl_scan differentially: whenever the scanner takes an input
  * (it is in its subset of block YAML), the parse with the items cut out must
  * say exactly what the parse of the whole input by libyaml says — same
- * success, same error text, same counts and results. */
+ * success, same error text, same counts and results. And judging in steps
+ * (rl_judge_step, as the server does) must say what one call says, at a
+ * budget of 1 to 8 events per step chosen by the input's length. */
 #include <string.h>
 
 #include "fuzz_common.h"
@@ -20,6 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     buf_free(&scanned);
     buf_free(&full);
+    buf whole = {0}, stepped = {0};
+    if (rl_steps_differ(input, size, RL_PARSE_AUTO, 1 + size % 8, &whole, &stepped) < 0) {
+        fprintf(stderr, "in one call: %s\nin steps: %s\n", whole.data, stepped.data);
+        FUZZ_CHECK(!"judging in steps disagrees");
+    }
+    buf_free(&whole);
+    buf_free(&stepped);
     free(input);
     return 0;
 }

@@ -10,13 +10,9 @@
 #include "buf.h"
 #include "resourcelist.h"
 
-/* Appends the outcome to out; returns rl_parse_with's answer (-2 when
- * SCAN_ONLY found the input outside the subset; out is then untouched). */
-static inline int rl_outcome(const char *data, size_t len, rl_parse_mode mode, buf *out)
+/* Appends what an rl_parse_with answer says to out; frees rl. */
+static inline int rl_outcome_text(int rc, rl_list *rl, const char *err, buf *out)
 {
-    char err[4096];
-    rl_list rl;
-    int rc = rl_parse_with(data, len, mode, &rl, err, sizeof err);
     if (rc == -2)
         return rc;
     if (rc < 0) {
@@ -24,13 +20,55 @@ static inline int rl_outcome(const char *data, size_t len, rl_parse_mode mode, b
         return rc;
     }
     buf_printf(out, "kind=%s apiVersion=%s items=%zu functionConfig=%d results=%zu+%zu\n",
-               rl.kind, rl.api_version ? rl.api_version : "(none)", rl.n_items,
-               rl.has_function_config, rl.n_results, rl.n_results_omitted);
-    rl_results_text(&rl, out);
+               rl->kind, rl->api_version ? rl->api_version : "(none)", rl->n_items,
+               rl->has_function_config, rl->n_results, rl->n_results_omitted);
+    rl_results_text(rl, out);
     buf_append_str(out, "\n");
-    rl_results_json(&rl, out);
-    rl_free(&rl);
+    rl_results_json(rl, out);
+    rl_free(rl);
     return rc;
+}
+
+/* Appends the outcome to out; returns rl_parse_with's answer (-2 when
+ * SCAN_ONLY found the input outside the subset; out is then untouched). */
+static inline int rl_outcome(const char *data, size_t len, rl_parse_mode mode, buf *out)
+{
+    char err[4096];
+    rl_list rl;
+    int rc = rl_parse_with(data, len, mode, &rl, err, sizeof err);
+    return rl_outcome_text(rc, &rl, err, out);
+}
+
+/* The same, judged in steps of `budget` events (rl_judge_step), as the
+ * server judges; *steps counts them. */
+static inline int rl_outcome_stepped(const char *data, size_t len, rl_parse_mode mode,
+                                     size_t budget, buf *out, size_t *steps)
+{
+    char err[4096];
+    rl_list rl;
+    rl_judge *j = rl_judge_new(data, len, mode);
+    if (!j)
+        return -3;
+    int rc;
+    *steps = 0;
+    do {
+        rc = rl_judge_step(j, budget, &rl, err, sizeof err);
+        ++*steps;
+    } while (rc == 1);
+    rl_judge_free(j);
+    return rl_outcome_text(rc, &rl, err, out);
+}
+
+/* 0 when judging in steps of `budget` events says exactly what one call
+ * says, else -1; both outcomes are left in *whole, *stepped. */
+static inline int rl_steps_differ(const char *data, size_t len, rl_parse_mode mode, size_t budget,
+                                  buf *whole, buf *stepped)
+{
+    size_t steps;
+    int rc = rl_outcome(data, len, mode, whole);
+    if (rl_outcome_stepped(data, len, mode, budget, stepped, &steps) != rc)
+        return -1;
+    return strcmp(whole->data ? whole->data : "", stepped->data ? stepped->data : "") == 0 ? 0 : -1;
 }
 
 /* 1 when rl_scan does not take the input, 0 when it does and the outcomes

@@ -708,3 +708,20 @@ Test(fnconfig, pod_params_by_metadata_name)
     cr_assert_eq(e->pod.queue_len, 0);
     fnconfig_free(&c);
 }
+
+/* libyaml's loader reads flow nesting in time growing with its depth
+ * (lib/yaml_depth.h): a nested config is refused before it is loaded. */
+Test(fnconfig, deep_flow_nesting_is_refused_before_loading)
+{
+    buf in = {0};
+    buf_append_str(&in, "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                        "metadata:\n  name: x\nspec:\n  templateOverrides: ");
+    for (int i = 0; i < 100000; i++)
+        buf_append(&in, "[", 1);
+    for (int i = 0; i < 100000; i++)
+        buf_append(&in, "]", 1);
+    buf_append_str(&in, "\n");
+    expect_error(in.data, "fc.yaml: line 6, column 150: flow collections ([...] or {...}) "
+                          "nested more than 128 deep");
+    buf_free(&in);
+}

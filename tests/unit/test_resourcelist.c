@@ -25,6 +25,20 @@ static void check_both_ways(const char *data, size_t len)
                   "rl_scan: %s\nlibyaml: %s", scanned.data, full.data);
     buf_free(&scanned);
     buf_free(&full);
+    /* and judged in steps as the server does, one event at a time or a
+     * few: the same answer */
+    static const rl_parse_mode modes[] = {RL_PARSE_AUTO, RL_PARSE_LIBYAML};
+    static const size_t budgets[] = {1, 7};
+    for (size_t m = 0; m < 2; m++) {
+        for (size_t b = 0; b < 2; b++) {
+            buf whole = {0}, stepped = {0};
+            cr_assert_eq(rl_steps_differ(data, len, modes[m], budgets[b], &whole, &stepped), 0,
+                         "in one call: %s\nin steps of %zu: %s", whole.data, budgets[b],
+                         stepped.data);
+            buf_free(&whole);
+            buf_free(&stepped);
+        }
+    }
 }
 
 static rl_list parse_ok(const char *yaml)
@@ -673,36 +687,102 @@ Test(resourcelist, six_mib_list_with_20000_items)
     buf_free(&in);
 }
 
-Test(resourcelist, deep_nesting_is_refused_without_recursion)
+#define FLOW_DEPTH_ERR YAML_ERR "line %d: flow collections ([...] or {...}) nested more than 128 deep"
+
+static void expect_flow_depth_error(const buf *in, int line)
+{
+    char want[256];
+    snprintf(want, sizeof want, FLOW_DEPTH_ERR, line);
+    expect_error_bytes(in->data, in->len, want);
+}
+
+/* libyaml's scanner spends time in proportion to the flow depth on every
+ * token (lib/yaml_depth.h), so flow nesting stops at 128 levels; the
+ * refusal comes early, however much deeper the input goes. */
+Test(resourcelist, deep_flow_nesting_is_refused_without_recursion)
 {
     size_t n = 100000;
-    char *deep = malloc(n);
-    memset(deep, '[', n);
-    expect_error_bytes(deep, n, YAML_ERR "exceeded max depth of 1000");
-    free(deep);
-
     buf in = {0};
+    for (size_t i = 0; i < n; i++)
+        buf_append(&in, "[", 1);
+    expect_flow_depth_error(&in, 1);
+    buf_reset(&in);
     buf_append_str(&in, "kind: ResourceList\nitems:\n- a: ");
     for (size_t i = 0; i < n; i++)
         buf_append(&in, "{a: ", 4);
-    expect_error_bytes(in.data, in.len, YAML_ERR "line 3: exceeded max depth of 1000");
+    expect_flow_depth_error(&in, 3);
     buf_free(&in);
 }
 
-Test(resourcelist, nesting_below_the_limit_is_fine)
+static void nested_flow_item(buf *in, int depth)
+{
+    buf_reset(in);
+    buf_append_str(in, "kind: ResourceList\nitems:\n- a: ");
+    for (int i = 0; i < depth; i++)
+        buf_append(in, "[", 1);
+    for (int i = 0; i < depth; i++)
+        buf_append(in, "]", 1);
+    buf_append_str(in, "\n");
+}
+
+Test(resourcelist, flow_nesting_up_to_the_limit_is_fine)
 {
     buf in = {0};
-    buf_append_str(&in, "kind: ResourceList\nitems:\n- a: ");
-    for (int i = 0; i < 990; i++)
-        buf_append(&in, "[", 1);
-    for (int i = 0; i < 990; i++)
-        buf_append(&in, "]", 1);
-    buf_append_str(&in, "\n");
+    nested_flow_item(&in, 128);
     rl_list rl;
     char err[512];
     cr_assert_eq(rl_parse(in.data, in.len, &rl, err, sizeof err), 0, "%s", err);
     cr_assert_eq(rl.n_items, 1);
     rl_free(&rl);
+    nested_flow_item(&in, 129);
+    expect_flow_depth_error(&in, 3);
+    buf_free(&in);
+}
+
+/* A whole document in JSON is all flow: the limit counts from its first
+ * brace, so 128 levels of JSON is the deepest a JSON output may be. */
+Test(resourcelist, json_output_counts_every_level)
+{
+    buf in = {0};
+    buf_append_str(&in, "{\"kind\":\"ResourceList\",\"items\":[{\"a\":");
+    for (int i = 0; i < 125; i++)
+        buf_append(&in, "[", 1);
+    for (int i = 0; i < 125; i++)
+        buf_append(&in, "]", 1);
+    buf_append_str(&in, "}]}");
+    rl_list rl = parse_ok(in.data);
+    cr_assert_eq(rl.n_items, 1);
+    rl_free(&rl);
+    buf_reset(&in);
+    buf_append_str(&in, "{\"kind\":\"ResourceList\",\"items\":[{\"a\":");
+    for (int i = 0; i < 126; i++)
+        buf_append(&in, "[", 1);
+    expect_flow_depth_error(&in, 1);
+    buf_free(&in);
+}
+
+/* Block nesting costs libyaml nothing extra per level: only the general
+ * limit (yaml.v3's idea, lower) applies. */
+static void nested_block_item(buf *in, int depth)
+{
+    buf_reset(in);
+    buf_append_str(in, "kind: ResourceList\nitems:\n- a:\n  ");
+    for (int i = 0; i < depth; i++)
+        buf_append(in, "- ", 2);
+    buf_append_str(in, "x\n");
+}
+
+Test(resourcelist, block_nesting_has_the_general_limit)
+{
+    buf in = {0};
+    nested_block_item(&in, 990);
+    rl_list rl;
+    char err[512];
+    cr_assert_eq(rl_parse(in.data, in.len, &rl, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(rl.n_items, 1);
+    rl_free(&rl);
+    nested_block_item(&in, 1000);
+    expect_error_bytes(in.data, in.len, YAML_ERR "line 4: exceeded max depth of 1000");
     buf_free(&in);
 }
 

@@ -259,12 +259,11 @@ Test(rl_edit, malformed_output_is_a_clear_error)
 Test(rl_edit, too_deep_nesting_is_refused)
 {
     buf text = { 0 };
-    buf_append_str(&text, "kind: ResourceList\nitems:\n- a: ");
+    /* block nesting: flow nesting this deep is refused when loaded */
+    buf_append_str(&text, "kind: ResourceList\nitems:\n- a:\n  ");
     for (int i = 0; i < RL_EDIT_MAX_DEPTH + 10; i++)
-        buf_append_str(&text, "[");
-    for (int i = 0; i < RL_EDIT_MAX_DEPTH + 10; i++)
-        buf_append_str(&text, "]");
-    buf_append_str(&text, "\n");
+        buf_append_str(&text, "- ");
+    buf_append_str(&text, "x\n");
     rl_doc *d = load_rl(text.data);
     buf out = { 0 };
     char err[256] = "";
@@ -306,4 +305,19 @@ Test(rl_edit, load_object_reads_a_kptfile)
     cr_assert(rl_yaml_is_null(y, rl_yaml_get(y, pl, "validators")));
     cr_assert_null(rl_yaml_text(y, pl));
     rl_doc_free(d);
+}
+
+/* Loading (yaml_parser_load) cannot stop half way, so flow nesting past
+ * the limit every YAML reader applies is refused before it starts. */
+Test(rl_edit, deep_flow_nesting_is_refused_when_loaded)
+{
+    buf text = { 0 };
+    buf_append_str(&text, "kind: ResourceList\nitems:\n- a: ");
+    for (int i = 0; i < 100000; i++)
+        buf_append_str(&text, "[");
+    char err[256] = "";
+    cr_assert_null(rl_doc_load_resource_list(text.data, text.len, err, sizeof err));
+    cr_assert_str_eq(err, "line 3, column 134: flow collections ([...] or {...}) nested more "
+                          "than 128 deep");
+    buf_free(&text);
 }

@@ -662,3 +662,30 @@ Test(rl_input, deep_nesting_does_not_exhaust_the_stack)
     buf_free(&in);
     buf_free(&out);
 }
+
+/* Flow nesting costs libyaml time growing with its depth on every token
+ * (lib/yaml_depth.h): past 128 levels the input is refused, early. */
+Test(rl_input, deep_flow_nesting_is_refused)
+{
+    buf in = { 0 };
+    buf_append_str(&in, "kind: Deep\nspec: ");
+    for (size_t i = 0; i < 100000; i++)
+        buf_append(&in, "{a: ", 4);
+    buf out = { 0 };
+    char err[256] = "";
+    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, err, sizeof err), -1);
+    cr_assert_str_eq(err, "deep.yaml: YAML error at line 2, column 519: flow collections "
+                          "([...] or {...}) nested more than 128 deep");
+    cr_assert_eq(out.len, 0);
+    buf_reset(&in);
+    buf_append_str(&in, "kind: Deep\nspec: ");
+    for (size_t i = 0; i < 127; i++)
+        buf_append(&in, "[", 1);
+    for (size_t i = 0; i < 127; i++)
+        buf_append(&in, "]", 1);
+    buf_append_str(&in, "\n");
+    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, err, sizeof err), 0,
+                 "%s", err);
+    buf_free(&in);
+    buf_free(&out);
+}
