@@ -17,7 +17,7 @@ CPPFLAGS := -D_GNU_SOURCE -Ilib -I$(BUILD)/gen
 CFLAGS   := -std=c17 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers -fno-strict-aliasing
 LDLIBS    = $(shell pkg-config --libs $(PKGS))
-# runner-client alone talks HTTPS to registries (lib/registry*.c): libcurl
+# runner-client alone talks HTTPS to registries (lib/oci/registry*.c): libcurl
 # (OpenSSL flavour) and OpenSSL's libcrypto for sha256. wrapper-server and
 # copier never link them.
 RC_PKGS   := libcurl libcrypto
@@ -39,9 +39,9 @@ endif
 PROTOS    := evaluator health
 GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
-LIB_SRCS  := $(wildcard lib/*.c)
+LIB_SRCS  := $(wildcard lib/*/*.c)
 ifneq ($(STATIC_PREFIX),)
-LIB_SRCS  := $(filter-out lib/registry%.c,$(LIB_SRCS))   # need libcurl; not in static builds
+LIB_SRCS  := $(filter-out lib/oci/registry%.c,$(LIB_SRCS))   # need libcurl; not in static builds
 endif
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
 RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))
@@ -54,7 +54,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 # writes passes through: the output scan and the buffer code stay at -O2
 # (a few KiB more, about twice as fast on a 5 MiB output).
 ifneq ($(STATIC_PREFIX),)
-$(call obj,lib/rl_scan.c lib/buf.c): CFLAGS += -O2
+$(call obj,lib/krm/rl_scan.c lib/core/buf.c): CFLAGS += -O2
 endif
 LIB_OBJS  := $(call obj,$(LIB_SRCS)) $(GEN_SRCS:.c=.o)
 WS_OBJS   := $(call obj,$(WS_SRCS))
@@ -180,10 +180,10 @@ FUZZ_WARN       := -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -
 FUZZ_NAMES      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_EXT_SRCS   := $(wildcard $(FUZZ_DEPS_SRC)/libyaml/src/*.c \
                               $(FUZZ_DEPS_SRC)/protobuf-c/protobuf-c/protobuf-c.c)
-FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/buf.c lib/numparse.c lib/grpc_frame.c \
-                     lib/grpc_timeout.c lib/resourcelist.c lib/rl_scan.c lib/yaml_depth.c lib/utf8.c lib/go_quote.c lib/pb_request.c lib/grpc_status.c lib/json.c lib/http1.c lib/log.c wrapper-server/cli.c \
-                     lib/rpc_server.c lib/h2_io.c lib/h2_seen.c lib/loop.c lib/svc_health.c lib/metrics.c \
-                     lib/fn_job.c lib/fn_slots.c lib/orphans.c) \
+FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numparse.c lib/core/duration.c lib/grpc/grpc_frame.c \
+                     lib/grpc/grpc_timeout.c lib/krm/resourcelist.c lib/krm/rl_scan.c lib/krm/yaml_depth.c lib/core/utf8.c lib/core/go_quote.c lib/runtime/pb_request.c lib/grpc/grpc_status.c lib/core/json.c lib/grpc/http1.c lib/core/log.c wrapper-server/cli.c \
+                     lib/grpc/rpc_server.c lib/grpc/h2_io.c lib/grpc/h2_seen.c lib/core/loop.c lib/runtime/svc_health.c lib/grpc/metrics.c \
+                     lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 

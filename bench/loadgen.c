@@ -34,13 +34,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/duration.h"
+#include "core/fdio.h"
+#include "core/numparse.h"
+#include "grpc/grpc_client.h"
+#include "grpc/grpc_status.h"
 #include "evaluator.pb-c.h"
-#include "fdio.h"
-#include "grpc_client.h"
-#include "grpc_status.h"
-#include "grpc_timeout.h"
 #include "health.pb-c.h"
-#include "numparse.h"
 #include "stats.h"
 
 #define EVAL_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"

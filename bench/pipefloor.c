@@ -28,10 +28,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "fdio.h"
-#include "loop.h"
-#include "numparse.h"
+#include "core/buf.h"
+#include "core/fdio.h"
+#include "core/loop.h"
+#include "core/numparse.h"
 #include "stats.h"
 
 #define READ_CHUNK 65536

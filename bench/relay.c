@@ -44,10 +44,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "fdio.h"
-#include "loop.h"
-#include "numparse.h"
+#include "core/buf.h"
+#include "core/fdio.h"
+#include "core/loop.h"
+#include "core/numparse.h"
 #include "stats.h"
 
 #define RELAY_CHUNK (256 * 1024)     /* socket reads, like h2_io's bulk buffer */

@@ -371,7 +371,7 @@ bench_sizes() {
 # nested_list FILE DEPTH: a ResourceList of about LARGE_SIZE bytes whose
 # items are `- a: [[[...1,1,...]]]` nested DEPTH deep: the costliest YAML
 # there is for libyaml, whose time per token grows with the flow depth
-# (lib/yaml_depth.h), at the deepest the server accepts (128).
+# (lib/krm/yaml_depth.h), at the deepest the server accepts (128).
 nested_list() {
     awk -v depth="$2" -v size="$LARGE_SIZE" 'BEGIN {
         for (i = 0; i < depth; i++) { opening = opening "["; closing = closing "]" }

@@ -54,11 +54,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/duration.h"
+#include "core/numparse.h"
+#include "grpc/grpc_client.h"
+#include "grpc/grpc_status.h"
+#include "grpc/grpc_timeout.h"
 #include "evaluator.pb-c.h"
-#include "grpc_client.h"
-#include "grpc_status.h"
-#include "grpc_timeout.h"
-#include "numparse.h"
 
 #define EVAL_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"
 #define MAX_RESPONSE (64u << 20)

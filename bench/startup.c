@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "grpc_status.h"
-#include "grpc_unary.h"
-#include "loop.h"
-#include "numparse.h"
+#include "core/loop.h"
+#include "core/numparse.h"
+#include "grpc/grpc_status.h"
+#include "grpc/grpc_unary.h"
 #include "stats.h"
 
 #define CHECK_PATH "/grpc.health.v1.Health/Check"

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "core/buf.h"
 #include "cp.h"
 #include "msg.h"
 #include "tmpname.h"

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "core/buf.h"
 #include "cptree.h"
 #include "fileio.h"
 #include "msg.h"

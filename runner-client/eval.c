@@ -7,13 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/duration.h"
+#include "core/fdio.h"
+#include "core/numparse.h"
+#include "grpc/grpc_status.h"
 #include "commands.h"
-#include "fdio.h"
 #include "flags.h"
 #include "fn_call.h"
-#include "grpc_status.h"
-#include "grpc_timeout.h"
-#include "numparse.h"
 #include "pipeline.h"
 #include "pipeline_run.h"
 #include "rl_input.h"

@@ -3,7 +3,7 @@
 #ifndef KRM_RC_FLAGS_H
 #define KRM_RC_FLAGS_H
 
-#include "buf.h"
+#include "core/buf.h"
 
 typedef struct flag_def {
     const char *name;     /* "--addr" */

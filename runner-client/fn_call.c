@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc/grpc_status.h"
 #include "evaluator.pb-c.h"
-#include "grpc_status.h"
 
 /* Packs the request into packed; -1 when out of memory. */
 static int pack_request(const char *image, const char *rl, size_t len, buf *packed)

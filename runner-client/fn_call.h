@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "buf.h"
-#include "grpc_unary.h"
+#include "core/buf.h"
+#include "grpc/grpc_unary.h"
 
 typedef struct fn_call_result {
     int status;         /* gRPC status code */

@@ -2,11 +2,11 @@
  * calls grpc.health.v1.Health/Check and exits 0 when the answer is SERVING. */
 #include <stdio.h>
 
+#include "core/duration.h"
+#include "grpc/grpc_status.h"
+#include "grpc/grpc_unary.h"
 #include "commands.h"
 #include "flags.h"
-#include "grpc_status.h"
-#include "grpc_unary.h"
-#include "grpc_timeout.h"
 #include "health.pb-c.h"
 
 static const char health_usage[] =

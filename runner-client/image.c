@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/duration.h"
+#include "core/json.h"
+#include "oci/image_ref.h"
+#include "oci/oci_manifest.h"
+#include "oci/registry.h"
 #include "commands.h"
 #include "flags.h"
-#include "grpc_timeout.h"
-#include "image_ref.h"
-#include "json.h"
-#include "oci_manifest.h"
-#include "registry.h"
 
 #define MAX_IMAGES 64
 #define MAX_INSECURE 32

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "buf.h"
-#include "rl_edit.h"
+#include "core/buf.h"
+#include "krm/rl_edit.h"
 
 typedef struct pl_step {
     char *image;      /* sent as the request's image */

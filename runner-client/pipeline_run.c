@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fdio.h"
+#include "core/fdio.h"
+#include "grpc/grpc_status.h"
+#include "krm/rl_edit.h"
 #include "fn_call.h"
-#include "grpc_status.h"
-#include "rl_edit.h"
 
 #define PREFIX "runner-client eval: "
 

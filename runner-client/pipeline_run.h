@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "grpc_unary.h"
+#include "grpc/grpc_unary.h"
 #include "pipeline.h"
 
 typedef struct pl_run_opts {

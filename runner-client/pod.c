@@ -9,12 +9,12 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/numparse.h"
+#include "krm/yaml_depth.h"
+#include "kube/pod_id.h"
+#include "kube/pod_template.h"
 #include "commands.h"
 #include "flags.h"
-#include "numparse.h"
-#include "pod_id.h"
-#include "pod_template.h"
-#include "yaml_depth.h"
 
 static const char pod_usage[] =
     "Usage: runner-client pod render --image IMG ENTRYPOINT [flags]\n"

@@ -33,7 +33,7 @@
  * the output is never much larger than the input; comments are lost. All
  * walking over nesting is iterative, so input depth costs heap, not stack;
  * flow collections nested more than YAML_MAX_FLOW_DEPTH deep are refused
- * as soon as libyaml reaches them (lib/yaml_depth.h). */
+ * as soon as libyaml reaches them (lib/krm/yaml_depth.h). */
 #include "rl_input.h"
 
 #include <dirent.h>
@@ -48,8 +48,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "fdio.h"
-#include "yaml_depth.h"
+#include "core/fdio.h"
+#include "krm/yaml_depth.h"
 
 #define NONE SIZE_MAX /* "no such event" for event indexes */
 

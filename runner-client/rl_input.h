@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 /* Reads `path` (a file, a directory, or "-" / NULL for stdin) and appends the
  * ResourceList to out. Returns 0, or -1 with a one-line reason in err naming

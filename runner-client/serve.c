@@ -24,15 +24,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/duration.h"
+#include "core/log.h"
+#include "core/numparse.h"
+#include "krm/fnconfig.h"
+#include "runtime/ev_exec.h"
+#include "runtime/ev_multi.h"
+#include "runtime/fn_server.h"
 #include "commands.h"
-#include "ev_exec.h"
-#include "ev_multi.h"
 #include "flags.h"
-#include "fn_server.h"
-#include "fnconfig.h"
-#include "grpc_timeout.h"
-#include "log.h"
-#include "numparse.h"
 
 #define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"

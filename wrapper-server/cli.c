@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grpc_timeout.h"
-#include "numparse.h"
+#include "core/duration.h"
+#include "core/numparse.h"
 
 static const char usage[] =
     "Usage: wrapper-server [flags] -- ENTRYPOINT [ARGS...]\n"

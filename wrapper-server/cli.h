@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "rpc_server.h"
+#include "core/buf.h"
+#include "grpc/rpc_server.h"
 
 #define WS_VERSION "0.1.0"
 

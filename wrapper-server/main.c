@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/log.h"
+#include "core/loop.h"
+#include "runtime/ev_exec.h"
+#include "runtime/fn_server.h"
 #include "cli.h"
-#include "ev_exec.h"
-#include "fn_server.h"
-#include "log.h"
-#include "loop.h"
 #include "probe.h"
 
 #define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */

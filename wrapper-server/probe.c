@@ -11,11 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "grpc_status.h"
-#include "grpc_timeout.h"
-#include "grpc_unary.h"
+#include "core/duration.h"
+#include "core/loop.h"
+#include "grpc/grpc_status.h"
+#include "grpc/grpc_unary.h"
 #include "health.pb-c.h"
-#include "loop.h"
 
 enum {
     PROBE_SERVING = 0,

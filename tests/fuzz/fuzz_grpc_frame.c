@@ -10,8 +10,8 @@
  * anywhere without changing its meaning. */
 #include <string.h>
 
+#include "grpc/grpc_frame.h"
 #include "fuzz_common.h"
-#include "grpc_frame.h"
 
 typedef struct record {
     buf log;           /* flag, length and bytes of every message seen */

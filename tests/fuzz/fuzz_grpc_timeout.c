@@ -8,8 +8,9 @@
  * duration_parse gets the input up to its first NUL as a C string. */
 #include <string.h>
 
+#include "core/duration.h"
+#include "grpc/grpc_timeout.h"
 #include "fuzz_common.h"
-#include "grpc_timeout.h"
 
 static int64_t unit_ns(char c)
 {

@@ -19,11 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/log.h"
+#include "core/loop.h"
+#include "grpc/rpc_server.h"
+#include "runtime/services.h"
 #include "fuzz_common.h"
-#include "log.h"
-#include "loop.h"
-#include "rpc_server.h"
-#include "services.h"
 
 #define MAX_INPUT (128 * 1024)
 

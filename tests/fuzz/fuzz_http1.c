@@ -18,9 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/loop.h"
+#include "grpc/http1.h"
 #include "fuzz_common.h"
-#include "http1.h"
-#include "loop.h"
 
 #define MAX_REQUEST (3 * HTTP1_MAX_REQUEST)
 

@@ -5,8 +5,8 @@
  * object's members. */
 #include <string.h>
 
+#include "core/json.h"
 #include "fuzz_common.h"
-#include "json.h"
 
 static void check_string_round_trip(const json *v)
 {

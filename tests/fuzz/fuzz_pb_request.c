@@ -8,9 +8,9 @@
  * that is not UTF-8, which protobuf-c does not check and grpc-go refuses. */
 #include <string.h>
 
+#include "runtime/pb_request.h"
 #include "evaluator.pb-c.h"
 #include "fuzz_common.h"
-#include "pb_request.h"
 
 /* True when the input holds a field key out of protobuf's range (walking
  * the top-level fields the way a decoder would, as far as they parse). */

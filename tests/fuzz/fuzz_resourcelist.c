@@ -5,8 +5,8 @@
  * hold a prefix of the same reason. */
 #include <string.h>
 
+#include "krm/resourcelist.h"
 #include "fuzz_common.h"
-#include "resourcelist.h"
 
 #define ERR_LEN 4096  /* as fn_verdict */
 #define SHORT_ERR_LEN 16

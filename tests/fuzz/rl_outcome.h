@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "buf.h"
-#include "resourcelist.h"
+#include "core/buf.h"
+#include "krm/resourcelist.h"
 
 /* Appends what an rl_parse_with answer says to out; frees rl. */
 static inline int rl_outcome_text(int rc, rl_list *rl, const char *err, buf *out)

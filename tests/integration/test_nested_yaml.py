@@ -5,7 +5,7 @@ every token it scans, so nesting was an attack on every YAML reader: a
 4.8 MiB function output of [[[...]]] 999 deep held the server's event loop
 for 4.5 s, runner-client took 15 s to read a 195 KiB input and 412 MiB of
 memory for a 4 MiB one. Flow nesting now stops at 128 levels wherever YAML
-is read (lib/yaml_depth.h), and the server judges an output in steps, so
+is read (lib/krm/yaml_depth.h), and the server judges an output in steps, so
 Health/Check is answered while it does.
 """
 

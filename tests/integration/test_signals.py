@@ -1,6 +1,6 @@
 """Signals (issue 13): a server that is not PID 1 gets each signal's default
 action, so every one whose default would kill it is handled or ignored
-(lib/proc_signals.h has the table): after each, wrapper-server and
+(lib/runtime/proc_signals.h has the table): after each, wrapper-server and
 runner-client serve answer a real call; SIGTERM and SIGQUIT still drain.
 Functions get none of it back: default dispositions and an empty mask, even
 when the server itself was started with signals ignored, and they still die

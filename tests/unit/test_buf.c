@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 #define MIB (1u << 20)
 

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ev_exec.h"
-#include "ev_multi.h"
-#include "fn_job.h"
-#include "grpc_status.h"
+#include "grpc/grpc_status.h"
+#include "runtime/ev_exec.h"
+#include "runtime/ev_multi.h"
+#include "runtime/fn_job.h"
 
 /* opened: hand over an open descriptor of this file, named path, as the
  * runner's lookup does; a path "refuse:WHY" is a binary that may not run. */

@@ -1,12 +1,12 @@
 /* Unit tests of the Porch-compatible verdict on a function run
- * (lib/fn_verdict.c), with hand-made finished jobs. */
+ * (lib/runtime/fn_verdict.c), with hand-made finished jobs. */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <sys/wait.h>
 
-#include "fn_verdict.h"
-#include "go_quote.h"
-#include "grpc_status.h"
+#include "core/go_quote.h"
+#include "grpc/grpc_status.h"
+#include "runtime/fn_verdict.h"
 
 static fn_job job_with(const char *out, const char *err, int exit_code)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fnconfig.h"
+#include "krm/fnconfig.h"
 
 #define FIX "tests/fixtures/fnconfig"
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
@@ -710,7 +710,7 @@ Test(fnconfig, pod_params_by_metadata_name)
 }
 
 /* libyaml's loader reads flow nesting in time growing with its depth
- * (lib/yaml_depth.h): a nested config is refused before it is loaded. */
+ * (lib/krm/yaml_depth.h): a nested config is refused before it is loaded. */
 Test(fnconfig, deep_flow_nesting_is_refused_before_loading)
 {
     buf in = {0};

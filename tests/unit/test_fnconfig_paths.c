@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fnconfig.h"
+#include "krm/fnconfig.h"
 
 #define HEAD "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grpc_frame.h"
+#include "grpc/grpc_frame.h"
 
 #define MAX_SEEN 8
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "grpc_status.h"
-#include "utf8.h"
+#include "core/utf8.h"
+#include "grpc/grpc_status.h"
 
 static void expect_encoded(const char *input, size_t len, const char *expected)
 {

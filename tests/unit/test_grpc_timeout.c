@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "grpc_timeout.h"
+#include "core/duration.h"
+#include "grpc/grpc_timeout.h"
 
 #define NS_US INT64_C(1000)
 #define NS_MS INT64_C(1000000)

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "image_ref.h"
+#include "oci/image_ref.h"
 
 static void expect(const char *s, const char *registry, const char *api, const char *repo, const char *tag,
                    const char *digest)

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "json.h"
+#include "core/json.h"
 
 static json *ok(const char *text)
 {

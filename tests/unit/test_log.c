@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "core/log.h"
 
 static char *escape(const char *in, size_t len)
 {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "core/loop.h"
 
 #define MS 1000000LL
 

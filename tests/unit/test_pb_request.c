@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "runtime/pb_request.h"
 #include "evaluator.pb-c.h"
-#include "pb_request.h"
 
 /* Decodes with both; asserts they agree; returns our result code. */
 static int decode_both(const uint8_t *msg, size_t len, pb_eval_request *r)

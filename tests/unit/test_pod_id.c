@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "pod_id.h"
+#include "kube/pod_id.h"
 
 #define DIGEST "sha256:0123abcd4567ef890123abcd4567ef890123abcd4567ef890123abcd4567ef89"
 #define HEX64 "0123abcd4567ef890123abcd4567ef890123abcd4567ef890123abcd4567ef89"

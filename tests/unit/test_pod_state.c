@@ -6,8 +6,8 @@
 #include <criterion/redirect.h>
 #include <string.h>
 
-#include "log.h"
-#include "pod_state.h"
+#include "core/log.h"
+#include "kube/pod_state.h"
 
 typedef struct row {
     pod_state from;

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "pod_template.h"
-#include "rl_edit.h"
+#include "krm/rl_edit.h"
+#include "kube/pod_template.h"
 
 typedef struct rendered {
     buf text;

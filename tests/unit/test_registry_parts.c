@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base64.h"
-#include "docker_config.h"
-#include "oci_manifest.h"
-#include "www_auth.h"
+#include "core/base64.h"
+#include "oci/docker_config.h"
+#include "oci/oci_manifest.h"
+#include "oci/www_auth.h"
 
 Test(www_auth, bearer_with_quoted_commas)
 {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "krm/resourcelist.h"
 #include "../fuzz/rl_outcome.h"
-#include "resourcelist.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -697,7 +697,7 @@ static void expect_flow_depth_error(const buf *in, int line)
 }
 
 /* libyaml's scanner spends time in proportion to the flow depth on every
- * token (lib/yaml_depth.h), so flow nesting stops at 128 levels; the
+ * token (lib/krm/yaml_depth.h), so flow nesting stops at 128 levels; the
  * refusal comes early, however much deeper the input goes. */
 Test(resourcelist, deep_flow_nesting_is_refused_without_recursion)
 {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rl_edit.h"
+#include "krm/rl_edit.h"
 
 static const char INPUT[] =
     "apiVersion: config.kubernetes.io/v1\n"

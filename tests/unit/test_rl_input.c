@@ -664,7 +664,7 @@ Test(rl_input, deep_nesting_does_not_exhaust_the_stack)
 }
 
 /* Flow nesting costs libyaml time growing with its depth on every token
- * (lib/yaml_depth.h): past 128 levels the input is refused, early. */
+ * (lib/krm/yaml_depth.h): past 128 levels the input is refused, early. */
 Test(rl_input, deep_flow_nesting_is_refused)
 {
     buf in = { 0 };

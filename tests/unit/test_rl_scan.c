@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "krm/resourcelist.h"
+#include "krm/rl_scan.h"
 #include "../fuzz/rl_outcome.h"
-#include "resourcelist.h"
-#include "rl_scan.h"
 
 #define HEAD "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
-#include "yaml_depth.h"
+#include "core/buf.h"
+#include "krm/yaml_depth.h"
 
 static void flow_nest(buf *out, const char *prefix, const char *open, const char *close, int depth,
                       const char *suffix)

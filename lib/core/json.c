@@ -1,0 +1,397 @@
+/* json: a strict JSON reader into a tree, and a string writer; see json.h. */
+#include "core/json.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/utf8.h"
+
+typedef struct parser {
+    const char *p, *start, *end;
+    buf *err;
+    int depth;
+} parser;
+
+static json *parse_value(parser *ps);
+
+static void *fail(parser *ps, const char *reason)
+{
+    if (ps->err && ps->err->len == 0)
+        buf_printf(ps->err, "offset %zu: %s", (size_t)(ps->p - ps->start), reason);
+    return NULL;
+}
+
+static void skip_ws(parser *ps)
+{
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ps->p++;
+}
+
+static json *new_value(parser *ps, json_type t)
+{
+    json *v = calloc(1, sizeof *v);
+    if (!v)
+        return fail(ps, "out of memory");
+    v->type = t;
+    return v;
+}
+
+static json *parse_literal(parser *ps, const char *word, json_type t)
+{
+    size_t n = strlen(word);
+    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n))
+        return fail(ps, "invalid literal");
+    ps->p += n;
+    return new_value(ps, t);
+}
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static json *parse_number(parser *ps)
+{
+    const char *s = ps->p;
+    if (ps->p < ps->end && *ps->p == '-')
+        ps->p++;
+    if (ps->p < ps->end && *ps->p == '0')
+        ps->p++;
+    else if (ps->p < ps->end && is_digit(*ps->p))
+        while (ps->p < ps->end && is_digit(*ps->p))
+            ps->p++;
+    else
+        return fail(ps, "invalid number");
+    if (ps->p < ps->end && *ps->p == '.') {
+        ps->p++;
+        if (ps->p >= ps->end || !is_digit(*ps->p))
+            return fail(ps, "invalid number: digit expected after '.'");
+        while (ps->p < ps->end && is_digit(*ps->p))
+            ps->p++;
+    }
+    if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+        ps->p++;
+        if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
+            ps->p++;
+        if (ps->p >= ps->end || !is_digit(*ps->p))
+            return fail(ps, "invalid number: digit expected in exponent");
+        while (ps->p < ps->end && is_digit(*ps->p))
+            ps->p++;
+    }
+    char tmp[64];
+    size_t n = (size_t)(ps->p - s);
+    json *v = new_value(ps, JSON_NUMBER);
+    if (v) {
+        if (n >= sizeof tmp)
+            n = sizeof tmp - 1;   /* precision beyond this is irrelevant here */
+        memcpy(tmp, s, n);
+        tmp[n] = '\0';
+        v->number = strtod(tmp, NULL);
+    }
+    return v;
+}
+
+static int hex4(parser *ps, unsigned *out)
+{
+    if (ps->end - ps->p < 4)
+        return -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = ps->p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + (unsigned)d;
+    }
+    ps->p += 4;
+    *out = v;
+    return 0;
+}
+
+static int put_utf8(buf *b, unsigned cp)
+{
+    char o[4];
+    size_t n;
+    if (cp < 0x80) {
+        o[0] = (char)cp, n = 1;
+    } else if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+    } else if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+    } else {
+        o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+    }
+    return buf_append(b, o, n);
+}
+
+/* After "\u" has been read: one code point, pairing surrogates. */
+static int unicode_escape(parser *ps, buf *out)
+{
+    unsigned cp;
+    if (hex4(ps, &cp) < 0)
+        return fail(ps, "invalid \\u escape"), -1;
+    if (cp >= 0xD800 && cp < 0xDC00 && ps->end - ps->p >= 6 && ps->p[0] == '\\' && ps->p[1] == 'u') {
+        const char *save = ps->p;
+        unsigned lo;
+        ps->p += 2;
+        if (hex4(ps, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000)
+            return put_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+        ps->p = save;
+    }
+    if (cp >= 0xD800 && cp < 0xE000)
+        cp = 0xFFFD;
+    return put_utf8(out, cp);
+}
+
+static int escape(parser *ps, buf *out)
+{
+    if (ps->p >= ps->end)
+        return fail(ps, "unterminated string"), -1;
+    char c = *ps->p++;
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    const char *hit = strchr(from, c);
+    if (c && hit)
+        return buf_append(out, &to[hit - from], 1);
+    if (c == 'u')
+        return unicode_escape(ps, out);
+    ps->p--;
+    return fail(ps, "invalid escape in string"), -1;
+}
+
+static int parse_string_into(parser *ps, buf *out)
+{
+    ps->p++;   /* opening quote */
+    for (;;) {
+        if (ps->p >= ps->end)
+            return fail(ps, "unterminated string"), -1;
+        unsigned char c = (unsigned char)*ps->p;
+        if (c == '"') {
+            ps->p++;
+            return buf_append(out, "", 0);   /* data is never NULL afterwards */
+        }
+        if (c < 0x20)
+            return fail(ps, "control character in string"), -1;
+        if (c == '\\') {
+            ps->p++;
+            if (escape(ps, out) < 0)
+                return -1;
+            continue;
+        }
+        uint32_t cp;
+        size_t n = utf8_decode((const unsigned char *)ps->p, (size_t)(ps->end - ps->p), &cp);
+        if (!n)
+            return fail(ps, "invalid UTF-8 in string"), -1;
+        if (buf_append(out, ps->p, n) < 0)
+            return fail(ps, "out of memory"), -1;
+        ps->p += n;
+    }
+}
+
+static json *parse_string(parser *ps)
+{
+    buf s = {0};
+    if (parse_string_into(ps, &s) < 0) {
+        buf_free(&s);
+        return NULL;
+    }
+    json *v = new_value(ps, JSON_STRING);
+    if (!v) {
+        buf_free(&s);
+        return NULL;
+    }
+    v->str = buf_steal(&s, &v->len);
+    return v;
+}
+
+static int add_member(parser *ps, json *v, char *key, json *item)
+{
+    size_t n = v->len + 1;
+    json **items = realloc(v->items, n * sizeof *items);
+    if (items)
+        v->items = items;
+    char **keys = v->type == JSON_OBJECT && items ? realloc(v->keys, n * sizeof *keys) : NULL;
+    if (keys)
+        v->keys = keys;
+    if (!items || (v->type == JSON_OBJECT && !keys))
+        return fail(ps, "out of memory"), -1;
+    v->items[v->len] = item;
+    if (keys)
+        v->keys[v->len] = key;
+    v->len = n;
+    return 0;
+}
+
+/* One "key": value member of an object, at the opening quote of the key. */
+static int parse_member(parser *ps, json *obj)
+{
+    buf key = {0};
+    if (ps->p >= ps->end || *ps->p != '"')
+        return fail(ps, "object member name expected"), -1;
+    if (parse_string_into(ps, &key) < 0)
+        return buf_free(&key), -1;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != ':')
+        return buf_free(&key), fail(ps, "':' expected after member name"), -1;
+    ps->p++;
+    json *item = parse_value(ps);
+    if (!item)
+        return buf_free(&key), -1;
+    char *k = buf_steal(&key, NULL);
+    if (!k || add_member(ps, obj, k, item) < 0) {
+        free(k);
+        json_free(item);
+        return -1;
+    }
+    return 0;
+}
+
+/* Arrays and objects: open is '[' or '{'. */
+static json *parse_container(parser *ps, json_type t)
+{
+    char close = t == JSON_ARRAY ? ']' : '}';
+    if (++ps->depth > JSON_MAX_DEPTH)
+        return fail(ps, "nested too deeply");
+    json *v = new_value(ps, t);
+    if (!v)
+        return NULL;
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        ps->depth--;
+        return v;
+    }
+    for (;;) {
+        skip_ws(ps);
+        if (t == JSON_OBJECT ? parse_member(ps, v) < 0 : 0)
+            break;
+        if (t == JSON_ARRAY) {
+            json *item = parse_value(ps);
+            if (!item)
+                break;
+            if (add_member(ps, v, NULL, item) < 0) {
+                json_free(item);
+                break;
+            }
+        }
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == close) {
+            ps->p++;
+            ps->depth--;
+            return v;
+        }
+        fail(ps, t == JSON_ARRAY ? "',' or ']' expected" : "',' or '}' expected");
+        break;
+    }
+    json_free(v);
+    return NULL;
+}
+
+static json *parse_value(parser *ps)
+{
+    skip_ws(ps);
+    if (ps->p >= ps->end)
+        return fail(ps, "unexpected end of input");
+    switch (*ps->p) {
+    case '{': return parse_container(ps, JSON_OBJECT);
+    case '[': return parse_container(ps, JSON_ARRAY);
+    case '"': return parse_string(ps);
+    case 't': return parse_literal(ps, "true", JSON_TRUE);
+    case 'f': return parse_literal(ps, "false", JSON_FALSE);
+    case 'n': return parse_literal(ps, "null", JSON_NULL);
+    default:
+        if (*ps->p == '-' || is_digit(*ps->p))
+            return parse_number(ps);
+        return fail(ps, "unexpected character");
+    }
+}
+
+json *json_parse(const char *data, size_t len, buf *err)
+{
+    parser ps = {.p = data, .start = data, .end = data + len, .err = err};
+    if (err)
+        buf_reset(err);
+    json *v = parse_value(&ps);
+    if (!v)
+        return NULL;
+    skip_ws(&ps);
+    if (ps.p != ps.end) {
+        json_free(v);
+        return fail(&ps, "unexpected data after the JSON value");
+    }
+    return v;
+}
+
+void json_free(json *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; (v->type == JSON_ARRAY || v->type == JSON_OBJECT) && i < v->len; i++) {
+        json_free(v->items[i]);
+        if (v->keys)
+            free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->str);
+    free(v);
+}
+
+const json *json_get(const json *v, const char *key)
+{
+    if (!v || v->type != JSON_OBJECT)
+        return NULL;
+    for (size_t i = v->len; i-- > 0;)
+        if (!strcmp(v->keys[i], key))
+            return v->items[i];
+    return NULL;
+}
+
+const char *json_str(const json *v)
+{
+    return v && v->type == JSON_STRING ? v->str : NULL;
+}
+
+const char *json_get_str(const json *v, const char *key)
+{
+    return json_str(json_get(v, key));
+}
+
+int json_write_string(buf *out, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    int rc = buf_append(out, "\"", 1);
+    for (size_t i = 0; i < len && rc == 0;) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
+                            : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f" : NULL;
+            if (esc)
+                rc = buf_append_str(out, esc);
+            else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+                rc = buf_printf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+            else
+                rc = buf_append(out, &c, 1);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (n == 0)
+            rc = buf_append_str(out, "\\ufffd"), n = 1;
+        else if (cp == 0x2028 || cp == 0x2029)
+            rc = buf_printf(out, "\\u%04x", (unsigned)cp);
+        else
+            rc = buf_append(out, p + i, n);
+        i += n;
+    }
+    return rc ? rc : buf_append(out, "\"", 1);
+}

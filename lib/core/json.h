@@ -1,0 +1,59 @@
+/* json: a small strict JSON reader (RFC 8259) and a string writer.
+ *
+ * Registry answers (manifests, indexes, image configs, token responses,
+ * error bodies) and Docker's config.json are JSON; libyaml cannot be relied
+ * on for JSON's escapes (\u surrogate pairs, \/), so this module parses into
+ * a small tree. Strings are decoded to UTF-8 and keep their length (a
+ * "\u0000" inside is kept); numbers are kept as doubles. Depth is limited so
+ * hostile input cannot exhaust the stack; lone surrogates become U+FFFD, as
+ * Go's encoding/json decodes them. */
+#ifndef KRM_JSON_H
+#define KRM_JSON_H
+
+#include <stddef.h>
+
+#include "core/buf.h"
+
+typedef enum json_type {
+    JSON_NULL,
+    JSON_FALSE,
+    JSON_TRUE,
+    JSON_NUMBER,
+    JSON_STRING,
+    JSON_ARRAY,
+    JSON_OBJECT,
+} json_type;
+
+typedef struct json json;
+struct json {
+    json_type type;
+    double number;        /* JSON_NUMBER */
+    char *str;            /* JSON_STRING: NUL-terminated UTF-8 */
+    size_t len;           /* JSON_STRING: bytes; ARRAY/OBJECT: members */
+    char **keys;          /* JSON_OBJECT: member names, in document order */
+    json **items;         /* ARRAY: elements; OBJECT: member values */
+};
+
+#define JSON_MAX_DEPTH 64
+
+/* Parses all of data[0..len) (one value, surrounding whitespace allowed).
+ * Returns the tree, or NULL with "offset N: reason" in err. */
+json *json_parse(const char *data, size_t len, buf *err);
+void json_free(json *v);
+
+/* The value of member `key` of an object (the last one when repeated, as
+ * Go does), or NULL when v is not an object or has no such member. */
+const json *json_get(const json *v, const char *key);
+/* The string of v when it is a JSON string, else NULL. */
+const char *json_str(const json *v);
+/* json_str(json_get(v, key)). */
+const char *json_get_str(const json *v, const char *key);
+
+/* Appends s as a JSON string literal exactly as Go's encoding/json writes
+ * it (Porch's messages embed such text, so byte-for-byte matters): the
+ * short escapes, \u00XX for other controls and for < > & (HTML safety),
+ * \u2028 and \u2029, and \ufffd for each byte that is not valid UTF-8; DEL
+ * and all other text as is. Returns 0 or -1 when out of memory. */
+int json_write_string(buf *out, const char *s, size_t len);
+
+#endif

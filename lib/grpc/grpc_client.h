@@ -1,0 +1,55 @@
+/* grpc_client: unary gRPC calls over one cleartext HTTP/2 connection, on the
+ * event loop.
+ *
+ * Used by runner-client (eval, health) and by the benchmarks' load
+ * generator: many calls may be in flight on one connection at once. Each
+ * call ends exactly once in its done callback with a gRPC status; transport
+ * failures are mapped to statuses the way gRPC clients do (connection lost:
+ * UNAVAILABLE, local deadline: DEADLINE_EXCEEDED). */
+#ifndef KRM_GRPC_CLIENT_H
+#define KRM_GRPC_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+
+typedef struct gc_conn gc_conn;
+
+typedef struct gc_result {
+    int status;        /* gRPC status code */
+    const char *message;   /* decoded grpc-message ("" when none) */
+    const uint8_t *response;   /* the response message (status OK) */
+    size_t response_len;
+    buf *response_buf;         /* holds it: the callback may move it out to keep
+                                  the message without a copy (status OK) */
+} gc_result;
+
+typedef void gc_done_fn(const gc_result *r, void *ctx);
+
+/* Connects to "host:port" ("[v6addr]:port" too), waiting at most
+ * connect_timeout_ns; the HTTP/2 session starts at once. Returns NULL with
+ * the reason in err. max_message bounds the responses accepted. */
+gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint32_t max_message,
+                    buf *err);
+
+/* Starts a unary call. The request bytes are borrowed, not copied (they
+ * may be megabytes): they must stay valid until done is called. timeout_ns
+ * <= 0: no deadline. Returns 0, or -1 when the call could not be started (done is
+ * then not called). */
+int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
+            gc_done_fn *done, void *ctx);
+
+/* Request metadata for later calls: the user-agent (NULL: the default) and
+ * extra headers as name/value pairs (names lowercase). The strings must stay
+ * valid while calls are made. */
+void gc_set_metadata(gc_conn *c, const char *user_agent, const char *const *pairs, size_t n_pairs);
+
+/* Calls still running. */
+size_t gc_pending(const gc_conn *c);
+
+/* Closes the connection; calls still running end with CANCELLED. */
+void gc_close(gc_conn *c);
+
+#endif

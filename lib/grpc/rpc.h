@@ -1,0 +1,120 @@
+/* rpc: the contract between the HTTP/2 transport (rpc_server.c) and the
+ * method handlers (svc_evaluate.c, svc_health.c).
+ *
+ * The transport turns a request stream into an rpc_call, checks headers,
+ * deframes the request message and calls the method's handler with it. The
+ * handler answers later, from any loop callback, with rpc_reply (one message
+ * and OK), rpc_fail (a status), or rpc_send + rpc_finish for a server
+ * stream. The transport owns the call; it calls the method's `end` hook
+ * exactly once when the handler must let go: after the stream closed, or
+ * early when the deadline passed or the client cancelled. */
+#ifndef KRM_RPC_H
+#define KRM_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+
+typedef struct rpc_call rpc_call;
+typedef struct server server;
+
+typedef struct rpc_method {
+    const char *service;   /* "evaluator.FunctionEvaluator" */
+    const char *name;      /* "EvaluateFunction" */
+    int server_streaming;  /* Watch: not counted as in-flight work when draining */
+    /* The request message (valid only during the call). */
+    void (*handle)(rpc_call *c, const uint8_t *msg, size_t len);
+    /* Optional: a large request message is arriving. `have` of its `total`
+     * bytes are at msg, which stays put while the rest comes in: handle
+     * gets the same pointer when it is complete (and rpc_take_message keeps
+     * it there). Called after each piece; it may set c->state, and `end`
+     * runs even if handle never does (client reset, deadline, cut-off
+     * request). It must not answer the call. */
+    void (*progress)(rpc_call *c, const uint8_t *msg, size_t have, size_t total);
+    /* Let go of handler state; `finished` is 0 when the work must be cancelled. */
+    void (*end)(rpc_call *c, int finished);
+} rpc_method;
+
+/* A piece of the response body, borrowed from handler state that lives
+ * until `end` is called. */
+typedef struct rpc_segment {
+    const void *data;
+    size_t len;
+} rpc_segment;
+
+#define RPC_MAX_SEGMENTS 8   /* the transport's prefix + up to 7 of the handler's */
+
+struct rpc_call {
+    server *srv;
+    struct conn *conn;
+    int32_t stream_id;
+    const rpc_method *method;
+    void *state;                  /* the handler's */
+    int64_t deadline_ns;          /* 0: none */
+    rpc_call *next_in_conn;
+
+    /* transport private */
+    char *content_type;           /* echoed in the response */
+    char *path;
+    char *timeout_text;
+    char *encoding;
+    int bad_method;               /* :method was not POST */
+    int headers_done;
+    int started;                  /* method->handle or ->progress was called */
+    int counted;                  /* in the server's count of in-flight calls */
+    int messages;                 /* request messages seen */
+    int responded;                /* response submitted (headers or trailers-only) */
+    int finished;                 /* final status decided */
+    int ended;                    /* method->end has run */
+    int reset_after_status;       /* RST_STREAM(NO_ERROR) once the status is sent */
+    size_t reserved;              /* of the pending-request budgets: the message's size */
+    loop_timer *deadline_timer;
+    loop_timer *stall_timer;      /* the response body waits on the client's window */
+    size_t stall_left;            /* body bytes not yet sent at the last stall check */
+    struct grpc_reader *reader;
+    rpc_segment segs[RPC_MAX_SEGMENTS];
+    int n_segs, seg_index;
+    size_t seg_off;
+    buf stream_out;               /* framed messages queued by rpc_send */
+    size_t stream_off;
+    int body_final;               /* no more data after what is queued */
+    int status;
+    buf status_message;
+    int64_t started_ns;           /* for the latency histogram */
+    uint8_t frame_prefix[16];     /* for the handler's segment headers */
+};
+
+/* From inside handle(): keep the request message (which is otherwise only
+ * valid during the call) in *out, without copying a large one. 0 or -1. */
+int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out);
+
+/* Answer a unary call: one message made of segs (already protobuf-encoded,
+ * without the gRPC prefix; the transport adds it), then status OK. */
+void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs);
+/* Answer with an error status (or end a server stream with it). */
+void rpc_fail(rpc_call *c, int code, const char *message);
+/* Server streaming: queue one message; rpc_finish ends the stream. */
+void rpc_send(rpc_call *c, const void *msg, size_t len);
+void rpc_finish(rpc_call *c, int code, const char *message);
+
+/* Work can outlive its stream: a cancelled function takes up to its kill
+ * grace to die. Holding the stream's slot until then keeps the connection's
+ * count of calls (SETTINGS_MAX_CONCURRENT_STREAMS) honest, so a client that
+ * sends calls and resets them at once cannot start work faster than the
+ * old work stops (the "rapid reset" pattern, CVE-2023-44487). Take the hold
+ * in `end`; release it when the work has stopped. NULL when out of memory
+ * (nothing is held then); the hold outlives the connection harmlessly. */
+typedef struct rpc_slot_hold rpc_slot_hold;
+rpc_slot_hold *rpc_hold_slot(rpc_call *c);
+void rpc_release_slot(rpc_slot_hold *h);
+
+/* Server-wide facts handlers need. */
+int server_is_draining(const server *s);
+uint32_t server_max_message(const server *s);
+loop *server_loop(const server *s);
+/* The app pointer of rpc_server_config. */
+void *server_app(const server *s);
+
+#endif

@@ -1,0 +1,352 @@
+/* registry: image digest and entrypoint lookup through the registry v2 API,
+ * with a per-process cache; see registry.h. */
+#include "oci/registry.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "oci/image_ref.h"
+#include "oci/oci_manifest.h"
+#include "oci/registry_http.h"
+
+#define MANIFEST_MAX_BYTES (4u << 20)   /* distribution's own limit */
+#define CONFIG_MAX_BYTES (16u << 20)
+#define MAX_INDEX_DEPTH 4
+
+typedef struct lookup {
+    const char *image;
+    image_ref ref;
+    reg_client *client;
+    oci_platform platform;
+    registry_result *out;
+    buf *err;
+} lookup;
+
+/* ---- cache ------------------------------------------------------------- */
+
+typedef struct cache_entry {
+    struct cache_entry *next;
+    char *key;
+    registry_result result;
+} cache_entry;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cache_entry *cache_head;
+static atomic_size_t cache_hits;
+
+size_t registry_requests_made(void) { return reg_requests_made(); }
+size_t registry_cache_hits(void) { return atomic_load(&cache_hits); }
+
+static char **strings_dup(char *const *v, size_t n)
+{
+    char **out = calloc(n + 1, sizeof *out);
+    for (size_t i = 0; out && i < n; i++) {
+        if (!(out[i] = strdup(v[i]))) {
+            oci_strings_free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static char *dup_or_null(const char *s, int *ok)
+{
+    char *p = s ? strdup(s) : NULL;
+    if (s && !p)
+        *ok = 0;
+    return p;
+}
+
+static int result_copy(const registry_result *src, registry_result *dst)
+{
+    int ok = 1;
+    memset(dst, 0, sizeof *dst);
+    dst->digest = dup_or_null(src->digest, &ok);
+    dst->index_digest = dup_or_null(src->index_digest, &ok);
+    dst->media_type = dup_or_null(src->media_type, &ok);
+    dst->config_digest = dup_or_null(src->config_digest, &ok);
+    dst->from_index = src->from_index;
+    dst->n_entrypoint = src->n_entrypoint;
+    dst->n_config_entrypoint = src->n_config_entrypoint;
+    dst->n_config_cmd = src->n_config_cmd;
+    dst->entrypoint = strings_dup(src->entrypoint, src->n_entrypoint);
+    dst->config_entrypoint = strings_dup(src->config_entrypoint, src->n_config_entrypoint);
+    dst->config_cmd = strings_dup(src->config_cmd, src->n_config_cmd);
+    if (!ok || !dst->entrypoint || !dst->config_entrypoint || !dst->config_cmd) {
+        registry_result_free(dst);
+        return -1;
+    }
+    return 0;
+}
+
+static int cache_get(const char *key, registry_result *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&cache_lock);
+    for (cache_entry *e = cache_head; e && !found; e = e->next)
+        if (!strcmp(e->key, key))
+            found = result_copy(&e->result, out) == 0;
+    pthread_mutex_unlock(&cache_lock);
+    if (found)
+        atomic_fetch_add(&cache_hits, 1);
+    return found;
+}
+
+static void cache_put(const char *key, const registry_result *r)
+{
+    cache_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = strdup(key)) || result_copy(r, &e->result) < 0) {
+        if (e)
+            free(e->key);
+        free(e);
+        return;   /* not caching is always correct */
+    }
+    pthread_mutex_lock(&cache_lock);
+    e->next = cache_head;
+    cache_head = e;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* ---- digests ----------------------------------------------------------- */
+
+static void sha256_digest(const void *data, size_t len, char out[72])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+    memcpy(out, "sha256:", 7);
+    for (unsigned i = 0; i < n && i < 32; i++)
+        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Checks body against the digest it must have; *actual gets its digest. */
+static int verify_digest(lookup *lk, const char *what, const buf *body, const char *want, char actual[72])
+{
+    sha256_digest(body->data, body->len, actual);
+    if (!want || !strcmp(want, actual))
+        return 0;
+    buf_printf(lk->err, "digest mismatch for %s of image \"%s\" from registry %s: expected %s, got %s", what,
+               lk->image, reg_client_host(lk->client), want, actual);
+    return -1;
+}
+
+/* ---- fetching ---------------------------------------------------------- */
+
+/* Turns a non-200 answer into the user's message. */
+static void http_failure(lookup *lk, const char *what, const char *path, reg_response *r)
+{
+    buf jerr = {0};
+    json *doc = json_parse(r->body.data, r->body.len, &jerr);
+    const json *errors = json_get(doc, "errors");
+    const json *first = errors && errors->type == JSON_ARRAY && errors->len ? errors->items[0] : NULL;
+    const char *code = json_get_str(first, "code"), *message = json_get_str(first, "message");
+    if (r->status == 404) {
+        buf_printf(lk->err, "image \"%s\" not found in registry %s (", lk->image, reg_client_host(lk->client));
+        for (const char *p = code ? code : "HTTP 404 for "; *p; p++)
+            buf_printf(lk->err, "%c", *p == '_' ? ' ' : (code && *p >= 'A' && *p <= 'Z') ? *p - 'A' + 'a' : *p);
+        if (!code)
+            buf_printf(lk->err, "%s %s", what, path);
+        buf_append_str(lk->err, ")");
+    } else {
+        buf_printf(lk->err, "registry %s answered HTTP %ld to GET %s (%s) of image \"%s\"%s%s",
+                   reg_client_host(lk->client), r->status, path, what, lk->image, message ? ": " : "",
+                   message ? message : "");
+    }
+    json_free(doc);
+    buf_free(&jerr);
+}
+
+/* GETs path and parses it as JSON; non-200 answers become errors. */
+static json *get_json(lookup *lk, const char *what, const char *path, const char *accept, size_t max,
+                      reg_response *r)
+{
+    if (reg_get(lk->client, path, accept, max, r, lk->err) < 0)
+        return NULL;
+    if (r->status != 200) {
+        http_failure(lk, what, path, r);
+        return NULL;
+    }
+    buf jerr = {0};
+    json *doc = json_parse(r->body.data, r->body.len, &jerr);
+    if (!doc)
+        buf_printf(lk->err, "the %s of image \"%s\" from registry %s is not valid JSON: %s", what, lk->image,
+                   reg_client_host(lk->client), jerr.data);
+    buf_free(&jerr);
+    return doc;
+}
+
+/* The manifest named by reference (a tag or a digest); *digest_out is its
+ * verified digest. want_digest: the digest it must have, if known. */
+static json *get_manifest(lookup *lk, const char *reference, const char *want_digest, char digest_out[72],
+                          oci_kind *kind)
+{
+    reg_response r;
+    buf path = {0};
+    buf_printf(&path, "manifests/%s", reference);
+    json *doc = get_json(lk, "manifest", path.data, OCI_MANIFEST_ACCEPT, MANIFEST_MAX_BYTES, &r);
+    buf_free(&path);
+    if (doc && (verify_digest(lk, "the manifest", &r.body, want_digest, digest_out) < 0 ||
+                (!want_digest && verify_digest(lk, "the manifest (Docker-Content-Digest)", &r.body,
+                                               r.docker_digest, digest_out) < 0))) {
+        json_free(doc);
+        doc = NULL;
+    }
+    if (doc) {
+        *kind = oci_kind_of(r.content_type, doc);
+        if (*kind == OCI_KIND_SCHEMA1 || *kind == OCI_KIND_UNKNOWN) {
+            buf_printf(lk->err, "image \"%s\" has a %s manifest (%s), which is not supported; push it again "
+                       "with a current client (OCI or Docker schema 2)", lk->image,
+                       *kind == OCI_KIND_SCHEMA1 ? "Docker schema 1" : "unknown",
+                       r.content_type ? r.content_type : "no Content-Type");
+            json_free(doc);
+            doc = NULL;
+        }
+    }
+    reg_response_free(&r);
+    return doc;
+}
+
+/* The digest of index's entry for the platform (malloc'd), or NULL with err set. */
+static char *select_child(lookup *lk, const json *index, int depth)
+{
+    oci_descriptor d;
+    buf reason = {0};
+    char *child = NULL;
+    if (depth >= MAX_INDEX_DEPTH)
+        buf_printf(&reason, "indexes nested more than %d deep", MAX_INDEX_DEPTH);
+    else if (oci_index_select(index, &lk->platform, &d, &reason) == 0 && !(child = strdup(d.digest)))
+        buf_printf(&reason, "out of memory");
+    if (!child)
+        buf_printf(lk->err, "image \"%s\" in registry %s: %s", lk->image, reg_client_host(lk->client), reason.data);
+    buf_free(&reason);
+    return child;
+}
+
+/* Resolves the reference to the platform's image manifest. */
+static json *resolve_manifest(lookup *lk)
+{
+    char digest[72];
+    oci_kind kind;
+    json *doc = get_manifest(lk, image_ref_reference(&lk->ref), lk->ref.digest, digest, &kind);
+    for (int depth = 0; doc && kind == OCI_KIND_INDEX; depth++) {
+        if (!lk->out->index_digest)
+            lk->out->index_digest = strdup(digest);
+        lk->out->from_index = 1;
+        char *child = select_child(lk, doc, depth);
+        json_free(doc);
+        doc = child ? get_manifest(lk, child, child, digest, &kind) : NULL;
+        free(child);
+    }
+    if (doc)
+        lk->out->digest = strdup(digest);
+    return doc;
+}
+
+static json *get_config(lookup *lk, const json *manifest)
+{
+    oci_descriptor d;
+    buf reason = {0}, path = {0};
+    reg_response r;
+    json *doc = NULL;
+    char actual[72];
+    if (oci_manifest_config(manifest, &d, &reason) < 0) {
+        buf_printf(lk->err, "image \"%s\": %s", lk->image, reason.data);
+        buf_free(&reason);
+        return NULL;
+    }
+    lk->out->media_type = strdup(json_get_str(manifest, "mediaType") ? json_get_str(manifest, "mediaType") : "");
+    lk->out->config_digest = strdup(d.digest);
+    buf_printf(&path, "blobs/%s", d.digest);
+    doc = get_json(lk, "config", path.data, NULL, CONFIG_MAX_BYTES, &r);
+    if (doc && verify_digest(lk, "the config", &r.body, d.digest, actual) < 0) {
+        json_free(doc);
+        doc = NULL;
+    } else if (doc && d.size >= 0 && (size_t)d.size != r.body.len) {
+        buf_printf(lk->err, "size mismatch for the config of image \"%s\": the manifest says %lld bytes, the "
+                   "registry sent %zu", lk->image, d.size, r.body.len);
+        json_free(doc);
+        doc = NULL;
+    }
+    reg_response_free(&r);
+    buf_free(&path);
+    return doc;
+}
+
+/* Porch's rule: Entrypoint when non-empty, else Cmd. */
+static int read_command(lookup *lk, const json *config)
+{
+    registry_result *o = lk->out;
+    buf reason = {0};
+    if (oci_config_strings(config, "Entrypoint", &o->config_entrypoint, &o->n_config_entrypoint, &reason) < 0 ||
+        oci_config_strings(config, "Cmd", &o->config_cmd, &o->n_config_cmd, &reason) < 0) {
+        buf_printf(lk->err, "image \"%s\": %s", lk->image, reason.data);
+        buf_free(&reason);
+        return -1;
+    }
+    int use_ep = o->n_config_entrypoint > 0;
+    o->n_entrypoint = use_ep ? o->n_config_entrypoint : o->n_config_cmd;
+    o->entrypoint = strings_dup(use_ep ? o->config_entrypoint : o->config_cmd, o->n_entrypoint);
+    if (!o->entrypoint)
+        return buf_printf(lk->err, "out of memory"), -1;
+    if (o->n_entrypoint == 0)
+        return buf_printf(lk->err, "image \"%s\" has neither Entrypoint nor Cmd in its config (%s)", lk->image,
+                          o->config_digest), -1;
+    return 0;
+}
+
+static int lookup_uncached(lookup *lk)
+{
+    json *manifest = resolve_manifest(lk);
+    json *config = manifest ? get_config(lk, manifest) : NULL;
+    int rc = config && read_command(lk, config) == 0 ? 0 : -1;
+    if (rc == 0 && (!lk->out->digest || !lk->out->media_type || !lk->out->config_digest ||
+                    (lk->out->from_index && !lk->out->index_digest)))
+        rc = -1, buf_printf(lk->err, "out of memory");
+    json_free(config);
+    json_free(manifest);
+    return rc;
+}
+
+int registry_lookup(const char *image, const registry_opts *opts, registry_result *out, buf *err)
+{
+    memset(out, 0, sizeof *out);
+    lookup lk = {.image = image, .out = out, .err = err};
+    const char *platform = opts->platform ? opts->platform : "linux/amd64";
+    if (oci_platform_parse(platform, &lk.platform, err) < 0)
+        return -1;
+    buf key = {0};
+    buf_printf(&key, "%s\n%s", image, platform);
+    int rc = 0;
+    if (key.data && cache_get(key.data, out))
+        goto done;
+    rc = -1;
+    if (image_ref_parse(image, &lk.ref, err) < 0 || !(lk.client = reg_client_new(image, &lk.ref, opts, err)))
+        goto done;
+    rc = lookup_uncached(&lk);
+    if (rc == 0 && key.data)
+        cache_put(key.data, out);
+done:
+    if (rc < 0)
+        registry_result_free(out);
+    reg_client_free(lk.client);
+    image_ref_free(&lk.ref);
+    buf_free(&key);
+    return rc;
+}
+
+void registry_result_free(registry_result *r)
+{
+    free(r->digest);
+    free(r->index_digest);
+    free(r->media_type);
+    free(r->config_digest);
+    oci_strings_free(r->entrypoint);
+    oci_strings_free(r->config_entrypoint);
+    oci_strings_free(r->config_cmd);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,53 @@
+/* registry_http: HTTP GETs to one registry for one repository, with the
+ * registry's authentication dance, over libcurl.
+ *
+ * libcurl (OpenSSL flavour) is used because HTTPS with the system's CA
+ * store, redirects and proxies are far better served by a maintained
+ * library than by our own TLS. Requests start anonymous; a 401 answer's
+ * WWW-Authenticate says what to do: Bearer → fetch a pull token for the
+ * repository from the realm (with Basic credentials when config.json has
+ * some) and retry; Basic → retry with the credentials. Redirects (blob
+ * downloads from a CDN) are followed, and libcurl sends the credentials or
+ * token only to the host they were meant for (CURLOPT_UNRESTRICTED_AUTH
+ * stays off). http:// is used for localhost, 127.0.0.1, [::1] and the
+ * hosts the options call insecure; https:// otherwise. */
+#ifndef KRM_REGISTRY_HTTP_H
+#define KRM_REGISTRY_HTTP_H
+
+#include <stddef.h>
+
+#include "core/buf.h"
+#include "oci/docker_config.h"
+#include "oci/image_ref.h"
+#include "oci/registry.h"
+
+typedef struct reg_client reg_client;
+
+typedef struct reg_response {
+    long status;
+    buf body;
+    char *content_type;      /* headers of the final response, NULL when absent */
+    char *docker_digest;     /* Docker-Content-Digest */
+} reg_response;
+
+/* A client for ref's registry and repository. `image` is the string the
+ * user gave, for messages. Returns NULL with a reason in err (bad Docker
+ * config, out of memory). */
+reg_client *reg_client_new(const char *image, const image_ref *ref, const registry_opts *opts, buf *err);
+void reg_client_free(reg_client *c);
+
+/* GET <scheme>://<api_host>/v2/<repository>/<path>, authenticating as
+ * needed, reading at most max_body bytes. Returns 0 with the final answer
+ * (any status but 401/403), or -1 with a message in err: unreachable
+ * (curl's text), body too large, or access denied (401/403 after
+ * authenticating; the message says which credentials were tried). */
+int reg_get(reg_client *c, const char *path, const char *accept, size_t max_body, reg_response *resp, buf *err);
+void reg_response_free(reg_response *r);
+
+/* The registry host as the user named it, and the base URL, for messages. */
+const char *reg_client_host(const reg_client *c);
+
+/* Requests made by every client in this process. */
+size_t reg_requests_made(void);
+
+#endif

@@ -1,0 +1,137 @@
+/* ev_multi: the fallback chain; see ev_multi.h.
+ *
+ * A multi call owns one inner call at a time. When the inner call reports
+ * NOT_FOUND it is freed and the next evaluator's call started; the request
+ * (image, input) is kept by reference, valid until done or cancel. */
+#include "runtime/ev_multi.h"
+
+#include <stdlib.h>
+
+#include "core/log.h"
+#include "grpc/grpc_status.h"
+
+#define NO_RUNTIME "no function runtime is enabled (all were disabled with --disable-runtimes)"
+
+typedef struct multi_ev {
+    evaluator base;
+    loop *loop;
+    evaluator **evs;
+    size_t n;
+} multi_ev;
+
+typedef struct multi_call {
+    ev_call base;
+    ev_request req;
+    ev_done_fn *done;
+    void *ctx;
+    size_t index;              /* evaluator of `inner` */
+    ev_call *inner;
+    loop_timer *deferred;      /* n == 0: the failure, delivered from the loop */
+    ev_result res;
+} multi_call;
+
+static void multi_inner_done(ev_call *inner, const ev_result *r, void *ctx);
+
+static int multi_try(multi_ev *m, multi_call *c)
+{
+    c->inner = ev_call_start(m->evs[c->index], &c->req, multi_inner_done, c);
+    return c->inner ? 0 : -1;
+}
+
+static void multi_inner_done(ev_call *inner, const ev_result *r, void *ctx)
+{
+    multi_call *c = ctx;
+    multi_ev *m = (multi_ev *)c->base.ev;
+    if (r->not_found && c->index + 1 < m->n) {
+        log_v(2, "%s runtime has no function \"%s\"; trying %s", m->evs[c->index]->ops->name,
+              c->req.image, m->evs[c->index + 1]->ops->name);
+        ev_call_free(inner);
+        c->inner = NULL;
+        c->index++;
+        if (multi_try(m, c) == 0)
+            return;
+        c->res = (ev_result){.code = GRPC_RESOURCE_EXHAUSTED, .message = "out of memory"};
+        c->done(&c->base, &c->res, c->ctx);
+        return;
+    }
+    c->done(&c->base, r, c->ctx);   /* r belongs to inner, freed with this call */
+}
+
+static void multi_deliver_deferred(loop *l, void *ctx)
+{
+    (void)l;
+    multi_call *c = ctx;
+    c->deferred = NULL;
+    c->done(&c->base, &c->res, c->ctx);
+}
+
+static ev_call *multi_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
+{
+    multi_ev *m = (multi_ev *)base;
+    multi_call *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->base.ev = base;
+    c->req = *req;
+    c->done = done;
+    c->ctx = ctx;
+    if (m->n == 0) {
+        c->res = (ev_result){.code = GRPC_FAILED_PRECONDITION, .message = NO_RUNTIME};
+        c->deferred = loop_timer_add(m->loop, 0, multi_deliver_deferred, c);
+    } else if (multi_try(m, c) == 0) {
+        return &c->base;
+    }
+    if (c->deferred)
+        return &c->base;
+    free(c);
+    return NULL;
+}
+
+static void multi_free_call(ev_call *base)
+{
+    multi_call *c = (multi_call *)base;
+    ev_call_free(c->inner);
+    free(c);
+}
+
+static void multi_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
+{
+    multi_call *c = (multi_call *)base;
+    if (c->deferred)
+        loop_timer_cancel(((multi_ev *)base->ev)->loop, c->deferred);
+    ev_call *inner = c->inner;
+    free(c);
+    ev_call_cancel_notify(inner, gone, gone_ctx);
+}
+
+static void multi_destroy(evaluator *base)
+{
+    multi_ev *m = (multi_ev *)base;
+    for (size_t i = 0; i < m->n; i++)
+        ev_destroy(m->evs[i]);
+    free(m->evs);
+    free(m);
+}
+
+static const ev_ops multi_ops = {
+    .name = "multi",
+    .start = multi_start,
+    .cancel = multi_cancel,
+    .free_call = multi_free_call,
+    .destroy = multi_destroy,
+};
+
+evaluator *ev_multi_new(loop *l, evaluator **evs, size_t n)
+{
+    multi_ev *m = calloc(1, sizeof *m);
+    if (!m || (n && !(m->evs = calloc(n, sizeof *evs)))) {
+        free(m);
+        return NULL;
+    }
+    m->base.ops = &multi_ops;
+    m->loop = l;
+    for (size_t i = 0; i < n; i++)
+        m->evs[i] = evs[i];
+    m->n = n;
+    return &m->base;
+}

@@ -1,0 +1,638 @@
+/* fn_job: a KRM function run as a child process; see fn_job.h.
+ *
+ * Life of a job:
+ *   start   -> pipes made, child spawned in a new process group
+ *   running -> stdin written, stdout/stderr read, as the pipes allow
+ *   exited  -> SIGCHLD reaped the child; keep reading until both output
+ *              pipes reach EOF, or FN_JOB_DRAIN_NS passes
+ *   finish  -> pipes closed, leftovers in the group SIGKILLed, orphans
+ *              no running call can own killed (orphans.h), done() called
+ * A cancelled job skips done() and frees itself at finish. */
+#include "runtime/fn_job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "grpc/metrics.h"
+#include "runtime/fn_slots.h"
+#include "runtime/orphans.h"
+
+extern char **environ;
+
+#define FN_JOB_DRAIN_NS (2 * 1000000000LL)   /* wait for pipes after exit */
+/* Small outputs are read through a chunk on the stack, at the depth of the
+ * socket reads' buffer (h2_io.c) and no bigger, so that neither the chunk
+ * nor what runs below it (judging the output, answering the call) reaches
+ * stack pages those reads do not: RSS keeps every page touched once. */
+#define FN_JOB_READ_CHUNK (8 * 1024)
+#define FN_JOB_BIG_PIPE (1024 * 1024)
+#define FN_JOB_INPUT_BATCH (128 * 1024)   /* streaming input: bytes per write */
+
+static fn_job *live_jobs;   /* every job not yet freed */
+
+/* ---- spawning ---------------------------------------------------------- */
+
+/* Go's os/exec error strings are strerror() with a lowercase first letter. */
+static void errno_text(int err, char *out, size_t len)
+{
+    snprintf(out, len, "%s", strerror(err));
+    if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
+        out[0] = (char)(out[0] - 'A' + 'a');
+}
+
+static int is_executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode) && (st.st_mode & 0111);
+}
+
+/* exec.LookPath: a name without '/' is searched in $PATH. */
+static int lookup_path_walk(const char *name, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char *p = path;; ) {
+        const char *end = strchrnul(p, ':');
+        int dir_len = (int)(end - p);
+        int n = dir_len ? snprintf(out, len, "%.*s/%s", dir_len, p, name)
+                        : snprintf(out, len, "./%s", name);
+        if (n > 0 && (size_t)n < len && is_executable_file(out))
+            return 0;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    return -1;
+}
+
+/* The last bare name found in PATH and where. The wrapper server runs the
+ * same entrypoint on every call, and walking PATH cost a stat per directory
+ * each time; now one stat checks the remembered file is still executable,
+ * else it is forgotten and PATH walked again (same answers, same messages). */
+static struct {
+    char name[256];
+    char path[4096];
+} path_cache;
+
+static void path_cache_forget(void)
+{
+    path_cache.name[0] = '\0';
+}
+
+/* Where to exec `name` from: itself when it has a '/', else the file found
+ * in $PATH, left in path_cache.path (the walk writes its candidates there)
+ * until the next lookup; NULL when there is none. Not copied to a buffer
+ * on the stack: fn_job_start runs inside nghttp2's callbacks, below the
+ * socket reads' buffer (h2_io.c), and musl's posix_spawn needs 5.7 KiB
+ * more below it; a 4 KiB copy pushed all that a page deeper, and RSS keeps
+ * every stack page touched once. */
+static const char *lookup_path(const char *name)
+{
+    if (strchr(name, '/'))
+        return name;
+    if (path_cache.name[0] && !strcmp(path_cache.name, name)) {
+        if (is_executable_file(path_cache.path))
+            return path_cache.path;
+    }
+    path_cache_forget();
+    if (lookup_path_walk(name, path_cache.path, sizeof path_cache.path) < 0)
+        return NULL;
+    size_t name_len = strlen(name);
+    if (name_len < sizeof path_cache.name)
+        memcpy(path_cache.name, name, name_len + 1);
+    return path_cache.path;
+}
+
+static int make_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    return 0;
+}
+
+/* Our ends of fresh pipes carry no status flags yet, so O_NONBLOCK can be
+ * set without reading them first (F_SETFL ignores the access mode). */
+static void set_nonblocking(int fd)
+{
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+        log_error("fcntl(O_NONBLOCK) on fd %d: %s", fd, strerror(errno));
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Spawn argv with the three pipe ends as stdio, in a new process group, with
+ * default signal handling and an empty signal mask. Returns 0 or an errno.
+ * Both are inherited across exec, and the server ignores some signals and
+ * blocks others (proc_signals.h; or its own parent made it ignore them):
+ * every signal is reset, not a list that could fall behind. The C library
+ * walks all signals in the child either way; glibc then sets each instead
+ * of asking first (55 fewer syscalls per spawn, measured). glibc leaves its
+ * two internal signals (32, 33) ignored; it cannot be asked otherwise. */
+static int spawn_child(const char *path, char *const *argv, int in_rd, int out_wr, int err_wr,
+                       pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, defaults;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc)
+        return rc;
+    rc = posix_spawnattr_init(&attr);
+    if (rc) {
+        posix_spawn_file_actions_destroy(&fa);
+        return rc;
+    }
+    sigemptyset(&none);
+    sigfillset(&defaults);
+    if ((rc = posix_spawn_file_actions_adddup2(&fa, in_rd, 0)) ||
+        (rc = posix_spawn_file_actions_adddup2(&fa, out_wr, 1)) ||
+        (rc = posix_spawn_file_actions_adddup2(&fa, err_wr, 2)) ||
+        (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                  POSIX_SPAWN_SETSIGDEF)) ||
+        (rc = posix_spawnattr_setpgroup(&attr, 0)) ||
+        (rc = posix_spawnattr_setsigmask(&attr, &none)) ||
+        (rc = posix_spawnattr_setsigdefault(&attr, &defaults)))
+        goto out;
+    rc = posix_spawn(pid, path, &fa, &attr, argv, environ);
+out:
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* ---- the job's pipes ---------------------------------------------------- */
+
+static void fn_job_maybe_finish(fn_job *job);
+
+static void fn_job_unlink(fn_job *job)
+{
+    for (fn_job **p = &live_jobs; *p; p = &(*p)->next)
+        if (*p == job) {
+            *p = job->next;
+            return;
+        }
+}
+
+static void fn_job_close_pipe(fn_job *job, int *fd)
+{
+    if (*fd < 0)
+        return;
+    loop_unwatch(job->loop, *fd);
+    close_fd(fd);
+}
+
+static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx);
+
+/* Watch stdin for writability only while there is input to write: a
+ * streaming job that has written all that has arrived waits for the client,
+ * not for the pipe. */
+static void fn_job_watch_stdin(fn_job *job, uint32_t events)
+{
+    if (job->fd_in < 0 || job->in_events == events)
+        return;
+    if (loop_watch(job->loop, job->fd_in, events, fn_job_on_stdin, job) < 0) {
+        /* cannot be told when the pipe has room: the function would wait
+         * for input forever, so end it now (it sees a cut input and the
+         * verdict tells) rather than at the deadline */
+        log_error("function %d stdin: cannot watch the pipe; closing it after %zu of %zu bytes",
+                  (int)job->pid, job->input_off, job->spec.input_len);
+        fn_job_close_pipe(job, &job->fd_in);
+        return;
+    }
+    job->in_events = events;
+}
+
+static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    fn_job *job = ctx;
+    while (job->input_off < job->input_ready) {
+        ssize_t n = write(fd, job->spec.input + job->input_off, job->input_ready - job->input_off);
+        if (n < 0) {
+            if (errno == EAGAIN) {
+                fn_job_watch_stdin(job, LOOP_WRITE);
+                return;
+            }
+            if (errno == EINTR)
+                continue;
+            /* EPIPE: the function stopped reading; that is its business */
+            if (errno != EPIPE)
+                log_v(3, "function %d stdin: %s", (int)job->pid, strerror(errno));
+            fn_job_close_pipe(job, &job->fd_in);
+            return;
+        }
+        job->input_off += (size_t)n;
+    }
+    if (job->input_off < job->spec.input_len) {
+        fn_job_watch_stdin(job, 0);   /* the rest is still on its way */
+        return;
+    }
+    fn_job_close_pipe(job, &job->fd_in);
+}
+
+void fn_job_input_ready(fn_job *job, size_t ready)
+{
+    if (ready > job->spec.input_len)
+        ready = job->spec.input_len;
+    if (ready <= job->input_ready)
+        return;
+    job->input_ready = ready;
+    /* Input arrives a DATA frame (16 KiB) at a time: a write and a wakeup
+     * of the function for each would cost more than the overlap gains, so
+     * write when a batch has gathered, or the last bytes came. A pipe that
+     * was full is being watched and takes what is ready when it drains. */
+    if (job->fd_in < 0 || job->in_events == LOOP_WRITE)
+        return;
+    if (ready - job->input_off >= FN_JOB_INPUT_BATCH || ready == job->spec.input_len)
+        fn_job_on_stdin(job->loop, job->fd_in, LOOP_WRITE, job);
+}
+
+/* One read of stdout. Straight into job->out when it has room to spare (a
+ * big output, presized in fn_job_start), else through `chunk`, appending
+ * only what arrived: reserving a whole chunk ahead for every small output
+ * would make each call allocate (and, with musl, map and unmap) 64 KiB and
+ * more. Returns read()'s result; -1 with errno ENOMEM when out of memory. */
+static ssize_t fn_job_read_stdout(fn_job *job, int fd, char *chunk)
+{
+    size_t room = job->out.data ? job->out.cap - job->out.len : 0;
+    if (room >= FN_JOB_READ_CHUNK / 4) {
+        ssize_t n = read(fd, job->out.data + job->out.len, room);
+        if (n > 0) {
+            job->out.len += (size_t)n;
+            job->out.data[job->out.len] = '\0';
+        }
+        return n;
+    }
+    ssize_t n = read(fd, chunk, FN_JOB_READ_CHUNK);
+    if (n > 0 && buf_append(&job->out, chunk, (size_t)n) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
+}
+
+static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    fn_job *job = ctx;
+    char chunk[FN_JOB_READ_CHUNK];
+    for (;;) {
+        ssize_t n = fn_job_read_stdout(job, fd, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n < 0 && errno == ENOMEM) {
+            log_error("function %d stdout: out of memory", (int)job->pid);
+            job->output_too_large = 1;
+            break;
+        }
+        if (n <= 0)
+            break;
+        if (job->out.len > job->spec.max_stdout) {
+            job->output_too_large = 1;
+            kill(-job->pid, SIGKILL);
+            break;
+        }
+    }
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_maybe_finish(job);
+}
+
+static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)events;
+    fn_job *job = ctx;
+    char chunk[FN_JOB_READ_CHUNK];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0)
+            break;
+        size_t room = job->spec.max_stderr > job->err.len ? job->spec.max_stderr - job->err.len : 0;
+        size_t keep = (size_t)n < room ? (size_t)n : room;
+        if (keep && buf_append(&job->err, chunk, keep) < 0)
+            keep = 0;
+        job->err_dropped += (size_t)n - keep;
+    }
+    fn_job_close_pipe(job, &job->fd_err);
+    fn_job_maybe_finish(job);
+}
+
+/* ---- ownership, as orphans.c asks it --------------------------------------- */
+
+static int fn_job_is_function(pid_t pid)
+{
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (j->pid == pid && !j->exited)
+            return 1;
+    return 0;
+}
+
+/* A job runs, for ownership, until finished: its group is killed then. */
+static int64_t fn_job_oldest_call_ns(void)
+{
+    int64_t oldest = INT64_MAX;
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (!j->finished && j->boot_ns < oldest)
+            oldest = j->boot_ns;
+    return oldest;
+}
+
+static void fn_job_check_orphans(void)
+{
+    orphans_owners owners = {
+        .is_function = fn_job_is_function,
+        .functions = fn_job_live_count(),
+        .oldest_call_ns = fn_job_oldest_call_ns,
+    };
+    orphans_check(&owners);
+}
+
+/* ---- finishing ---------------------------------------------------------- */
+
+static void fn_job_finish(fn_job *job)
+{
+    job->finished = 1;
+    if (job->err_dropped)   /* never cut silently */
+        buf_printf(&job->err, "\n[stderr truncated: %zu more bytes were not kept]\n",
+                   job->err_dropped);
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+    loop_timer_cancel(job->loop, job->drain_timer);
+    loop_timer_cancel(job->loop, job->kill_timer);
+    job->drain_timer = job->kill_timer = NULL;
+    /* Whatever the function left behind in its group goes with it. */
+    if (kill(-job->pid, SIGKILL) == 0)
+        log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
+    /* and whatever left the group, once no running call can own it */
+    fn_job_check_orphans();
+    if (job->cancelled) {
+        fn_job_gone_fn *gone = job->gone;
+        void *gone_ctx = job->gone_ctx;
+        fn_job_unlink(job);
+        buf_free(&job->out);
+        buf_free(&job->err);
+        free(job);
+        if (gone)
+            gone(gone_ctx);
+        return;
+    }
+    job->done(job, job->ctx);
+}
+
+static void fn_job_maybe_finish(fn_job *job)
+{
+    if (!job->finished && job->exited && job->fd_out < 0 && job->fd_err < 0)
+        fn_job_finish(job);
+}
+
+static void fn_job_drain_expired(loop *l, void *ctx)
+{
+    (void)l;
+    fn_job *job = ctx;
+    job->drain_timer = NULL;
+    log_v(3, "function %d exited but its output pipes stayed open; closing them", (int)job->pid);
+    fn_job_finish(job);
+}
+
+static void fn_job_kill_expired(loop *l, void *ctx)
+{
+    (void)l;
+    fn_job *job = ctx;
+    job->kill_timer = NULL;
+    if (kill(-job->pid, SIGKILL) == 0)
+        log_v(3, "function %d: SIGKILL after the grace period", (int)job->pid);
+}
+
+static void fn_job_exited(fn_job *job, int status)
+{
+    job->exited = 1;
+    job->wait_status = status;
+    if (job->spec.holds_slot)
+        fn_slots_give_back();
+    fn_job_close_pipe(job, &job->fd_in);
+    if (job->fd_out < 0 && job->fd_err < 0) {
+        fn_job_finish(job);
+        return;
+    }
+    if (job->cancelled) {           /* nobody wants the output */
+        fn_job_finish(job);
+        return;
+    }
+    job->drain_timer = loop_timer_add(job->loop, FN_JOB_DRAIN_NS, fn_job_drain_expired, job);
+    if (!job->drain_timer)
+        fn_job_finish(job);
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+/* stdin is written at once, as far as the pipe takes it (all of a small
+ * list: a fresh pipe holds 64 KiB), and watched only if it fills up. */
+static int fn_job_watch_pipes(fn_job *job)
+{
+    if (loop_watch(job->loop, job->fd_out, LOOP_READ, fn_job_on_stdout, job) < 0 ||
+        loop_watch(job->loop, job->fd_err, LOOP_READ, fn_job_on_stderr, job) < 0)
+        return -1;
+    job->in_events = 0;
+    if (job->fd_in >= 0 && job->input_ready > 0)
+        fn_job_on_stdin(job->loop, job->fd_in, LOOP_WRITE, job);
+    return 0;
+}
+
+fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                     buf *why)
+{
+    const char *path = spec->exec_path ? spec->exec_path : lookup_path(spec->argv[0]);
+    const char *shown = spec->exec_path ? spec->argv[0] : path;   /* in messages */
+    if (!path) {
+        buf_printf(why, "exec: \"%s\": executable file not found in $PATH", spec->argv[0]);
+        return NULL;
+    }
+    fn_job *job = calloc(1, sizeof *job);
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (!job || make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0) {
+        buf_printf(why, "cannot create pipes: %s", strerror(errno));
+        goto fail;
+    }
+    if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
+        (void)fcntl(in[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+        (void)fcntl(out[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+        /* A function's output is usually about as big as its input: room
+         * for that up front spares the copies of a growing buffer. */
+        size_t guess = spec->input_len + spec->input_len / 8;
+        (void)buf_reserve(&job->out, guess < spec->max_stdout ? guess : spec->max_stdout + 1);
+    }
+    job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
+    int rc = spawn_child(path, spec->argv, in[0], out[1], err[1], &job->pid);
+    if (rc) {
+        char text[256];
+        errno_text(rc, text, sizeof text);
+        buf_printf(why, "fork/exec %s: %s", shown, text);
+        goto fail;
+    }
+    close_fd(&in[0]);
+    close_fd(&out[1]);
+    close_fd(&err[1]);
+    job->loop = l;
+    job->spec = *spec;
+    job->done = done;
+    job->ctx = ctx;
+    job->fd_in = in[1];
+    job->fd_out = out[0];
+    job->fd_err = err[0];
+    job->started_ns = loop_now_ns();
+    job->input_ready = spec->input_growing ? spec->input_ready : spec->input_len;
+    if (job->input_ready > spec->input_len)
+        job->input_ready = spec->input_len;
+    set_nonblocking(job->fd_in);
+    set_nonblocking(job->fd_out);
+    set_nonblocking(job->fd_err);
+    if (spec->input_len == 0)
+        close_fd(&job->fd_in);
+    job->next = live_jobs;
+    live_jobs = job;
+    if (fn_job_watch_pipes(job) < 0) {
+        /* cannot drive it: let it die, it will be reaped as a cancelled job */
+        job->cancelled = 1;
+        job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
+        fn_job_close_pipe(job, &job->fd_in);
+        fn_job_close_pipe(job, &job->fd_out);
+        fn_job_close_pipe(job, &job->fd_err);
+        kill(-job->pid, SIGKILL);
+        buf_append_str(why, "cannot watch the function's pipes");
+        return NULL;
+    }
+    log_v(4, "function %d started: %s", (int)job->pid, shown);
+    return job;
+fail:
+    for (int i = 0; i < 2; i++) {
+        close_fd(&in[i]);
+        close_fd(&out[i]);
+        close_fd(&err[i]);
+    }
+    if (job)
+        buf_free(&job->out);
+    free(job);
+    return NULL;
+}
+
+void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *gone_ctx)
+{
+    job->cancelled = 1;
+    job->gone = gone;
+    job->gone_ctx = gone_ctx;
+    if (job->exited) {
+        fn_job_finish(job);
+        return;
+    }
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+    loop_timer_cancel(job->loop, job->drain_timer);
+    job->drain_timer = NULL;
+    if (kill(-job->pid, SIGTERM) < 0 && errno != ESRCH)
+        log_error("kill(-%d, SIGTERM): %s", (int)job->pid, strerror(errno));
+    job->kill_timer = loop_timer_add(job->loop, grace_ns, fn_job_kill_expired, job);
+    if (!job->kill_timer)
+        kill(-job->pid, SIGKILL);
+}
+
+void fn_job_free(fn_job *job)
+{
+    if (!job)
+        return;
+    fn_job_unlink(job);
+    buf_free(&job->out);
+    buf_free(&job->err);
+    free(job);
+}
+
+int fn_job_reap(void)
+{
+    int reaped = 0, strays = 0;
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) {
+            if (pid < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        reaped++;
+        fn_job *job = live_jobs;
+        while (job && (job->pid != pid || job->exited))
+            job = job->next;
+        if (job) {
+            metrics_function_exited(status);
+            fn_job_exited(job, status);
+        }
+        else {
+            log_v(4, "reaped orphan process %d", (int)pid);
+            orphans_reaped(pid);
+            strays++;
+        }
+    }
+    if (strays)   /* their children are ours now */
+        fn_job_check_orphans();
+    return reaped;
+}
+
+size_t fn_job_live_count(void)
+{
+    size_t n = 0;
+    for (fn_job *j = live_jobs; j; j = j->next)
+        n += !j->exited;
+    return n;
+}
+
+void fn_job_shutdown(void)
+{
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (!j->finished)
+            kill(-j->pid, SIGKILL);
+    while (live_jobs) {
+        fn_job *j = live_jobs;
+        live_jobs = j->next;
+        if (!j->exited && waitpid(j->pid, &j->wait_status, 0) < 0 && errno != ECHILD)
+            log_error("waitpid(%d): %s", (int)j->pid, strerror(errno));
+        for (int *fd = &j->fd_in; fd <= &j->fd_err; fd++)
+            fn_job_close_pipe(j, fd);
+        loop_timer_cancel(j->loop, j->drain_timer);
+        loop_timer_cancel(j->loop, j->kill_timer);
+        buf_free(&j->out);
+        buf_free(&j->err);
+        free(j);
+    }
+    /* No call runs now: every orphan goes, and each one's children, re-parented
+     * to us as it dies, in the next round. */
+    for (int round = 0; round < 100 && orphans_left(); round++) {
+        fn_job_reap();
+        fn_job_check_orphans();
+        struct timespec tick = {0, 10 * 1000000};
+        if (orphans_left())
+            nanosleep(&tick, NULL);
+    }
+    fn_job_reap();
+    orphans_close();
+}

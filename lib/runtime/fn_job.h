@@ -1,0 +1,123 @@
+/* fn_job: one run of a KRM function as a child process, driven by the loop.
+ *
+ * The function gets the ResourceList on stdin and answers on stdout, with
+ * diagnostics on stderr. All three pipes are non-blocking and serviced
+ * together, so a function that writes megabytes before reading its input
+ * cannot deadlock against us, and one that closes stdin early is fine.
+ *
+ * The child runs in its own process group so that cancelling a call (a
+ * deadline, a client reset, shutdown) reaches everything it started:
+ * SIGTERM to the group, then SIGKILL after a grace period. When the direct
+ * child exits we keep reading until its pipes close, for at most a short
+ * delay (a grandchild may hold them), then SIGKILL the group so no stray
+ * process outlives the call.
+ *
+ * A process that left the group (setsid, a double fork) is not reached by
+ * that kill: once its parent dies it is re-parented to us (a subreaper, or
+ * PID 1), and lib/runtime/orphans.c kills it when no call still running can own it.
+ * fn_job asks for that check when a call ends and when a child that is no
+ * job is reaped.
+ *
+ * Exit statuses arrive through fn_job_reap(), which the owner of SIGCHLD
+ * calls; it reaps every child, orphans included (we may be PID 1), and hands
+ * each status to the job that owns the pid. */
+#ifndef KRM_FN_JOB_H
+#define KRM_FN_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+
+typedef struct fn_job fn_job;
+typedef void fn_job_done_fn(fn_job *job, void *ctx);
+
+typedef struct fn_job_spec {
+    char *const *argv;      /* argv[0] is looked up in PATH when it has no '/' */
+    /* When set, the file executed instead of argv[0] (read by fn_job_start
+     * only): e.g. /proc/self/fd/N for a binary opened beneath a directory,
+     * so that no path swapped since can change what runs. argv[0] is still
+     * what the function sees and what messages name. */
+    const char *exec_path;
+    const char *input;      /* stdin bytes; must stay valid until done or cancel */
+    size_t input_len;       /* all of them, even those still to arrive */
+    /* Streaming input: only the first input_ready bytes are there yet (the
+     * rest is still arriving from the client; fn_job_input_ready tells of
+     * more). The input must not move meanwhile. 0: all input_len are there. */
+    int input_growing;
+    size_t input_ready;
+    size_t max_stdout;      /* more than this: output_too_large, group killed */
+    size_t max_stderr;      /* bytes kept; the rest are counted and dropped */
+    /* The caller took a function slot (fn_slots) for this run: it is given
+     * back when the process is reaped, however the job ends. */
+    int holds_slot;
+} fn_job_spec;
+
+/* A cancelled job's process has been reaped: its work has stopped. */
+typedef void fn_job_gone_fn(void *ctx);
+
+struct fn_job {
+    pid_t pid;              /* also the process group id */
+    int exited;             /* wait status collected */
+    int wait_status;        /* as from waitpid */
+    buf out;                /* stdout */
+    buf err;                /* stderr, up to max_stderr */
+    size_t err_dropped;     /* stderr bytes beyond max_stderr */
+    int output_too_large;   /* stdout passed max_stdout */
+    int64_t started_ns;
+    int64_t boot_ns;        /* start on the clock of /proc start times (orphans.h) */
+
+    /* private */
+    loop *loop;
+    fn_job_spec spec;
+    size_t input_off;       /* bytes written to stdin */
+    size_t input_ready;     /* bytes of input there to write */
+    uint32_t in_events;     /* what the loop watches fd_in for */
+    int fd_in, fd_out, fd_err;
+    fn_job_done_fn *done;
+    void *ctx;
+    int cancelled;
+    int finished;
+    loop_timer *drain_timer;
+    loop_timer *kill_timer;
+    fn_job_gone_fn *gone;   /* cancelled: told when the process is reaped */
+    void *gone_ctx;
+    fn_job *next;           /* in the table of live jobs */
+};
+
+/* Start the function. On success returns the job; done(job, ctx) is called
+ * once, from the loop, when the child has exited and its output is read.
+ * Returns NULL and appends to *why when it could not be started, in the
+ * words Go's os/exec uses, so messages match Porch's: `exec: "foo":
+ * executable file not found in $PATH` or `fork/exec /fn: permission denied`.
+ * A buf, allocated only on failure: a fixed 4.5 KiB array in the caller's
+ * frame pushed every spawn (which runs below the socket reads' buffer,
+ * h2_io.c) a page deeper into the stack, and RSS keeps that page. */
+fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                     buf *why);
+
+/* Streaming input: the first `ready` bytes of the input are there now. */
+void fn_job_input_ready(fn_job *job, size_t ready);
+
+/* Abandon a running job: done is not called, the process group gets SIGTERM
+ * and, after grace_ns, SIGKILL; the job frees itself once reaped, and then
+ * calls gone(gone_ctx) if gone is not NULL (inside this call when the
+ * process was already reaped). */
+void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *gone_ctx);
+
+/* Free a job whose done callback has run. */
+void fn_job_free(fn_job *job);
+
+/* Reap every exited child (call on SIGCHLD). Returns how many were reaped. */
+int fn_job_reap(void);
+
+/* Number of jobs whose process has not been reaped yet. */
+size_t fn_job_live_count(void);
+
+/* On exit: SIGKILL every job's process group, wait for them, free all jobs;
+ * then kill what they left behind (for at most a second). */
+void fn_job_shutdown(void);
+
+#endif

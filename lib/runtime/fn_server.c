@@ -1,0 +1,94 @@
+/* fn_server: set-up, loop and teardown of a function server; see fn_server.h. */
+#include "runtime/fn_server.h"
+
+#include <stdio.h>
+
+#include "core/log.h"
+#include "grpc/metrics.h"
+#include "runtime/fn_job.h"
+#include "runtime/fn_slots.h"
+#include "runtime/orphans.h"
+#include "runtime/services.h"
+
+/* The load limits left to their defaults, from the CPUs and the message
+ * size; -1 with why when the given ones cannot work together. */
+static int fn_server_limits(rpc_server_config *cfg, buf *why)
+{
+    if (!cfg->max_functions)
+        cfg->max_functions = fn_slots_default_running();
+    if (cfg->max_waiting == RPC_LIMIT_DEFAULT)
+        cfg->max_waiting = fn_slots_default_waiting(cfg->max_functions);
+    if (!cfg->max_pending_conn_bytes)
+        cfg->max_pending_conn_bytes = (size_t)cfg->max_message * 4;
+    if (!cfg->max_pending_bytes)
+        cfg->max_pending_bytes = (size_t)cfg->max_message * 16;
+    if (cfg->max_pending_conn_bytes < cfg->max_message ||
+        cfg->max_pending_bytes < cfg->max_pending_conn_bytes) {
+        buf_printf(why, "the pending-request budgets must hold the largest message: "
+                   "--max-request-body-size (%u) <= --max-pending-request-bytes-per-connection "
+                   "(%zu) <= --max-pending-request-bytes (%zu)", cfg->max_message,
+                   cfg->max_pending_conn_bytes, cfg->max_pending_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* The transport's drain steps, for the health service's Watch streams. */
+static void fn_server_drain(rpc_drain_phase phase, void *ctx)
+{
+    (void)ctx;
+    if (phase == RPC_DRAIN_STARTED)
+        health_drain_started();
+    else
+        health_end_watches();
+}
+
+int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on_hup,
+                  void *hup_ctx, const char *who)
+{
+    static const rpc_method *const methods[] = {
+        &evaluate_method, &health_check_method, &health_list_method, &health_watch_method, NULL,
+    };
+    cfg.methods = methods;
+    cfg.app = ev;
+    cfg.on_drain = fn_server_drain;
+    metrics_gauge("krm_function_processes", "", "Function processes not yet reaped.",
+                  fn_job_live_count);
+    metrics_gauge("krm_function_calls_waiting", "",
+                  "Calls waiting for a function slot (--max-concurrent-functions).",
+                  fn_slots_waiting);
+    buf err = {0};
+    if (fn_server_limits(&cfg, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", who, err.data);
+        buf_free(&err);
+        ev_destroy(ev);
+        return 2;
+    }
+    log_v(3, "limits: %zu functions at once, %zu calls waiting; %zu bytes of unfinished requests "
+          "per connection, %zu in all", cfg.max_functions, cfg.max_waiting,
+          cfg.max_pending_conn_bytes, cfg.max_pending_bytes);
+    buf_spares_enable(2);   /* a big call's request and output buffers */
+    /* requests waiting for a function are bounded like those still arriving */
+    fn_slots_configure(l, cfg.max_functions, cfg.max_waiting, cfg.max_pending_bytes);
+    /* Orphans of functions become our children (reaped, and killed when no
+     * call can own them) even when we are not PID 1. */
+    orphans_adopt();
+    server *srv = server_new(l, &cfg);
+    proc_signals *sig = srv ? proc_signals_open(l, srv, on_hup, hup_ctx) : NULL;
+    int rc = 1;
+    if (!sig)
+        goto out;
+    if (server_listen(srv, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", who, err.data);
+        goto out;
+    }
+    rc = loop_run(l) < 0 ? 1 : 0;
+out:
+    server_free(srv);
+    ev_destroy(ev);
+    fn_job_shutdown();
+    proc_signals_close(sig);
+    buf_free(&err);
+    buf_spares_release();
+    return rc;
+}

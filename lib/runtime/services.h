@@ -1,0 +1,24 @@
+/* services: the gRPC methods our servers offer, for rpc_server_config's
+ * method table. wrapper-server and `runner-client serve` both serve
+ * EvaluateFunction (svc_evaluate.c) and the health service (svc_health.c);
+ * what differs is the evaluator behind EvaluateFunction, passed as the
+ * server's app pointer. */
+#ifndef KRM_SERVICES_H
+#define KRM_SERVICES_H
+
+#include "grpc/rpc.h"
+#include "runtime/evaluator.h"
+
+/* evaluator.FunctionEvaluator/EvaluateFunction; server_app() must be the
+ * evaluator* that runs the functions. */
+extern const rpc_method evaluate_method;
+extern const rpc_method health_check_method;    /* grpc.health.v1.Health/Check */
+extern const rpc_method health_list_method;     /* grpc.health.v1.Health/List */
+extern const rpc_method health_watch_method;    /* grpc.health.v1.Health/Watch */
+
+/* Draining began: Watch streams are told NOT_SERVING. */
+void health_drain_started(void);
+/* All work is done: end every Watch stream so connections can close. */
+void health_end_watches(void);
+
+#endif
