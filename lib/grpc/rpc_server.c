@@ -1239,16 +1239,20 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         if (cfd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 server_pause_accept(s, errno);
-            else if (errno != EAGAIN && errno != EWOULDBLOCK)
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                /* the backlog is empty: an episode ends here, not at the
+                 * first accept that works (the next may fail again) */
+                if (s->accept_trouble_ns)
+                    log_info("accepting connections again: the backlog is empty %lld ms after "
+                             "descriptors ran out",
+                             (long long)((loop_now_ns() - s->accept_trouble_ns) / 1000000));
+                s->accept_trouble_ns = 0;
+            } else {
                 log_error("accept: %s", strerror(errno));
+            }
             return;
-        }
-        if (s->accept_trouble_ns) {
-            log_info("accepting connections again after %lld ms",
-                     (long long)((loop_now_ns() - s->accept_trouble_ns) / 1000000));
-            s->accept_trouble_ns = 0;
         }
         int one = 1;
         setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
