@@ -620,9 +620,13 @@ void fn_job_shutdown(void)
             fn_job_close_pipe(j, fd);
         loop_timer_cancel(j->loop, j->drain_timer);
         loop_timer_cancel(j->loop, j->kill_timer);
+        fn_job_gone_fn *gone = j->cancelled ? j->gone : NULL;
+        void *gone_ctx = j->gone_ctx;
         buf_free(&j->out);
         buf_free(&j->err);
         free(j);
+        if (gone)
+            gone(gone_ctx);   /* reaped: whoever waited for it lets go */
     }
     /* No call runs now: every orphan goes, and each one's children, re-parented
      * to us as it dies, in the next round. */
