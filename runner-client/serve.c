@@ -277,6 +277,12 @@ static int serve_configure(runner *r, const serve_opts *o)
         .max_functions = (size_t)functions, .max_waiting = (size_t)waiting,
         .max_pending_bytes = (size_t)pending, .max_pending_conn_bytes = (size_t)pending_conn,
     };
+    buf why = {0};
+    if (rpc_server_config_fill(&r->server, &why) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", why.data);
+        buf_free(&why);
+        return -1;
+    }
     return 0;
 }
 

@@ -19,6 +19,24 @@
 
 static int run(const ws_config *cfg)
 {
+    rpc_server_config scfg = {
+        .port = cfg->port,
+        .max_message = cfg->max_message,
+        .max_streams = cfg->max_streams,
+        .idle_timeout_ns = cfg->idle_timeout_ns,
+        .shutdown_grace_ns = cfg->shutdown_grace_ns,
+        .send_stall_ns = cfg->send_stall_ns,
+        .max_pending_bytes = cfg->max_pending_bytes,
+        .max_pending_conn_bytes = cfg->max_pending_conn_bytes,
+        .max_functions = cfg->max_functions,
+        .max_waiting = cfg->max_waiting,
+    };
+    buf why = {0};
+    if (rpc_server_config_fill(&scfg, &why) < 0) {   /* a usage error: before anything starts */
+        fprintf(stderr, "wrapper-server: %s\n", why.data);
+        buf_free(&why);
+        return 2;
+    }
     loop *l = loop_new();
     ev_exec_config exec = {
         .loop = l,
@@ -35,18 +53,6 @@ static int run(const ws_config *cfg)
     }
     if (!cfg->entrypoint[0])
         log_warn("no function entrypoint after \"--\": every EvaluateFunction call will fail");
-    rpc_server_config scfg = {
-        .port = cfg->port,
-        .max_message = cfg->max_message,
-        .max_streams = cfg->max_streams,
-        .idle_timeout_ns = cfg->idle_timeout_ns,
-        .shutdown_grace_ns = cfg->shutdown_grace_ns,
-        .send_stall_ns = cfg->send_stall_ns,
-        .max_pending_bytes = cfg->max_pending_bytes,
-        .max_pending_conn_bytes = cfg->max_pending_conn_bytes,
-        .max_functions = cfg->max_functions,
-        .max_waiting = cfg->max_waiting,
-    };
     /* "unexpected error:" is how Porch's Go server words a failed listen. */
     int rc = fn_server_run(l, ev, scfg, NULL, NULL, "unexpected error");
     loop_free(l);

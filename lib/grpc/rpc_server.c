@@ -1314,6 +1314,23 @@ static int listen_on(int family, int port, int *out_port)
     return fd;
 }
 
+int rpc_server_config_fill(rpc_server_config *cfg, buf *why)
+{
+    if (!cfg->max_pending_conn_bytes)
+        cfg->max_pending_conn_bytes = (size_t)cfg->max_message * 4;
+    if (!cfg->max_pending_bytes)
+        cfg->max_pending_bytes = (size_t)cfg->max_message * 16;
+    if (cfg->max_pending_conn_bytes < cfg->max_message ||
+        cfg->max_pending_bytes < cfg->max_pending_conn_bytes) {
+        buf_printf(why, "the pending-request budgets must hold the largest message: "
+                   "--max-request-body-size (%u) <= --max-pending-request-bytes-per-connection "
+                   "(%zu) <= --max-pending-request-bytes (%zu)", cfg->max_message,
+                   cfg->max_pending_conn_bytes, cfg->max_pending_bytes);
+        return -1;
+    }
+    return 0;
+}
+
 server *server_new(loop *l, const rpc_server_config *cfg)
 {
     static const char spare_help[] =

@@ -43,6 +43,12 @@ typedef struct rpc_server_config {
     void *app;                   /* the handlers' shared state (server_app) */
 } rpc_server_config;
 
+/* Fills the pending-request budgets left at 0 with their defaults (4 and 16
+ * times max_message) and checks that the limits fit together (each budget
+ * holds one message, the total holds a connection's). 0, or -1 with why,
+ * naming the flags. */
+int rpc_server_config_fill(rpc_server_config *cfg, buf *why);
+
 /* Copies cfg (the methods array must outlive the server). */
 server *server_new(loop *l, const rpc_server_config *cfg);
 /* Bind [::]:port (or 0.0.0.0 without IPv6) and start accepting. */

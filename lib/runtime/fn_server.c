@@ -10,27 +10,14 @@
 #include "runtime/orphans.h"
 #include "runtime/services.h"
 
-/* The load limits left to their defaults, from the CPUs and the message
- * size; -1 with why when the given ones cannot work together. */
-static int fn_server_limits(rpc_server_config *cfg, buf *why)
+/* The function limits left to their defaults (from the CPUs); the
+ * transport's own (rpc_server_config_fill) are checked by the caller. */
+static void fn_server_limits(rpc_server_config *cfg)
 {
     if (!cfg->max_functions)
         cfg->max_functions = fn_slots_default_running();
     if (cfg->max_waiting == RPC_LIMIT_DEFAULT)
         cfg->max_waiting = fn_slots_default_waiting(cfg->max_functions);
-    if (!cfg->max_pending_conn_bytes)
-        cfg->max_pending_conn_bytes = (size_t)cfg->max_message * 4;
-    if (!cfg->max_pending_bytes)
-        cfg->max_pending_bytes = (size_t)cfg->max_message * 16;
-    if (cfg->max_pending_conn_bytes < cfg->max_message ||
-        cfg->max_pending_bytes < cfg->max_pending_conn_bytes) {
-        buf_printf(why, "the pending-request budgets must hold the largest message: "
-                   "--max-request-body-size (%u) <= --max-pending-request-bytes-per-connection "
-                   "(%zu) <= --max-pending-request-bytes (%zu)", cfg->max_message,
-                   cfg->max_pending_conn_bytes, cfg->max_pending_bytes);
-        return -1;
-    }
-    return 0;
 }
 
 /* The transport's drain steps, for the health service's Watch streams. */
@@ -58,12 +45,13 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
                   "Calls waiting for a function slot (--max-concurrent-functions).",
                   fn_slots_waiting);
     buf err = {0};
-    if (fn_server_limits(&cfg, &err) < 0) {
+    if (rpc_server_config_fill(&cfg, &err) < 0) {   /* the CLIs checked already */
         fprintf(stderr, "%s: %s\n", who, err.data);
         buf_free(&err);
         ev_destroy(ev);
         return 2;
     }
+    fn_server_limits(&cfg);
     log_v(3, "limits: %zu functions at once, %zu calls waiting; %zu bytes of unfinished requests "
           "per connection, %zu in all", cfg.max_functions, cfg.max_waiting,
           cfg.max_pending_conn_bytes, cfg.max_pending_bytes);

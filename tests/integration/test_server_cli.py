@@ -33,6 +33,14 @@ def assert_usage_error(args, port):
         pytest.param(lambda p: ["--port", str(p), "--verbosity", "loud", "--", "cat"], id="verbosity-not-a-number"),
         pytest.param(lambda p: ["--port", str(p), "--shutdown-grace", "soon", "--", "cat"], id="bad-shutdown-grace"),
         pytest.param(lambda p: ["--port"], id="missing-port-value"),
+        pytest.param(lambda p: ["--port", str(p), "--max-concurrent-functions", "0", "--", "cat"], id="zero-functions"),
+        pytest.param(lambda p: ["--port", str(p), "--stalled-send-timeout", "0", "--", "cat"], id="zero-stall"),
+        pytest.param(lambda p: ["--port", str(p), "--max-request-body-size", "1000",
+                                "--max-pending-request-bytes-per-connection", "999", "--", "cat"],
+                     id="budget-below-one-message"),
+        pytest.param(lambda p: ["--port", str(p), "--max-pending-request-bytes", "10",
+                                "--max-pending-request-bytes-per-connection", "20", "--", "cat"],
+                     id="total-budget-below-connection-budget"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(binaries, make_args):

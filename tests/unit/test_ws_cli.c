@@ -49,6 +49,28 @@ Test(ws_cli, both_flag_forms_and_entrypoint_args)
     buf_free(&text);
 }
 
+Test(ws_cli, load_limits_default_to_zero_until_the_server_fills_them)
+{
+    ws_config cfg;
+    buf text = {0};
+    cr_assert_eq(parse(&cfg, &text, ARGV("--", "/fn")), WS_CLI_RUN);
+    cr_assert_eq(cfg.max_functions, 0);
+    cr_assert_eq(cfg.max_waiting, RPC_LIMIT_DEFAULT);
+    cr_assert_eq(cfg.max_pending_bytes, 0);
+    cr_assert_eq(cfg.max_pending_conn_bytes, 0);
+    cr_assert_eq(cfg.send_stall_ns, 0);
+    char **argv = ARGV("--max-concurrent-functions=3", "--max-waiting-calls", "0",
+                       "--max-pending-request-bytes=100", "--max-pending-request-bytes-per-connection",
+                       "50", "--stalled-send-timeout=2s", "--", "/fn");
+    cr_assert_eq(parse(&cfg, &text, argv), WS_CLI_RUN);
+    cr_assert_eq(cfg.max_functions, 3);
+    cr_assert_eq(cfg.max_waiting, 0);
+    cr_assert_eq(cfg.max_pending_bytes, 100);
+    cr_assert_eq(cfg.max_pending_conn_bytes, 50);
+    cr_assert_eq(cfg.send_stall_ns, 2000000000LL);
+    buf_free(&text);
+}
+
 Test(ws_cli, empty_entrypoint_is_allowed)
 {
     ws_config cfg;
