@@ -53,20 +53,7 @@ static const char serve_usage[] =
     "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
     "  --idle-timeout DUR           close idle connections after this; 0 never (default 5m)\n"
     "  --shutdown-grace DUR         SIGTERM: time in-flight calls get (default 10s)\n"
-    "  --stalled-send-timeout DUR   reset a response the client takes nothing of for this\n"
-    "                               long, close a connection that reads nothing (30s)\n"
-    "  --max-concurrent-functions N function processes at once (default: twice the CPUs,\n"
-    "                               at least 4); further calls wait\n"
-    "  --max-waiting-calls N        calls that may wait; more get RESOURCE_EXHAUSTED\n"
-    "                               (default: 64 x --max-concurrent-functions,\n"
-    "                               at least 1024)\n"
-    "  --max-pending-request-bytes N\n"
-    "                               bytes of requests still arriving, all connections,\n"
-    "                               and (separately) of requests waiting for a function\n"
-    "                               (default: 16 x --max-request-body-size)\n"
-    "  --max-pending-request-bytes-per-connection N\n"
-    "                               the same for one connection (default: 4 x\n"
-    "                               --max-request-body-size)\n"
+    FN_SERVER_LIMIT_FLAGS_HELP
     "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {

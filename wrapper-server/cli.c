@@ -9,6 +9,7 @@
 
 #include "core/duration.h"
 #include "core/numparse.h"
+#include "runtime/fn_server.h"
 
 static const char usage[] =
     "Usage: wrapper-server [flags] -- ENTRYPOINT [ARGS...]\n"
@@ -27,22 +28,7 @@ static const char usage[] =
     "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
     "  --idle-timeout DUR           close connections that had no call for this long;\n"
     "                               0 never (default 5m)\n"
-    "  --stalled-send-timeout DUR   reset a response the client takes no byte of for\n"
-    "                               this long, close a connection that reads nothing\n"
-    "                               for this long (default 30s)\n"
-    "  --max-concurrent-functions N function processes running at once (default: twice\n"
-    "                               the CPUs, at least 4); further calls wait\n"
-    "  --max-waiting-calls N        calls that may wait for a function; more are refused\n"
-    "                               with RESOURCE_EXHAUSTED (default: 64 x the above,\n"
-    "                               at least 1024)\n"
-    "  --max-pending-request-bytes N\n"
-    "                               bytes of requests still arriving, all connections,\n"
-    "                               and (separately) of requests waiting for a function\n"
-    "                               (default: 16 x --max-request-body-size)\n"
-    "  --max-pending-request-bytes-per-connection N\n"
-    "                               the same for one connection (default: 4 x\n"
-    "                               --max-request-body-size); a request past either is\n"
-    "                               refused with RESOURCE_EXHAUSTED\n"
+    FN_SERVER_LIMIT_FLAGS_HELP
     "  -h, --help                   show this help\n"
     "      --version                show the version\n";
 

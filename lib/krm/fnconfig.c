@@ -647,9 +647,14 @@ static const char *peek_name(const doc_ctx *x, const yaml_node_t *root)
     return NULL;
 }
 
-/* "/a/./b/../c//d" -> "/a/c/d", lexically, as Go's filepath.Clean; raw is absolute. */
-static char *clean_abs(const char *raw)
+/* Go's filepath.Clean, lexically: empty and "." segments go, ".." takes
+ * the segment before it. "/a/./b/../c//d" -> "/a/c/d"; "a/./b//c/../d" ->
+ * "a/b/d"; nothing left is "/" or ".". At the root of an absolute path ".."
+ * stays there; in a relative one a ".." with nothing before it climbs above
+ * the start, and *escaped is set (when given). NULL only on ENOMEM. */
+static char *path_clean(const char *raw, int *escaped)
 {
+    int absolute = raw[0] == '/';
     char *out = malloc(strlen(raw) + 2);
     if (!out)
         return NULL;
@@ -664,63 +669,46 @@ static char *clean_abs(const char *raw)
         if (n == 0 || (n == 1 && seg[0] == '.'))
             continue;
         if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+            if (o == 0 && !absolute && escaped)
+                *escaped = 1;
             while (o > 0 && out[o - 1] != '/')
                 o--;
             if (o > 0)
                 o--;
             continue;
         }
-        out[o++] = '/';
+        if (absolute || o > 0)
+            out[o++] = '/';
         memcpy(out + o, seg, n);
         o += n;
     }
     if (o == 0)
-        out[o++] = '/';
+        out[o++] = absolute ? '/' : '.';
     out[o] = '\0';
     return out;
 }
 
-/* "a/./b//c/../d" -> "a/b/d", lexically, as Go's filepath.Clean does for a
- * relative path ("" and "x/.." give "."). Sets *out to NULL when the path is
+/* raw is absolute. */
+static char *clean_abs(const char *raw)
+{
+    return path_clean(raw, NULL);
+}
+
+/* The cleaned form of a relative path, or *out NULL when the path is
  * absolute or a ".." climbs above its start. Returns -1 only on ENOMEM. */
 static int clean_beneath(const char *raw, char **out)
 {
     *out = NULL;
     if (raw[0] == '/')
         return 0;
-    char *clean = malloc(strlen(raw) + 2);
+    int escaped = 0;
+    char *clean = path_clean(raw, &escaped);
     if (!clean)
         return -1;
-    size_t o = 0;
-    for (const char *p = raw; *p;) {
-        while (*p == '/')
-            p++;
-        const char *seg = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - seg);
-        if (n == 0 || (n == 1 && seg[0] == '.'))
-            continue;
-        if (n == 2 && seg[0] == '.' && seg[1] == '.') {
-            if (o == 0) {
-                free(clean);
-                return 0;
-            }
-            while (o > 0 && clean[o - 1] != '/')
-                o--;
-            if (o > 0)
-                o--;
-            continue;
-        }
-        if (o > 0)
-            clean[o++] = '/';
-        memcpy(clean + o, seg, n);
-        o += n;
-    }
-    if (o == 0)
-        clean[o++] = '.';
-    clean[o] = '\0';
-    *out = clean;
+    if (escaped)
+        free(clean);
+    else
+        *out = clean;
     return 0;
 }
 

@@ -72,25 +72,6 @@ static void hung(loop *l, void *ctx)
     FUZZ_CHECK(!"the server did not close a half-closed connection within 5 s");
 }
 
-static size_t stretch(const uint8_t *hdr, const uint8_t *data, size_t size, uint8_t *out)
-{
-    if (size > MAX_INPUT)
-        size = MAX_INPUT;
-    size_t at = size ? hdr[1] * size / 256 : 0;
-    size_t len = 1 + hdr[2] % 32;
-    if (len > size - at)
-        len = size - at;
-    size_t reps = (size_t)hdr[3] * 64;
-    if (len && reps > (MAX_INPUT - size) / len)
-        reps = (MAX_INPUT - size) / len;
-    memcpy(out, data, at + len);
-    size_t n = at + len;
-    for (size_t i = 0; len && i < reps; i++, n += len)
-        memcpy(out + n, data + at, len);
-    memcpy(out + n, data + at + len, size - at - len);
-    return n + size - at - len;
-}
-
 static void start_server(void)
 {
     static const rpc_method *const methods[] = {
@@ -127,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(bytes, preface, sizeof preface - 1);
         n = sizeof preface - 1;
     }
-    n += stretch(data, data + 4, size - 4, bytes + n);
+    n += fuzz_stretch(data, data + 4, size - 4, bytes + n, MAX_INPUT);
 
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     FUZZ_CHECK(fd >= 0);

@@ -32,33 +32,12 @@ static void handler(void *ctx, const char *path, http1_response *r)
     buf_append_str(&r->body, "ok\n");
 }
 
-/* Expands the request's span into req (at most MAX_REQUEST bytes). */
-static size_t stretch(const uint8_t *hdr, const uint8_t *data, size_t size, uint8_t *req)
-{
-    if (size > MAX_REQUEST)
-        size = MAX_REQUEST;
-    size_t at = size ? hdr[1] * size / 256 : 0;
-    size_t len = 1 + hdr[2] % 32;
-    if (len > size - at)
-        len = size - at;
-    size_t reps = (size_t)hdr[3] * 64;
-    if (len && reps > (MAX_REQUEST - size) / len)
-        reps = (MAX_REQUEST - size) / len;
-    size_t n = 0;
-    memcpy(req, data, at + len);
-    n = at + len;
-    for (size_t i = 0; len && i < reps; i++, n += len)
-        memcpy(req + n, data + at, len);
-    memcpy(req + n, data + at + len, size - at - len);
-    return n + size - at - len;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4)
         return 0;
     static uint8_t req[MAX_REQUEST];
-    size_t n = stretch(data, data + 4, size - 4, req);
+    size_t n = fuzz_stretch(data, data + 4, size - 4, req, MAX_REQUEST);
     size_t split = n ? data[0] * n / 256 : 0;   /* bytes given as "already read" */
     int sv[2];
     FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
