@@ -89,6 +89,9 @@ def test_accept_at_the_fd_limit_backs_off_and_recovers(start_server):
     resumes as soon as descriptors are free."""
     srv = start_server(["cat"], wrapper=["prlimit", "--nofile=64:64", "--"])
     close_channels(srv)
+    ch = srv.channel()   # connected before descriptors run out: it keeps being served
+    serving = srv.pb.health.HealthCheckResponse.SERVING
+    assert srv.check("", channel=ch).status == serving
     clients = []
     for _ in range(90):
         clients.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
@@ -97,6 +100,7 @@ def test_accept_at_the_fd_limit_backs_off_and_recovers(start_server):
     time.sleep(1.0)
     busy = (cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0)
     assert busy < 0.3, f"the server used {busy:.0%} of a CPU while out of descriptors"
+    assert srv.check("", timeout=5, channel=ch).status == serving   # the loop answers meanwhile
     for s in clients:
         s.close()
     # the connections the server had accepted close; the rest, still in the
@@ -146,6 +150,7 @@ def test_unfinished_requests_are_bounded_per_connection_and_in_all(start_server)
                 answered.add(f[2])
         refused += len(answered)
         held += 12 - len(answered)
+    assert srv.check("", timeout=5).status == srv.pb.health.HealthCheckResponse.SERVING
     assert held <= 16, f"{held} unfinished 1 MB requests held (budget 16 MiB)"
     assert held >= 4, f"only {held} held: the budget refuses too much"
     assert refused == 60 - held
@@ -262,6 +267,7 @@ def test_resets_cannot_start_functions_faster_than_they_die(start_server, tmp_pa
     time.sleep(0.5)
     started = pidfile.read_text().split()
     assert len(started) <= 8, f"{len(started)} functions started by 300 reset calls"
+    assert srv.check("", timeout=5).status == srv.pb.health.HealthCheckResponse.SERVING
     frames = []
     try:
         while True:
