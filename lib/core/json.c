@@ -1,4 +1,4 @@
-/* json: a strict JSON reader into a tree, and a string writer; see json.h. */
+/* json: a strict JSON reader into a tree; see json.h. */
 #include "core/json.h"
 
 #include <stdint.h>
@@ -361,37 +361,4 @@ const char *json_str(const json *v)
 const char *json_get_str(const json *v, const char *key)
 {
     return json_str(json_get(v, key));
-}
-
-int json_write_string(buf *out, const char *s, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-    int rc = buf_append(out, "\"", 1);
-    for (size_t i = 0; i < len && rc == 0;) {
-        unsigned char c = p[i];
-        if (c < 0x80) {
-            const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                            : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
-                            : c == '\f' ? "\\f" : NULL;
-            if (esc)
-                rc = buf_append_str(out, esc);
-            else if (c < 0x20 || c == '<' || c == '>' || c == '&')
-                rc = buf_printf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-            else
-                rc = buf_append(out, &c, 1);
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        size_t n = utf8_decode(p + i, len - i, &cp);
-        if (n == 0)
-            rc = buf_append_str(out, "\\ufffd"), n = 1;
-        else if (cp == 0x2028 || cp == 0x2029)
-            rc = buf_printf(out, "\\u%04x", (unsigned)cp);
-        else
-            rc = buf_append(out, p + i, n);
-        i += n;
-    }
-    return rc ? rc : buf_append(out, "\"", 1);
 }

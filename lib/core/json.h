@@ -1,4 +1,4 @@
-/* json: a small strict JSON reader (RFC 8259) and a string writer.
+/* json: a small strict JSON reader (RFC 8259).
  *
  * Registry answers (manifests, indexes, image configs, token responses,
  * error bodies) and Docker's config.json are JSON; libyaml cannot be relied
@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
+#include "core/json_write.h"
 
 typedef enum json_type {
     JSON_NULL,
@@ -49,11 +50,7 @@ const char *json_str(const json *v);
 /* json_str(json_get(v, key)). */
 const char *json_get_str(const json *v, const char *key);
 
-/* Appends s as a JSON string literal exactly as Go's encoding/json writes
- * it (Porch's messages embed such text, so byte-for-byte matters): the
- * short escapes, \u00XX for other controls and for < > & (HTML safety),
- * \u2028 and \u2029, and \ufffd for each byte that is not valid UTF-8; DEL
- * and all other text as is. Returns 0 or -1 when out of memory. */
-int json_write_string(buf *out, const char *s, size_t len);
+/* Writing JSON (json_write_string and the rest) is json_write.h, included
+ * here for the callers that read and write. */
 
 #endif

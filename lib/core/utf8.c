@@ -73,3 +73,13 @@ int utf8_sanitize(const char *text, size_t len, buf *out)
     }
     return 0;
 }
+
+size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t cut = max;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--;
+    return cut;
+}

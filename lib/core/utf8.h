@@ -24,4 +24,8 @@ int utf8_valid(const char *text, size_t len);
  * replaced by U+FFFD, as grpc-go does before sending a grpc-message. */
 int utf8_sanitize(const char *text, size_t len, buf *out);
 
+/* Length of the longest prefix of s[0..len) no longer than max that does not
+ * end in the middle of a UTF-8 sequence: where to cut text to fit. */
+size_t utf8_cut(const char *s, size_t len, size_t max);
+
 #endif

@@ -1,6 +1,7 @@
 /* resourcelist: reads a KRM ResourceList far enough to judge a function's
  * output the way Porch's Go wrapper does (krm-functions-sdk
- * fn.ParseResourceList), and renders its structured results as text.
+ * fn.ParseResourceList), keeping its structured results (rendered as Porch
+ * prints them by rl_results.h).
  *
  * The bytes themselves are never rewritten: the server returns the function's
  * stdout untouched. Parsing uses libyaml's event API, skips the contents of
@@ -91,22 +92,5 @@ typedef struct rl_judge rl_judge;
 rl_judge *rl_judge_new(const char *data, size_t len, rl_parse_mode mode);
 int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, char *err, size_t errlen);
 void rl_judge_free(rl_judge *j);
-
-/* Number of results whose severity is exactly "error" (the SDK's ExitCode rule). */
-size_t rl_error_count(const rl_list *rl);
-
-/* Appends the results as the Go SDK's Results.Error() prints them:
- * "[<severity>] <apiVersion>/<kind>/<namespace>/<name> <field.path>: <message>"
- * per result (absent parts and their separators left out, empty severity
- * printed as "info"), joined by a blank line. No results: appends nothing.
- * Results past the storage cap are summarised as "(N more results not shown)". */
-int rl_results_text(const rl_list *rl, buf *out);
-
-/* Appends the results as a JSON array with the SDK's field names
- * (message, severity, resourceRef{apiVersion,kind,name,namespace},
- * field{path,currentValue,proposedValue}, file{path,index}, tags); used in
- * the warning Porch logs for error results on exit 0. Like json.Marshal, it
- * gives up on NaN/±Inf values, and then appends nothing (Go logs ""). */
-int rl_results_json(const rl_list *rl, buf *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include "core/go_quote.h"
 #include "grpc/grpc_status.h"
 #include "krm/resourcelist.h"
+#include "krm/rl_results.h"
 
 static void verdict_parse_failure(const char *image, const fn_job *job, const char *why,
                                   fn_verdict *v)

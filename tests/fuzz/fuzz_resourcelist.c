@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "krm/resourcelist.h"
+#include "krm/rl_results.h"
 #include "fuzz_common.h"
 
 #define ERR_LEN 4096  /* as fn_verdict */

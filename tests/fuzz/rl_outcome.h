@@ -9,6 +9,7 @@
 
 #include "core/buf.h"
 #include "krm/resourcelist.h"
+#include "krm/rl_results.h"
 
 /* Appends what an rl_parse_with answer says to out; frees rl. */
 static inline int rl_outcome_text(int rc, rl_list *rl, const char *err, buf *out)

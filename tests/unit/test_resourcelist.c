@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "krm/resourcelist.h"
+#include "krm/rl_results.h"
 #include "../fuzz/rl_outcome.h"
 
 /* ------------------------------------------------------------------------ */
