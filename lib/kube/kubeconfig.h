@@ -68,4 +68,9 @@ int kube_config_exec_credential(kube_config *cfg, buf *err);
 
 void kube_config_free(kube_config *cfg);
 
+/* For tests only: read the in-cluster service account from sa_dir instead
+ * of /var/run/secrets/kubernetes.io/serviceaccount (NULL: that), and give
+ * exec plugins exec_timeout_ms instead of 30 s (0: 30 s). */
+void kube_config_test_overrides(const char *sa_dir, int exec_timeout_ms);
+
 #endif
