@@ -9,6 +9,8 @@ int cmd_eval(int argc, char **argv);
 int cmd_health(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_pod(int argc, char **argv);
+/* pod list / pod delete (pod_kube.c): sub is "list" or "delete". */
+int cmd_pod_kube(const char *sub, int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 #endif

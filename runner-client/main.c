@@ -14,7 +14,8 @@ static const char usage[] =
     "  eval     evaluate a package through a wrapper server's EvaluateFunction\n"
     "  health   check a server's grpc.health.v1 status\n"
     "  image    print an image's digest and entrypoint, read from its registry\n"
-    "  pod      render a function's Pod and Service as Porch creates them; print its podId\n"
+    "  pod      render a function's Pod and Service as Porch creates them; print its podId;\n"
+    "           list and delete function pods on a cluster\n"
     "  serve    run the function runner: EvaluateFunction for any configured image\n"
     "\n"
     "Run 'runner-client COMMAND --help' for a command's flags.\n";

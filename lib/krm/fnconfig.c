@@ -58,6 +58,7 @@ struct open_how {
 #include "core/duration.h"
 #include "core/fdio.h"
 #include "krm/yaml_depth.h"
+#include "krm/yaml_node.h"
 
 #define FC_API_VERSION "config.porch.kpt.dev/v1alpha1"
 #define FC_KIND "FunctionConfig"
@@ -169,156 +170,24 @@ static void item_path(char out[PATH_TEXT_MAX], const char *path, size_t i)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Value kinds (YAML 1.1 resolution of plain scalars, as kubectl does)       */
-
-typedef enum vkind { V_NULL, V_STRING, V_NUMBER, V_BOOL, V_MAP, V_LIST } vkind;
-
-static const char *vkind_name(vkind k)
-{
-    static const char *const names[] = {
-        "null", "a string", "a number", "a boolean", "a mapping", "a list",
-    };
-    return names[k];
-}
-
-static int word_in(const char *s, const char *const *words, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s, words[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* Copies s without '_' (YAML 1.1 digit separators) into out; 0 if too long. */
-static int strip_underscores(const char *s, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (; *s; s++) {
-        if (*s == '_')
-            continue;
-        if (o + 1 >= cap)
-            return 0;
-        out[o++] = *s;
-    }
-    out[o] = '\0';
-    return 1;
-}
-
-/* Parses a YAML 1.1 integer (decimal, 0x, 0o, 0b, leading-0 octal, '_'
- * separators). Returns 0, or -1 when s is not one or overflows. */
-static int parse_yaml_int(const char *s, long long *out)
-{
-    char t[128];
-    if (!strip_underscores(s, t, sizeof t) || !*t)
-        return -1;
-    const char *p = t;
-    int neg = *p == '-';
-    if (*p == '-' || *p == '+')
-        p++;
-    int base = 10;
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
-        base = 16, p += 2;
-    else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O'))
-        base = 8, p += 2;
-    else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
-        base = 2, p += 2;
-    else if (p[0] == '0' && p[1])
-        base = 8, p += 1;
-    if (!*p || *p == '-' || *p == '+')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, base);
-    if (*end || errno || v > (unsigned long long)LLONG_MAX + neg)
-        return -1;
-    *out = neg ? (long long)(0 - v) : (long long)v;
-    return 0;
-}
-
-static int is_yaml_float(const char *s)
-{
-    static const char *const special[] = {
-        ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-        ".nan", ".NaN", ".NAN",
-    };
-    if (word_in(s, special, sizeof special / sizeof *special))
-        return 1;
-    if (!strchr("+-.0123456789", *s))
-        return 0;
-    char t[128];
-    if (!strip_underscores(s, t, sizeof t) || !*t)
-        return 0;
-    char *end;
-    strtod(t, &end);
-    return *end == '\0' && end != t;
-}
-
-static vkind plain_kind(const char *s)
-{
-    static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-    static const char *const bools[] = {
-        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO",
-        "true", "True", "TRUE", "false", "False", "FALSE",
-        "on", "On", "ON", "off", "Off", "OFF",
-    };
-    long long ignored;
-    if (word_in(s, nulls, sizeof nulls / sizeof *nulls))
-        return V_NULL;
-    if (word_in(s, bools, sizeof bools / sizeof *bools))
-        return V_BOOL;
-    if (parse_yaml_int(s, &ignored) == 0 || is_yaml_float(s))
-        return V_NUMBER;
-    return V_STRING;
-}
-
-/* The kind of a node; NULL (absent) counts as null. */
-static vkind kind_of(const yaml_node_t *n)
-{
-    if (!n)
-        return V_NULL;
-    if (n->type == YAML_MAPPING_NODE)
-        return V_MAP;
-    if (n->type == YAML_SEQUENCE_NODE)
-        return V_LIST;
-    const char *tag = (const char *)n->tag;
-    if (tag && strcmp(tag, YAML_STR_TAG) != 0) {   /* explicit !!int etc. */
-        if (strcmp(tag, YAML_NULL_TAG) == 0)
-            return V_NULL;
-        if (strcmp(tag, YAML_BOOL_TAG) == 0)
-            return V_BOOL;
-        if (strcmp(tag, YAML_INT_TAG) == 0 || strcmp(tag, YAML_FLOAT_TAG) == 0)
-            return V_NUMBER;
-        return V_STRING;
-    }
-    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return V_STRING;
-    return plain_kind((const char *)n->data.scalar.value);
-}
-
-static const char *scalar_text(const yaml_node_t *n)
-{
-    return (const char *)n->data.scalar.value;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Field readers                                                             */
 
 static int type_error(const doc_ctx *x, const char *path, const char *want, const yaml_node_t *n)
 {
-    return failf(x, path, "must be %s, not %s", want, vkind_name(kind_of(n)));
+    return failf(x, path, "must be %s, not %s", want, yaml_vkind_name(yaml_node_kind(n)));
 }
 
 /* A string field; absent or null leaves *out NULL. */
 static int read_string(const doc_ctx *x, const yaml_node_t *n, const char *path, char **out)
 {
-    vkind k = kind_of(n);
-    if (k == V_NULL)
+    yaml_vkind k = yaml_node_kind(n);
+    if (k == YV_NULL)
         return 0;
-    if (k != V_STRING)
+    if (k != YV_STRING)
         return type_error(x, path, "a string", n);
-    if (strlen(scalar_text(n)) != n->data.scalar.length)
+    if (strlen(yaml_node_text(n)) != n->data.scalar.length)
         return failf(x, path, "must not contain NUL characters");
-    *out = strdup(scalar_text(n));
+    *out = strdup(yaml_node_text(n));
     return *out ? 0 : fail_oom(x);
 }
 
@@ -338,10 +207,10 @@ static int read_required(const doc_ctx *x, const yaml_node_t *n, const char *pat
 static int read_strings(const doc_ctx *x, const yaml_node_t *n, const char *path,
                         char ***out, size_t *n_out)
 {
-    vkind k = kind_of(n);
-    if (k == V_NULL)
+    yaml_vkind k = yaml_node_kind(n);
+    if (k == YV_NULL)
         return 0;
-    if (k != V_LIST)
+    if (k != YV_LIST)
         return type_error(x, path, "a list of strings", n);
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (count == 0)
@@ -353,7 +222,7 @@ static int read_strings(const doc_ctx *x, const yaml_node_t *n, const char *path
         char sub[PATH_TEXT_MAX];
         item_path(sub, path, i);
         yaml_node_t *item = yaml_document_get_node(x->d, n->data.sequence.items.start[i]);
-        if (kind_of(item) != V_STRING)
+        if (yaml_node_kind(item) != YV_STRING)
             return type_error(x, sub, "a string", item);
         if (read_string(x, item, sub, &(*out)[i]) < 0)
             return -1;
@@ -383,14 +252,14 @@ static int read_tags(const doc_ctx *x, const yaml_node_t *n, const char *path, i
 /* A non-negative int; absent or null gives 0. */
 static int read_count(const doc_ctx *x, const yaml_node_t *n, const char *path, int *out)
 {
-    vkind k = kind_of(n);
-    if (k == V_NULL)
+    yaml_vkind k = yaml_node_kind(n);
+    if (k == YV_NULL)
         return 0;
     long long v;
-    if (k != V_NUMBER)
+    if (k != YV_NUMBER)
         return type_error(x, path, "an integer", n);
-    if (parse_yaml_int(scalar_text(n), &v) < 0)
-        return failf(x, path, "must be an integer, not %s", scalar_text(n));
+    if (yaml_int_parse(yaml_node_text(n), &v) < 0)
+        return failf(x, path, "must be an integer, not %s", yaml_node_text(n));
     if (v < 0 || v > INT_MAX)
         return failf(x, path, "must be between 0 and %d, not %lld", INT_MAX, v);
     *out = (int)v;
@@ -418,24 +287,24 @@ static int go_duration(const char *s, int64_t *ns)
 
 static int read_duration(const doc_ctx *x, const yaml_node_t *n, const char *path, int64_t *out)
 {
-    vkind k = kind_of(n);
-    if (k == V_NULL)
+    yaml_vkind k = yaml_node_kind(n);
+    if (k == YV_NULL)
         return 0;
-    if (k != V_STRING)
+    if (k != YV_STRING)
         return type_error(x, path, "a duration string such as \"30m\"", n);
-    if (go_duration(scalar_text(n), out) < 0)
+    if (go_duration(yaml_node_text(n), out) < 0)
         return failf(x, path, "invalid duration \"%s\" (want e.g. \"30m\", \"1h30m\", \"90s\")",
-                     scalar_text(n));
+                     yaml_node_text(n));
     return 0;
 }
 
 /* A field that must be a mapping when present; 1 present, 0 absent/null, -1 error. */
 static int want_mapping(const doc_ctx *x, const yaml_node_t *n, const char *path)
 {
-    vkind k = kind_of(n);
-    if (k == V_NULL)
+    yaml_vkind k = yaml_node_kind(n);
+    if (k == YV_NULL)
         return 0;
-    if (k != V_MAP)
+    if (k != YV_MAP)
         return type_error(x, path, "a mapping", n);
     return 1;
 }
@@ -448,13 +317,13 @@ static int map_fields(const doc_ctx *x, const yaml_node_t *map, const char *path
 {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(x->d, p->key);
-        if (kind_of(k) != V_STRING) {
+        if (yaml_node_kind(k) != YV_STRING) {
             if (strict)
                 return failf(x, *path ? path : "(top level)", "field names must be strings, not %s",
-                             vkind_name(kind_of(k)));
+                             yaml_vkind_name(yaml_node_kind(k)));
             continue;
         }
-        const char *key = scalar_text(k);
+        const char *key = yaml_node_text(k);
         size_t key_len = k->data.scalar.length;
         char sub[PATH_TEXT_MAX];
         field_path(sub, path, key, key_len);
@@ -617,8 +486,8 @@ static const char *top_string(const doc_ctx *x, const yaml_node_t *map, const ch
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(x->d, p->key);
         yaml_node_t *v = yaml_document_get_node(x->d, p->value);
-        if (kind_of(k) == V_STRING && strcmp(scalar_text(k), key) == 0)
-            return kind_of(v) == V_STRING ? scalar_text(v) : NULL;
+        if (yaml_node_kind(k) == YV_STRING && strcmp(yaml_node_text(k), key) == 0)
+            return yaml_node_kind(v) == YV_STRING ? yaml_node_text(v) : NULL;
     }
     return NULL;
 }
@@ -639,7 +508,7 @@ static const char *peek_name(const doc_ctx *x, const yaml_node_t *root)
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(x->d, p->key);
         yaml_node_t *v = yaml_document_get_node(x->d, p->value);
-        if (kind_of(k) == V_STRING && strcmp(scalar_text(k), "metadata") == 0 && kind_of(v) == V_MAP) {
+        if (yaml_node_kind(k) == YV_STRING && strcmp(yaml_node_text(k), "metadata") == 0 && yaml_node_kind(v) == YV_MAP) {
             const char *name = top_string(x, v, "name");
             return name && *name ? name : NULL;
         }

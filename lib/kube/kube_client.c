@@ -1,0 +1,257 @@
+/* kube_client: Kubernetes API calls and their errors; see kube_client.h. */
+#include "kube/kube_client.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kube_client {
+    loop *l;
+    const kube_config *cfg;
+    kube_http *http;
+};
+
+/* One call in flight: what it was, for the error text. */
+typedef struct call {
+    kube_client *c;
+    char verb[16];
+    char *api, *resource, *namespace, *name;
+    kube_result_fn *fn;
+    void *ctx;
+} call;
+
+kube_client *kube_client_new(loop *l, const kube_config *cfg, buf *err)
+{
+    kube_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return buf_printf(err, "out of memory"), NULL;
+    c->cfg = cfg;
+    c->l = l;
+    if (!(c->http = kube_http_new(l, cfg, err))) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void kube_client_free(kube_client *c)
+{
+    if (!c)
+        return;
+    kube_http_free(c->http);
+    free(c);
+}
+
+kube_http *kube_client_http(kube_client *c) { return c->http; }
+loop *kube_client_loop(kube_client *c) { return c->l; }
+const kube_config *kube_client_config(kube_client *c) { return c->cfg; }
+
+const json *kube_path(const json *v, const char *dotted)
+{
+    char part[128];
+    while (v && *dotted) {
+        size_t n = strcspn(dotted, ".");
+        if (n >= sizeof part)
+            return NULL;
+        memcpy(part, dotted, n);
+        part[n] = '\0';
+        v = json_get(v, part);
+        dotted += n + (dotted[n] == '.');
+    }
+    return v;
+}
+
+const char *kube_path_str(const json *v, const char *dotted) { return json_str(kube_path(v, dotted)); }
+
+/* ------------------------------------------------------------------------ */
+/* Error text                                                                */
+
+static void describe_target(const kube_ref *ref, buf *out)
+{
+    buf_append_str(out, ref->resource);
+    if (ref->name)
+        buf_printf(out, " \"%s\"", ref->name);
+    if (ref->namespace)
+        buf_printf(out, " in namespace \"%s\"", ref->namespace);
+}
+
+static int is_tls_error(int code)
+{
+    return code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR ||
+           code == CURLE_SSL_CERTPROBLEM || code == CURLE_SSL_CIPHER ||
+           code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_ISSUER_ERROR ||
+           code == CURLE_SSL_PINNEDPUBKEYNOTMATCH || code == CURLE_SSL_INVALIDCERTSTATUS ||
+           code == CURLE_SSL_CRL_BADFILE || code == CURLE_USE_SSL_FAILED;
+}
+
+void kube_error_text(const kube_config *cfg, const char *verb, const kube_ref *ref, long status,
+                     int curl_code, const char *curl_error, const json *body, buf *out)
+{
+    const char *msg = json_get_str(body, "message");
+    const char *reason = json_get_str(body, "reason");
+    if (curl_code && is_tls_error(curl_code)) {
+        buf_printf(out, "TLS with the Kubernetes API server %s failed: %s (%s; check the cluster's "
+                   "certificate-authority%s in %s)", cfg->server, curl_error,
+                   cfg->ca_pem.len ? "verified against the kubeconfig's CA" : "verified against the system CAs",
+                   cfg->tls_server_name ? " and tls-server-name" : " and the server name", cfg->source);
+        return;
+    }
+    if (curl_code) {
+        buf_printf(out, "cannot reach the Kubernetes API server %s: %s (from %s)", cfg->server,
+                   curl_error, cfg->source);
+        return;
+    }
+    switch (status) {
+    case 401:
+        buf_printf(out, "the Kubernetes API server %s refused our credentials (401 Unauthorized): "
+                   "tried %s from %s; the token or certificate is wrong, expired or unknown to "
+                   "this cluster", cfg->server, cfg->auth_kind, cfg->source);
+        return;
+    case 403:
+        buf_printf(out, "forbidden: the API server refused to %s ", verb);
+        describe_target(ref, out);
+        buf_printf(out, " (%s): %s; grant the user a Role%s with verbs [\"%s\"] on resource \"%s\"",
+                   cfg->source, msg ? msg : "403 Forbidden",
+                   ref->namespace ? " in that namespace" : " (ClusterRole)", verb, ref->resource);
+        return;
+    case 404: {
+        const char *kind = kube_path_str(body, "details.kind");
+        if (kind && !strcmp(kind, "namespaces") && ref->namespace) {
+            buf_printf(out, "namespace \"%s\" does not exist on %s (%s)", ref->namespace, cfg->server,
+                       msg ? msg : "404 Not Found");
+            return;
+        }
+        describe_target(ref, out);
+        buf_printf(out, " not found (%s)", msg ? msg : "404 Not Found");
+        return;
+    }
+    default:
+        buf_printf(out, "%s ", verb);
+        describe_target(ref, out);
+        buf_printf(out, ": the API server answered %ld", status);
+        if (reason)
+            buf_printf(out, " %s", reason);
+        if (msg)
+            buf_printf(out, ": %s", msg);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Calls                                                                     */
+
+static void call_free(call *k)
+{
+    free(k->api);
+    free(k->resource);
+    free(k->namespace);
+    free(k->name);
+    free(k);
+}
+
+static void on_done(const kube_resp *resp, void *ctx)
+{
+    call *k = ctx;
+    kube_result r = {.status = resp->status};
+    buf why = {0}, text = {0};
+    json *body = NULL;
+    if (resp->curl_code == 0 && resp->body->len)
+        body = json_parse(resp->body->data, resp->body->len, &why);
+    r.obj = body;
+    r.ok = resp->curl_code == 0 && resp->status >= 200 && resp->status < 300;
+    if (r.ok && !body && resp->body->len) {
+        r.ok = 0;
+        buf_printf(&text, "%s %s: the API server's answer is not JSON (%s)", k->verb, k->resource,
+                   why.data ? why.data : "?");
+    } else if (!r.ok) {
+        kube_ref ref = {k->api, k->resource, k->namespace, k->name, NULL};
+        kube_error_text(k->c->cfg, k->verb, &ref, resp->status, resp->curl_code, resp->curl_error,
+                        body, &text);
+        const char *reason = json_get_str(body, "reason");
+        r.already_exists = resp->status == 409 && reason && !strcmp(reason, "AlreadyExists");
+        r.not_found = resp->status == 404;
+        r.gone = resp->status == 410;
+    }
+    r.error = text.data ? text.data : r.ok ? NULL : "out of memory";
+    k->fn(&r, k->ctx);
+    json_free(body);
+    buf_free(&why);
+    buf_free(&text);
+    call_free(k);
+}
+
+/* "/api/v1/namespaces/NS/pods/NAME?QUERY" */
+int kube_ref_path(const kube_ref *ref, buf *out)
+{
+    buf_append_str(out, ref->api);
+    if (ref->namespace)
+        buf_printf(out, "/namespaces/%s", ref->namespace);
+    buf_printf(out, "/%s", ref->resource);
+    if (ref->name)
+        buf_printf(out, "/%s", ref->name);
+    if (ref->query && *ref->query)
+        buf_printf(out, "?%s", ref->query);
+    return out->data ? 0 : -1;
+}
+
+static int start(kube_client *c, const char *verb, const char *method, const kube_ref *ref,
+                 const char *content_type, const char *body, size_t len, kube_result_fn *fn,
+                 void *ctx, buf *err)
+{
+    call *k = calloc(1, sizeof *k);
+    buf path = {0};
+    if (!k || kube_ref_path(ref, &path) < 0)
+        goto oom;
+    k->c = c;
+    snprintf(k->verb, sizeof k->verb, "%s", verb);
+    k->fn = fn;
+    k->ctx = ctx;
+    k->api = strdup(ref->api);
+    k->resource = strdup(ref->resource);
+    k->namespace = ref->namespace ? strdup(ref->namespace) : NULL;
+    k->name = ref->name ? strdup(ref->name) : NULL;
+    if (!k->api || !k->resource || (ref->namespace && !k->namespace) || (ref->name && !k->name))
+        goto oom;
+    kube_http_req rq = {method, path.data, content_type, body, len, KUBE_CALL_TIMEOUT_MS,
+                        NULL, on_done, k};
+    if (!kube_http_start(c->http, &rq, err)) {
+        call_free(k);
+        buf_free(&path);
+        return -1;
+    }
+    buf_free(&path);
+    return 0;
+oom:
+    if (k)
+        call_free(k);
+    buf_free(&path);
+    buf_printf(err, "out of memory");
+    return -1;
+}
+
+int kube_get(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    return start(c, "get", "GET", ref, NULL, NULL, 0, fn, ctx, err);
+}
+
+int kube_list(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    return start(c, "list", "GET", ref, NULL, NULL, 0, fn, ctx, err);
+}
+
+int kube_create(kube_client *c, const kube_ref *ref, const char *content_type, const char *body,
+                size_t len, kube_result_fn *fn, void *ctx, buf *err)
+{
+    return start(c, "create", "POST", ref, content_type, body, len, fn, ctx, err);
+}
+
+int kube_patch(kube_client *c, const kube_ref *ref, const char *patch, size_t len,
+               kube_result_fn *fn, void *ctx, buf *err)
+{
+    return start(c, "patch", "PATCH", ref, "application/merge-patch+json", patch, len, fn, ctx, err);
+}
+
+int kube_delete(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    return start(c, "delete", "DELETE", ref, NULL, NULL, 0, fn, ctx, err);
+}

@@ -1,0 +1,62 @@
+/* kube_http: HTTPS requests to the Kubernetes API server on the event loop.
+ *
+ * Why: the runner serves calls while it creates pods and watches them, so
+ * an API request must never block the loop. libcurl's multi interface is
+ * driven by the loop: curl tells us which sockets to watch
+ * (CURLMOPT_SOCKETFUNCTION -> loop_watch) and when to call it back
+ * (CURLMOPT_TIMERFUNCTION -> one loop timer), and we hand it readiness with
+ * curl_multi_socket_action, as curl's ephiperfifo example does with epoll.
+ * TLS and credentials come from a kube_config (CA, client certificate and
+ * key as in-memory PEM blobs, bearer token, insecure, tls-server-name). */
+#ifndef KRM_KUBE_HTTP_H
+#define KRM_KUBE_HTTP_H
+
+#include <stddef.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+#include "kube/kubeconfig.h"
+
+typedef struct kube_http kube_http;
+typedef struct kube_req kube_req;
+
+/* How a request ended. */
+typedef struct kube_resp {
+    long status;             /* HTTP status; 0 when no response came */
+    int curl_code;           /* CURLcode; 0 when the transfer completed */
+    const char *curl_error;  /* curl's reason when curl_code != 0 */
+    const buf *body;         /* the whole body (empty for streamed requests) */
+} kube_resp;
+
+/* Streamed body bytes (watch). Called from inside libcurl: must not call
+ * kube_http functions; return -1 to abort the request (it then ends with
+ * curl_code CURLE_WRITE_ERROR). */
+typedef int kube_data_fn(const char *data, size_t len, void *ctx);
+/* The request ended; r is freed after this returns. May start requests. */
+typedef void kube_done_fn(const kube_resp *resp, void *ctx);
+
+typedef struct kube_http_req {
+    const char *method;        /* "GET", "POST", "PATCH", "DELETE" */
+    const char *path;          /* "/api/v1/namespaces/x/pods?limit=500" */
+    const char *content_type;  /* for a body */
+    const char *body;
+    size_t body_len;
+    long timeout_ms;           /* whole request; 0: none (a watch) */
+    kube_data_fn *on_data;     /* NULL: collect the body */
+    kube_done_fn *on_done;
+    void *ctx;
+} kube_http_req;
+
+#define KUBE_HTTP_MAX_BODY (64u << 20)   /* a list of thousands of pods fits */
+
+/* cfg must outlive the client. NULL with why in err. */
+kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err);
+/* Cancels what is in flight (their on_done is not called). Not from a callback. */
+void kube_http_free(kube_http *h);
+
+/* Starts a request. NULL with why in err (out of memory, curl refused). */
+kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err);
+/* Abandons a request: on_done is not called. Not from inside on_data. */
+void kube_http_cancel(kube_http *h, kube_req *r);
+
+#endif

@@ -1,0 +1,323 @@
+/* kube_watch: watch streams, decoded line by line; see kube_watch.h. */
+#include "kube/kube_watch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+#define BACKOFF_MIN_NS 250000000LL      /* 250 ms */
+#define BACKOFF_MAX_NS 30000000000LL    /* 30 s */
+#define WATCH_TIMEOUT_S 290             /* server-side end of one watch request (kubectl: 5-10 min) */
+
+/* ------------------------------------------------------------------------ */
+/* Decoding                                                                  */
+
+int kube_lines_feed(kube_lines *l, const char *data, size_t len, kube_line_fn *fn, void *ctx)
+{
+    size_t max = l->max ? l->max : KUBE_WATCH_MAX_LINE;
+    while (len) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (l->partial.len + take > max)
+            return -1;
+        if (buf_append(&l->partial, data, take) < 0)
+            return -1;
+        if (!nl)
+            break;
+        data += take + 1;
+        len -= take + 1;
+        size_t n = l->partial.len;
+        if (n && l->partial.data[n - 1] == '\r')
+            n--;
+        int rc = n ? fn(l->partial.data, n, ctx) : 0;
+        buf_reset(&l->partial);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void kube_lines_free(kube_lines *l) { buf_free(&l->partial); }
+
+const char *kube_event_type_name(kube_event_type t)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+int kube_event_parse(const char *line, size_t len, kube_event *ev, buf *err)
+{
+    memset(ev, 0, sizeof *ev);
+    buf why = {0};
+    ev->doc = json_parse(line, len, &why);
+    if (!ev->doc) {
+        buf_printf(err, "watch event is not JSON (%s)", why.data ? why.data : "out of memory");
+        buf_free(&why);
+        return -1;
+    }
+    buf_free(&why);
+    const char *type = json_get_str(ev->doc, "type");
+    ev->object = json_get(ev->doc, "object");
+    int t = -1;
+    for (int i = KUBE_ADDED; type && i <= KUBE_ERROR; i++)
+        if (!strcmp(type, kube_event_type_name((kube_event_type)i)))
+            t = i;
+    if (t < 0) {
+        buf_printf(err, "watch event has %s type%s%s", type ? "an unknown" : "no",
+                   type ? " " : "", type ? type : "");
+        kube_event_free(ev);
+        return -1;
+    }
+    if (!ev->object || ev->object->type != JSON_OBJECT) {
+        buf_printf(err, "watch event %s has no object", type);
+        kube_event_free(ev);
+        return -1;
+    }
+    ev->type = (kube_event_type)t;
+    ev->resource_version = kube_path_str(ev->object, "metadata.resourceVersion");
+    if (ev->type == KUBE_ERROR) {
+        const json *code = json_get(ev->object, "code");
+        ev->code = code && code->type == JSON_NUMBER ? (long)code->number : 0;
+    }
+    return 0;
+}
+
+void kube_event_free(kube_event *ev)
+{
+    json_free(ev->doc);
+    memset(ev, 0, sizeof *ev);
+}
+
+int64_t kube_watch_backoff_ns(unsigned attempt)
+{
+    int64_t ns = BACKOFF_MIN_NS;
+    for (unsigned i = 0; i < attempt && ns < BACKOFF_MAX_NS; i++)
+        ns *= 2;
+    return ns < BACKOFF_MAX_NS ? ns : BACKOFF_MAX_NS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Watching                                                                  */
+
+struct kube_watch {
+    kube_client *c;
+    loop *l;
+    char *api, *resource, *namespace, *query;
+    kube_watch_fns fns;
+    void *ctx;
+    char *rv;              /* last resourceVersion seen */
+    kube_lines lines;
+    kube_req *stream;      /* the watch request in flight */
+    loop_timer *retry;
+    unsigned attempt;
+    int listing, listed, relist, events_seen, stopped;
+};
+
+static void relist(kube_watch *w);
+static void open_stream(kube_watch *w);
+
+static kube_ref ref_of(const kube_watch *w, const char *query)
+{
+    return (kube_ref){w->api, w->resource, w->namespace, NULL, query};
+}
+
+static void set_rv(kube_watch *w, const char *rv)
+{
+    if (!rv || !*rv)
+        return;
+    char *copy = strdup(rv);
+    if (copy) {
+        free(w->rv);
+        w->rv = copy;
+    }
+}
+
+static void on_retry(loop *l, void *ctx)
+{
+    (void)l;
+    kube_watch *w = ctx;
+    w->retry = NULL;
+    if (w->relist || !w->rv)
+        relist(w);
+    else
+        open_stream(w);
+}
+
+static void schedule(kube_watch *w)
+{
+    int64_t ns = kube_watch_backoff_ns(w->attempt);
+    if (w->attempt < 64)
+        w->attempt++;
+    w->retry = loop_timer_add(w->l, ns, on_retry, w);
+    if (!w->retry && w->fns.on_error)
+        w->fns.on_error("watch: out of memory scheduling the reconnect", 1, w->ctx);
+}
+
+static void watch_free(kube_watch *w)
+{
+    kube_lines_free(&w->lines);
+    free(w->api);
+    free(w->resource);
+    free(w->namespace);
+    free(w->query);
+    free(w->rv);
+    free(w);
+}
+
+static void on_list(const kube_result *r, void *ctx)
+{
+    kube_watch *w = ctx;
+    w->listing = 0;
+    if (w->stopped) {
+        watch_free(w);
+        return;
+    }
+    if (!r->ok) {
+        /* The first list failing with a client error (401, 403, 404
+         * namespace) needs the user; anything else may pass. */
+        int fatal = !w->listed && r->status >= 400 && r->status < 500 && r->status != 429;
+        if (w->fns.on_error)
+            w->fns.on_error(r->error, fatal, w->ctx);
+        if (!fatal)
+            schedule(w);
+        return;
+    }
+    set_rv(w, kube_path_str(r->obj, "metadata.resourceVersion"));
+    int again = w->listed;
+    w->listed = 1;
+    w->relist = 0;
+    if (w->fns.on_list)
+        w->fns.on_list(r->obj, again, w->ctx);
+    open_stream(w);
+}
+
+static void relist(kube_watch *w)
+{
+    buf err = {0};
+    kube_ref ref = ref_of(w, w->query);
+    w->listing = 1;
+    if (kube_list(w->c, &ref, on_list, w, &err) < 0) {
+        w->listing = 0;
+        if (w->fns.on_error)
+            w->fns.on_error(err.data ? err.data : "out of memory", 0, w->ctx);
+        schedule(w);
+    }
+    buf_free(&err);
+}
+
+static int on_line(const char *line, size_t len, void *ctx)
+{
+    kube_watch *w = ctx;
+    kube_event ev;
+    buf err = {0};
+    if (kube_event_parse(line, len, &ev, &err) < 0) {
+        log_warn("watch %s: %s", w->resource, err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return -1;   /* the stream is broken: reopen it */
+    }
+    w->attempt = 0;
+    w->events_seen = 1;
+    if (ev.type == KUBE_ERROR) {
+        if (ev.code == 410)
+            w->relist = 1;   /* our version is too old: list again */
+        else
+            log_warn("watch %s: error event: %s", w->resource,
+                     json_get_str(ev.object, "message") ? json_get_str(ev.object, "message") : "?");
+        kube_event_free(&ev);
+        return -1;
+    }
+    set_rv(w, ev.resource_version);
+    if (ev.type != KUBE_BOOKMARK && w->fns.on_event)
+        w->fns.on_event(ev.type, ev.object, w->ctx);
+    kube_event_free(&ev);
+    return 0;
+}
+
+static int on_stream_data(const char *data, size_t len, void *ctx)
+{
+    kube_watch *w = ctx;
+    return kube_lines_feed(&w->lines, data, len, on_line, w) < 0 ? -1 : 0;
+}
+
+static void on_stream_done(const kube_resp *resp, void *ctx)
+{
+    kube_watch *w = ctx;
+    w->stream = NULL;
+    buf_reset(&w->lines.partial);
+    if (resp->status == 410)
+        w->relist = 1;
+    if (resp->curl_code == 0 && resp->status == 200 && w->events_seen) {
+        w->attempt = 0;   /* the server ended a healthy watch (its timeout): reopen at once */
+        open_stream(w);
+        return;
+    }
+    if (!w->relist && (resp->curl_code || resp->status != 200) && w->fns.on_error) {
+        buf text = {0};
+        kube_ref ref = ref_of(w, NULL);
+        kube_error_text(kube_client_config(w->c), "watch", &ref, resp->status, resp->curl_code,
+                        resp->curl_error, NULL, &text);
+        w->fns.on_error(text.data ? text.data : "watch failed", 0, w->ctx);
+        buf_free(&text);
+    }
+    schedule(w);
+}
+
+static void open_stream(kube_watch *w)
+{
+    buf q = {0}, path = {0}, err = {0};
+    w->events_seen = 0;
+    buf_printf(&q, "watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s%s%s",
+               WATCH_TIMEOUT_S, w->rv, w->query ? "&" : "", w->query ? w->query : "");
+    kube_ref ref = ref_of(w, q.data);
+    if (q.data && kube_ref_path(&ref, &path) == 0) {
+        kube_http_req rq = {"GET", path.data, NULL, NULL, 0, 0, on_stream_data, on_stream_done, w};
+        w->stream = kube_http_start(kube_client_http(w->c), &rq, &err);
+    }
+    if (!w->stream) {
+        if (w->fns.on_error)
+            w->fns.on_error(err.data ? err.data : "watch: out of memory", 0, w->ctx);
+        schedule(w);
+    }
+    buf_free(&q);
+    buf_free(&path);
+    buf_free(&err);
+}
+
+kube_watch *kube_watch_start(kube_client *c, const kube_ref *ref, const kube_watch_fns *fns,
+                             void *ctx, buf *err)
+{
+    kube_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return buf_printf(err, "out of memory"), NULL;
+    w->c = c;
+    w->l = kube_client_loop(c);
+    w->fns = *fns;
+    w->ctx = ctx;
+    w->api = strdup(ref->api);
+    w->resource = strdup(ref->resource);
+    w->namespace = ref->namespace ? strdup(ref->namespace) : NULL;
+    w->query = ref->query ? strdup(ref->query) : NULL;
+    if (!w->api || !w->resource || (ref->namespace && !w->namespace) || (ref->query && !w->query)) {
+        kube_watch_stop(w);
+        return buf_printf(err, "out of memory"), NULL;
+    }
+    relist(w);
+    return w;
+}
+
+void kube_watch_stop(kube_watch *w)
+{
+    if (!w)
+        return;
+    if (w->stream)
+        kube_http_cancel(kube_client_http(w->c), w->stream);
+    if (w->retry)
+        loop_timer_cancel(w->l, w->retry);
+    w->stream = NULL;
+    w->retry = NULL;
+    if (w->listing)
+        w->stopped = 1;   /* a list call cannot be withdrawn: on_list frees w */
+    else
+        watch_free(w);
+}

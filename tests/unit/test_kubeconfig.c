@@ -1,0 +1,380 @@
+/* Unit tests for lib/kube/kubeconfig: where the configuration is found
+ * (--kubeconfig, KUBECONFIG merged first-wins, ~/.kube/config, in-cluster),
+ * what is read from it (relative paths, data vs file), exec plugins, and
+ * the text of every error. Fixtures are in tests/fixtures/kubeconfig
+ * (relative to the repository root, where the tests run); error cases are
+ * small files written to a temporary directory. Criterion runs each test
+ * in its own process, so changing the environment stays local. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kube/kubeconfig.h"
+
+#define FIX "tests/fixtures/kubeconfig"
+
+static void clean_env(void)
+{
+    unsetenv("KUBECONFIG");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    setenv("HOME", "/nonexistent-home", 1);
+}
+
+static kube_config load_ok(const kube_config_opts *o)
+{
+    kube_config c;
+    buf err = {0};
+    int rc = kube_config_load(o, &c, &err);
+    cr_assert_eq(rc, 0, "kube_config_load failed: %s", err.data);
+    buf_free(&err);
+    return c;
+}
+
+/* Loads text written to a temporary file; returns the error text. */
+static char *load_err_text(const char *text, const kube_config_opts *extra)
+{
+    char dir[] = "/tmp/kcfg-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/config", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    kube_config_opts o = extra ? *extra : (kube_config_opts){0};
+    o.kubeconfig = path;
+    kube_config c;
+    buf err = {0};
+    cr_assert_eq(kube_config_load(&o, &c, &err), -1, "loaded:\n%s", text);
+    cr_assert_null(c.server);
+    unlink(path);
+    rmdir(dir);
+    /* the temporary directory's name varies: keep what follows it */
+    const char *rest = strstr(err.data, "/config");
+    char *out = strdup(rest ? rest + 1 : err.data);
+    buf_free(&err);
+    return out;
+}
+
+#define HEAD "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+#define CLUSTER "clusters:\n- name: c\n  cluster: {server: \"https://s\"}\n"
+#define CTX "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+
+static void expect_err(const char *text, const char *want)
+{
+    char *got = load_err_text(text, NULL);
+    cr_assert_str_eq(got, want, "input:\n%s", text);
+    free(got);
+}
+
+/* ------------------------------------------------------------------------ */
+
+Test(kubeconfig, explicit_file_current_context_relative_ca)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/a.yaml"};
+    kube_config c = load_ok(&o);
+    cr_assert_str_eq(c.server, "https://a.example:6443");   /* trailing '/' dropped */
+    cr_assert_str_eq(c.token, "tok-a");
+    cr_assert_str_eq(c.namespace, "ns-a");
+    cr_assert_eq(c.ca_pem.len, 5);
+    cr_assert_str_eq(c.ca_pem.data, "CA-A\n");   /* ca.pem beside a.yaml, not in the cwd */
+    cr_assert_str_eq(c.auth_kind, "bearer token");
+    cr_assert_str_eq(c.source, "kubeconfig " FIX "/a.yaml, context \"ctx-a\", user \"u1\"");
+    cr_assert_eq(c.insecure, 0);
+    cr_assert_null(c.exec.command);
+    kube_config_free(&c);
+}
+
+Test(kubeconfig, merge_first_file_wins)
+{
+    clean_env();
+    setenv("KUBECONFIG", FIX "/missing.yaml:" FIX "/b.yaml:" FIX "/a.yaml", 1);
+    kube_config c = load_ok(NULL);
+    /* current-context from b (the first that sets it); c2 and u2 are b's */
+    cr_assert_str_eq(c.server, "https://b2.example:443");
+    cr_assert_str_eq(c.ca_pem.data, "CA-B\n");
+    cr_assert_str_eq(c.tls_server_name, "api.internal");
+    cr_assert_str_eq(c.cert_pem.data, "CERT\n");
+    cr_assert_str_eq(c.key_pem.data, "KEY\n");
+    cr_assert_str_eq(c.auth_kind, "client certificate");
+    cr_assert_str_eq(c.namespace, "default");
+    cr_assert_null(c.token);
+    kube_config_free(&c);
+
+    /* a first: its current-context, its "shared" and its c1 win */
+    setenv("KUBECONFIG", FIX "/a.yaml:" FIX "/b.yaml", 1);
+    kube_config_opts o = {.context = "shared"};
+    c = load_ok(&o);
+    cr_assert_str_eq(c.server, "https://a.example:6443");
+    cr_assert_str_eq(c.namespace, "default");
+    kube_config_free(&c);
+
+    /* a context only b defines, pointing at c1, which a defines first */
+    o.context = "ctx-b";
+    c = load_ok(&o);
+    cr_assert_str_eq(c.server, "https://b2.example:443");
+    kube_config_free(&c);
+}
+
+Test(kubeconfig, namespace_flag_wins)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/a.yaml", .namespace = "mine"};
+    kube_config c = load_ok(&o);
+    cr_assert_str_eq(c.namespace, "mine");
+    kube_config_free(&c);
+}
+
+Test(kubeconfig, json_token_file_insecure)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/json.json"};
+    kube_config c = load_ok(&o);
+    cr_assert_str_eq(c.server, "https://j.example");
+    cr_assert_eq(c.insecure, 1);
+    cr_assert_str_eq(c.token, "file-token");   /* the newline dropped */
+    cr_assert_str_eq(c.token_file, FIX "/token.txt");
+    cr_assert_str_eq(c.auth_kind, "token file " FIX "/token.txt");
+    cr_assert_str_eq(c.namespace, "jns");
+    cr_assert_eq(c.ca_pem.len, 0);
+    kube_config_free(&c);
+}
+
+Test(kubeconfig, home_config)
+{
+    clean_env();
+    char dir[] = "/tmp/kcfg-home-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char sub[80], path[96];
+    snprintf(sub, sizeof sub, "%s/.kube", dir);
+    snprintf(path, sizeof path, "%s/config", sub);
+    mkdir(sub, 0700);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(HEAD CLUSTER CTX "users:\n- name: u\n  user: {token: home}\n", f);
+    fclose(f);
+    setenv("HOME", dir, 1);
+    kube_config c = load_ok(NULL);
+    cr_assert_str_eq(c.server, "https://s");
+    cr_assert_str_eq(c.token, "home");
+    kube_config_free(&c);
+    unlink(path);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+Test(kubeconfig, in_cluster)
+{
+    clean_env();
+    char dir[] = "/tmp/kcfg-sa-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[96];
+    const char *names[] = {"token", "ca.crt", "namespace"};
+    const char *texts[] = {"sa-token\n", "SA-CA\n", "fn-ns\n"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        FILE *f = fopen(p, "w");
+        cr_assert_not_null(f);
+        fputs(texts[i], f);
+        fclose(f);
+    }
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    kube_config_test_overrides(dir, 0);
+    kube_config c = load_ok(NULL);
+    cr_assert_str_eq(c.server, "https://10.96.0.1:443");
+    cr_assert_str_eq(c.token, "sa-token");
+    cr_assert_str_eq(c.ca_pem.data, "SA-CA\n");
+    cr_assert_str_eq(c.namespace, "fn-ns");
+    cr_assert(strstr(c.source, "in-cluster service account"));
+    cr_assert(strstr(c.auth_kind, "service account token"));
+    kube_config_free(&c);
+
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    c = load_ok(NULL);
+    cr_assert_str_eq(c.server, "https://[fd00::1]:443");
+    kube_config_free(&c);
+
+    snprintf(p, sizeof p, "%s/token", dir);
+    unlink(p);
+    buf err = {0};
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    char want[160];
+    snprintf(want, sizeof want, "in-cluster: %s/token: No such file or directory", dir);
+    cr_assert_str_eq(err.data, want);
+    buf_free(&err);
+    for (int i = 1; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+Test(kubeconfig, nothing_found)
+{
+    clean_env();
+    kube_config c;
+    buf err = {0};
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    cr_assert_str_eq(err.data, "no Kubernetes configuration found: no --kubeconfig, KUBECONFIG is "
+                     "unset, /nonexistent-home/.kube/config does not exist, and not running in a "
+                     "cluster (KUBERNETES_SERVICE_HOST is unset)");
+    buf_free(&err);
+
+    setenv("KUBECONFIG", "/nope1:/nope2", 1);
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    cr_assert_str_eq(err.data, "KUBECONFIG=/nope1:/nope2: none of its files exists");
+    buf_free(&err);
+
+    kube_config_opts o = {.kubeconfig = "/nope3"};
+    cr_assert_eq(kube_config_load(&o, &c, &err), -1);
+    cr_assert_str_eq(err.data, "/nope3: No such file or directory");
+    buf_free(&err);
+}
+
+Test(kubeconfig, exec_plugin)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/exec.yaml"};
+    kube_config c = load_ok(&o);
+    cr_assert_str_eq(c.exec.command, FIX "/./exec-plugin.sh");
+    cr_assert_str_eq(c.exec.api_version, "client.authentication.k8s.io/v1beta1");
+    cr_assert_str_eq(c.exec.args[0], "token");
+    cr_assert_null(c.exec.args[1]);
+    cr_assert_str_eq(c.exec.env[0], "PLUGIN_GREETING=hello");
+    cr_assert_str_eq(c.auth_kind, "exec plugin " FIX "/./exec-plugin.sh");
+    cr_assert_null(c.token);
+    buf err = {0};
+    cr_assert_eq(kube_config_exec_credential(&c, &err), 0, "%s", err.data);
+    cr_assert_str_eq(c.token, "exec-hello");
+
+    free(c.token);
+    c.token = NULL;
+    free(c.exec.args[0]);
+    c.exec.args[0] = strdup("cert");
+    cr_assert_eq(kube_config_exec_credential(&c, &err), 0, "%s", err.data);
+    cr_assert_str_eq(c.cert_pem.data, "C");
+    cr_assert_str_eq(c.key_pem.data, "K");
+    kube_config_free(&c);
+}
+
+static char *exec_err(const char *mode, const char *command)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/exec.yaml"};
+    kube_config c = load_ok(&o);
+    free(c.exec.args[0]);
+    c.exec.args[0] = strdup(mode);
+    if (command) {
+        free(c.exec.command);
+        c.exec.command = strdup(command);
+    }
+    buf err = {0};
+    cr_assert_eq(kube_config_exec_credential(&c, &err), -1, "mode %s", mode);
+    kube_config_free(&c);
+    return buf_steal(&err, NULL);
+}
+
+#define EXEC_PFX "exec credential plugin " FIX "/./exec-plugin.sh (client.authentication.k8s.io/v1beta1, " \
+                 "user in kubeconfig " FIX "/exec.yaml, context \"e\", user \"eu\"): "
+
+Test(kubeconfig, exec_plugin_errors)
+{
+    char *e = exec_err("fail", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "exited with status 4; stderr: login expired: run login");
+    free(e);
+    e = exec_err("garbage", NULL);
+    cr_assert(strncmp(e, EXEC_PFX "its output is not JSON (offset ", strlen(EXEC_PFX) + 31) == 0, "%s", e);
+    free(e);
+    e = exec_err("wrongkind", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "its output has kind \"Other\", not ExecCredential");
+    free(e);
+    e = exec_err("empty", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "its ExecCredential has neither status.token nor "
+                     "status.clientCertificateData with status.clientKeyData");
+    free(e);
+    e = exec_err("token", "no-such-plugin-xyz");
+    cr_assert_str_eq(e, "exec credential plugin no-such-plugin-xyz (client.authentication.k8s.io/v1beta1, "
+                     "user in kubeconfig " FIX "/exec.yaml, context \"e\", user \"eu\"): cannot be run: "
+                     "No such file or directory (installHint: install it from the fixtures)");
+    free(e);
+    kube_config_test_overrides(NULL, 300);
+    e = exec_err("hang", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "did not finish within 300 ms (killed)");
+    free(e);
+}
+
+Test(kubeconfig, field_errors)
+{
+    clean_env();
+    expect_err("[1, 2]", "config: must be a mapping (a kubeconfig), not a list");
+    expect_err("a: [\n", "config: line 2, column 1: did not find expected node content");
+    expect_err("clusters: {}\n", "config: clusters: must be a list, not a mapping");
+    expect_err("clusters:\n- cluster: {}\n", "config: clusters[0].name: must be a string, not null");
+    expect_err("users:\n- name: u\n  user: [x]\n", "config: users[0].user: must be a mapping, not a list");
+    expect_err("current-context: 7\n", "config: current-context: must be a string, not a number");
+    expect_err("apiVersion: v1\n", "config: no current-context is set and --context was not given");
+    expect_err(HEAD, "config: current-context: context \"x\" is not defined in contexts");
+    expect_err(HEAD "contexts:\n- name: x\n  context: {user: u}\n",
+               "config: contexts[0] (\"x\").context.cluster: required (the name of an entry in clusters)");
+    expect_err(HEAD CTX, "config: contexts[0] (\"x\").context.cluster: cluster \"c\" is not defined in clusters");
+    expect_err(HEAD CLUSTER CTX, "config: contexts[0] (\"x\").context.user: user \"u\" is not defined in users");
+    expect_err(HEAD CTX "clusters:\n- name: c\n  cluster: {}\n",
+               "config: clusters[0] (\"c\").cluster.server: required (the API server's https://host:port)");
+    expect_err(HEAD CTX "clusters:\n- name: c\n  cluster: {server: s.example}\n",
+               "config: clusters[0] (\"c\").cluster.server: must be an https:// (or http://) URL, not \"s.example\"");
+    expect_err(HEAD CTX "clusters:\n- name: c\n  cluster: {server: \"https://s\", insecure-skip-tls-verify: maybe}\n",
+               "config: clusters[0] (\"c\").cluster.insecure-skip-tls-verify: must be a boolean, not a string");
+    expect_err(HEAD CTX "clusters:\n- name: c\n  cluster: {server: \"https://s\", certificate-authority-data: \"!!\"}\n",
+               "config: clusters[0] (\"c\").cluster.certificate-authority-data: is not valid base64");
+    expect_err(HEAD CTX "clusters:\n- name: c\n  cluster: {server: \"https://s\", insecure-skip-tls-verify: true, "
+               "certificate-authority-data: QQ==}\n",
+               "config: clusters[0] (\"c\").cluster.insecure-skip-tls-verify: true together with "
+               "certificate-authority-data: give one of them (kubectl refuses both)");
+    expect_err(HEAD CTX "clusters:\n- name: c\n  cluster: {server: \"https://s\", certificate-authority-data: QQ==, "
+               "certificate-authority: x}\n",
+               "config: clusters[0] (\"c\").cluster.certificate-authority-data: given together with "
+               "certificate-authority; give one of them");
+#define USER(body) HEAD CLUSTER CTX "users:\n- name: u\n  user: " body "\n"
+    expect_err(USER("{token: 12}"), "config: users[0] (\"u\").user.token: must be a string, not a number");
+    expect_err(USER("{client-certificate-data: QQ==}"),
+               "config: users[0] (\"u\").user.client-certificate-data: given without client-key or client-key-data");
+    expect_err(USER("{exec: {apiVersion: client.authentication.k8s.io/v1}}"),
+               "config: users[0] (\"u\").user.exec.command: required");
+    expect_err(USER("{exec: {command: x, apiVersion: client.authentication.k8s.io/v1alpha1}}"),
+               "config: users[0] (\"u\").user.exec.apiVersion: \"client.authentication.k8s.io/v1alpha1\" is "
+               "not supported (client.authentication.k8s.io/v1 or v1beta1)");
+    expect_err(USER("{exec: {command: x, apiVersion: client.authentication.k8s.io/v1, args: [1]}}"),
+               "config: users[0] (\"u\").user.exec.args[0]: must be a string, not a number");
+    expect_err(USER("{exec: {command: x, apiVersion: client.authentication.k8s.io/v1, env: [{value: v}]}}"),
+               "config: users[0] (\"u\").user.exec.env[0].name: required, without '='");
+    expect_err(USER("{exec: 3}"), "config: users[0] (\"u\").user.exec: must be a mapping, not a number");
+}
+
+/* Relative paths name files beside the kubeconfig: the message shows the
+ * path that was tried. */
+Test(kubeconfig, relative_path_errors)
+{
+    clean_env();
+    char *e = load_err_text(HEAD CTX "clusters:\n- name: c\n  cluster: {server: \"https://s\", "
+                            "certificate-authority: ca.pem}\n", NULL);
+    cr_assert(strstr(e, "config: clusters[0] (\"c\").cluster.certificate-authority: /tmp/kcfg-"), "%s", e);
+    cr_assert(strstr(e, "/ca.pem: No such file or directory"), "%s", e);
+    free(e);
+    e = load_err_text(USER("{client-key: k.pem}"), NULL);
+    cr_assert(strstr(e, "config: users[0] (\"u\").user.client-key: /tmp/kcfg-"), "%s", e);
+    cr_assert(strstr(e, "/k.pem: No such file or directory"), "%s", e);
+    free(e);
+    e = load_err_text(USER("{tokenFile: t}"), NULL);
+    cr_assert(strstr(e, "config: users[0] (\"u\").user.tokenFile: /tmp/kcfg-"), "%s", e);
+    free(e);
+    kube_config_opts o = {.context = "other"};
+    e = load_err_text(HEAD, &o);
+    cr_assert_str_eq(e, "config: --context: context \"other\" is not defined in contexts");
+    free(e);
+}
