@@ -1,11 +1,12 @@
 /* http1: just enough HTTP/1.1 to answer probes and scrapes on the gRPC port.
  *
  * Kubernetes httpGet probes and Prometheus speak HTTP/1.1; our port speaks
- * gRPC over cleartext HTTP/2. rpc_server tells them apart by the first
- * bytes (the HTTP/2 preface) and hands HTTP/1.1 connections here: one
- * request (headers only, at most 8 KiB), one response with Content-Length
- * and `Connection: close`, then the connection closes. GET and HEAD only.
- * The caller's handler decides status and body from the path. */
+ * gRPC over cleartext HTTP/2. The server's connections (rpc_conn.c) tell
+ * them apart by the first bytes (the HTTP/2 preface) and hand HTTP/1.1
+ * connections here: one request (headers only, at most 8 KiB), one
+ * response with Content-Length and `Connection: close`, then the connection
+ * closes. GET and HEAD only. The caller's handler decides status and body
+ * from the path. */
 #ifndef KRM_HTTP1_H
 #define KRM_HTTP1_H
 

@@ -1,5 +1,6 @@
-/* rpc: the contract between the HTTP/2 transport (rpc_server.c) and the
- * method handlers (svc_evaluate.c, svc_health.c).
+/* rpc: the contract between the HTTP/2 transport (rpc_server.c; a call's
+ * side is rpc_call.c) and the method handlers (svc_evaluate.c,
+ * svc_health.c).
  *
  * The transport turns a request stream into an rpc_call, checks headers,
  * deframes the request message and calls the method's handler with it. The

@@ -1,6 +1,6 @@
 /* rpc_server: the gRPC transport shared by wrapper-server and
  * `runner-client serve` (listener, HTTP/2 connections, routing to the
- * methods given, draining). See rpc_server.c. */
+ * methods given, draining). See rpc_server.c (rpc_conn.c, rpc_call.c). */
 #ifndef KRM_RPC_SERVER_H
 #define KRM_RPC_SERVER_H
 

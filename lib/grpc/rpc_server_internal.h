@@ -1,0 +1,119 @@
+/* rpc_server_internal: what the three files of the gRPC server share. Not
+ * for use outside lib/grpc: services use rpc.h, programs rpc_server.h.
+ *
+ * Who owns what (rpc_server.c's header comment follows a request through
+ * all three):
+ *   struct server  rpc_server.c: the copied config, the listener and its
+ *                  accept pause, the list of connections, the count and
+ *                  pending bytes of all calls, drain state, spare memory.
+ *   struct conn    rpc_conn.c: one socket, its protocol, HTTP/2 session,
+ *                  timers and slot holds. rpc_call.c links calls into it
+ *                  and counts their pending bytes and size there.
+ *   rpc_call       rpc_call.c (the struct is in rpc.h for the handlers).
+ * The functions below are the only calls from one file into another. */
+#ifndef KRM_RPC_SERVER_INTERNAL_H
+#define KRM_RPC_SERVER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "grpc/h2_io.h"
+#include "grpc/http1.h"
+#include "grpc/rpc.h"
+#include "grpc/rpc_server.h"
+
+#define SERVER_LARGE_MESSAGE (1024 * 1024)  /* a call this big: its connection's buffers become spares */
+#define H2_PREFACE_LEN 24                   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
+
+/* What the first bytes said. */
+enum conn_mode { CONN_SNIFFING, CONN_HTTP2, CONN_HTTP1 };
+
+typedef struct conn {
+    server *srv;
+    enum conn_mode mode;
+    uint8_t first[H2_PREFACE_LEN];   /* bytes read while sniffing */
+    size_t first_len;
+    http1_conn *h1;
+    h2_io io;
+    rpc_call *calls;
+    size_t n_calls;        /* in `calls` */
+    struct rpc_slot_hold *holds;   /* slots of ended calls whose work goes on */
+    size_t n_holds;
+    size_t pending_bytes;  /* reserved by this connection's unfinished requests */
+    int final_goaway;      /* last-stream-id GOAWAY sent */
+    uint32_t watching;     /* events the loop watches for */
+    int got_settings;      /* the client's SETTINGS arrived: handshake done */
+    int closing;
+    loop_timer *handshake_timer;
+    loop_timer *idle_timer;   /* armed while the connection has no calls */
+    loop_timer *write_timer;  /* armed while the socket does not take our bytes */
+    uint64_t written_at_check;
+    int large_call;           /* a message of SERVER_LARGE_MESSAGE or more since idle */
+    struct conn *next;
+} conn;
+
+struct server {
+    loop *loop;
+    rpc_server_config cfg_copy;
+    const rpc_server_config *cfg;
+    int listen_fd;
+    int port;
+    conn *conns;
+    size_t active_calls;   /* unary calls not yet freed (Watch excluded) */
+    size_t pending_bytes;  /* reserved by all unfinished requests */
+    int draining;
+    int stopping;          /* grace expired: calls are being cancelled */
+    loop_timer *grace_timer;
+    loop_timer *goaway_timer;
+    loop_timer *exit_timer;
+    loop_timer *drain_step_timer;
+    loop_timer *spares_timer;   /* armed while idle with spare memory held */
+    int conns_freed;            /* connections closed since the last release */
+    int accept_paused;          /* the listener is not watched: out of descriptors */
+    int64_t accept_trouble_ns;  /* when accepting last started failing; 0: it works */
+    loop_timer *accept_timer;   /* retries accepting while paused */
+};
+
+/* ---- rpc_server.c: the server ------------------------------------------- */
+
+/* The opaque data of the drain PING; its ACK triggers the final GOAWAY. */
+extern const uint8_t server_drain_ping[8];
+/* No unary call is running; parked: a connection just gave its buffers to
+ * the spares. Arms the timer that releases spare memory. */
+void server_spares_idle(server *s, int parked);
+/* While draining: a call or connection ended, take the next drain step. */
+void server_check_drained(server *s);
+/* A descriptor was freed: accept again if accepting was paused. */
+void server_resume_accept(server *s);
+
+/* ---- rpc_conn.c: one connection ----------------------------------------- */
+
+/* A connection just accepted: wait for its first bytes (closes fd on ENOMEM). */
+void conn_new(server *s, int fd);
+/* Write what the session has queued; close the connection when it is done. */
+void conn_flush(conn *c);
+/* Cancel its calls, drop its slot holds, free it. */
+void conn_close(conn *c);
+/* The connection has no calls: start its --idle-timeout. */
+void conn_arm_idle(conn *c);
+
+/* ---- rpc_call.c: one call (from rpc_conn.c's nghttp2 callbacks) ---------- */
+
+rpc_call *call_new(conn *cn, int32_t stream_id);
+/* The request's headers are complete: route and check them. */
+void call_check_headers(rpc_call *c);
+/* DATA of the request: deframe, reserve its size, hand the message over. */
+void call_on_data(rpc_call *c, const uint8_t *data, size_t len);
+/* The client half-closed the stream. */
+void call_on_request_end(rpc_call *c);
+/* The response body for h2_io_queue_data (h2_io_copy_fn). */
+void call_copy_body(void *src, uint8_t *dst, size_t len);
+/* The stream closed: end the handler, count the call, free it. */
+void call_free(rpc_call *c);
+/* Tell the handler to let go (method->end); safe to call more than once. */
+void call_end_handler(rpc_call *c);
+/* Answer with an error status of the transport's, with a given HTTP status. */
+void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message);
+
+#endif
