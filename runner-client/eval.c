@@ -7,10 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/duration.h"
 #include "core/fdio.h"
 #include "core/numparse.h"
 #include "grpc/grpc_status.h"
+#include "oci/image_ref.h"
+#include "call_opts.h"
 #include "commands.h"
 #include "flags.h"
 #include "fn_call.h"
@@ -24,7 +25,8 @@ static const char eval_usage[] =
     "       runner-client eval --addr HOST:PORT --fn IMG[=KEY=VALUE,...]... [flags] [FILE|DIR|-]\n"
     "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [FILE|DIR|-]\n"
     "Builds a ResourceList from a YAML file, a directory of YAML files or stdin\n"
-    "(an existing ResourceList passes through) and evaluates it.\n"
+    "(an existing ResourceList passes through) and evaluates it. A directory\n"
+    "without any KRM object is an error (no resources found).\n"
     "\n"
     "  --image IMG          one call with this image; the answer is written to stdout\n"
     "                       verbatim and the function's log to stderr\n"
@@ -33,7 +35,8 @@ static const char eval_usage[] =
     "  --pipeline KPTFILE   the steps of a Kptfile's pipeline: mutators, then validators,\n"
     "                       each {image, name, configMap | configPath}\n"
     "  --stop-on-error[=false]  stop at the first failed step (default true)\n"
-    "  --timeout DUR        deadline of each call, e.g. 30s\n"
+    "  --timeout DUR        deadline of each call (default 5m; 0: none), e.g. 30s;\n"
+    "                       connecting may take at most 10s, or DUR when shorter\n"
     "  --max-message BYTES  largest answer accepted (default 6291456)\n"
     "\n"
     "A pipeline feeds each mutator's output items to the next step; validators\n"
@@ -41,7 +44,8 @@ static const char eval_usage[] =
     "results of severity error. The final ResourceList (written also after a\n"
     "failure) holds every step's results, tagged fn.kpt.dev/step and\n"
     "fn.kpt.dev/image; logs go to stderr as \"[step N IMG] line\".\n"
-    "Exit status: 0 success, 1 the call or a step failed, 2 bad usage or input.\n";
+    "Exit status: 0 success, 1 the call or a step failed (a deadline passed, the server\n"
+    "could not be reached: DEADLINE_EXCEEDED, UNAVAILABLE), 2 bad usage or input.\n";
 
 static int usage_error(buf *err)
 {
@@ -144,7 +148,7 @@ static int eval_single(const char *addr, const char *image, const buf *rl,
 
 typedef struct eval_opts {
     const char *addr, *image, *timeout, *max_text, *kptfile, *input;
-    int64_t timeout_ns;
+    gc_unary_opts call;
     unsigned long long max_message;
 } eval_opts;
 
@@ -163,8 +167,10 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *er
     }
     if (!o->addr)
         buf_printf(err, "--addr HOST:PORT is required");
-    else if (o->timeout && duration_parse(o->timeout, &o->timeout_ns) < 0)
-        buf_printf(err, "invalid --timeout \"%s\": want a duration such as 30s", o->timeout);
+    else if (call_opts_timeouts(o->timeout, CALL_EVAL_TIMEOUT_NS, &o->call, err) < 0)
+        ;
+    else if (o->image && *o->image && image_ref_check(o->image, err) < 0)
+        ;
     else if (parse_uint(o->max_text, 2147483647ULL, &o->max_message) < 0 || o->max_message == 0)
         buf_printf(err, "invalid --max-message \"%s\"", o->max_text);
     else if (o->image && (a->n_fns || o->kptfile))
@@ -197,7 +203,8 @@ int cmd_eval(int argc, char **argv)
 
     buf rl = {0};
     char why[1024];
-    gc_unary_opts call = {.timeout_ns = o.timeout_ns, .max_message = (uint32_t)o.max_message};
+    gc_unary_opts call = o.call;
+    call.max_message = (uint32_t)o.max_message;
     if (rl_input_build(o.input, &rl, why, sizeof why) < 0) {
         fprintf(stderr, "runner-client eval: %s\n", why);
         rc = 2;

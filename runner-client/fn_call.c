@@ -6,6 +6,7 @@
 
 #include "grpc/grpc_status.h"
 #include "evaluator.pb-c.h"
+#include "peer_hint.h"
 
 /* Packs the request into packed; -1 when out of memory. */
 static int pack_request(const char *image, const char *rl, size_t len, buf *packed)
@@ -59,6 +60,7 @@ int fn_call(const char *addr, const char *image, const char *rl, size_t len,
     if (r.status == GRPC_OK) {
         rc = unpack_response(&r, out);
     } else {
+        peer_hint_apply(addr, r.connected, r.status, &r.message);
         out->message = r.message;
         r.message = NULL;
         rc = 0;

@@ -2,28 +2,33 @@
  * calls grpc.health.v1.Health/Check and exits 0 when the answer is SERVING. */
 #include <stdio.h>
 
-#include "core/duration.h"
 #include "grpc/grpc_status.h"
 #include "grpc/grpc_unary.h"
+#include "call_opts.h"
 #include "commands.h"
 #include "flags.h"
 #include "health.pb-c.h"
+#include "peer_hint.h"
 
 static const char health_usage[] =
     "Usage: runner-client health --addr HOST:PORT [--service NAME] [--timeout DUR]\n"
+    "Calls grpc.health.v1.Health/Check and prints the status (SERVING, NOT_SERVING, ...).\n"
+    "\n"
+    "  --service NAME   the service to ask about (default \"\": the server as a whole)\n"
+    "  --timeout DUR    deadline of the call, e.g. 1s (default 5s; 0: none); connecting\n"
+    "                   may take at most 10s, or DUR when shorter\n"
     "Exit status: 0 SERVING, 1 not serving or the call failed, 2 bad usage.\n";
 
 int cmd_health(int argc, char **argv)
 {
-    const char *addr = NULL, *service = "", *timeout = "5s";
+    const char *addr = NULL, *service = "", *timeout = NULL;
     flag_def defs[] = {{"--addr", &addr}, {"--service", &service}, {"--timeout", &timeout}, {0}};
     int n_pos, help;
     buf err = {0};
-    int64_t timeout_ns;
+    gc_unary_opts opts = {0};
     if (flags_parse(argc, argv, defs, NULL, 0, &n_pos, &help, &err) < 0 ||
         (!help && !addr && buf_printf(&err, "--addr HOST:PORT is required") == 0) ||
-        (!help && duration_parse(timeout, &timeout_ns) < 0 &&
-         buf_printf(&err, "invalid --timeout \"%s\"", timeout) == 0)) {
+        (!help && call_opts_timeouts(timeout, CALL_HEALTH_TIMEOUT_NS, &opts, &err) < 0)) {
         fprintf(stderr, "runner-client health: %s\n", err.data);
         buf_free(&err);
         return 2;
@@ -42,7 +47,6 @@ int cmd_health(int argc, char **argv)
         return 2;
     }
     grpc__health__v1__health_check_request__pack(&req, packed);
-    gc_unary_opts opts = {.connect_timeout_ns = timeout_ns, .timeout_ns = timeout_ns};
     gc_unary_result r;
     if (gc_unary(addr, "/grpc.health.v1.Health/Check", packed, len, &opts, &r) < 0) {
         fprintf(stderr, "runner-client: out of memory\n");
@@ -50,6 +54,7 @@ int cmd_health(int argc, char **argv)
     }
     int rc = 1;
     if (r.status != GRPC_OK) {
+        peer_hint_apply(addr, r.connected, r.status, &r.message);
         fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
     } else {
         Grpc__Health__V1__HealthCheckResponse *resp =

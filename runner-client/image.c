@@ -28,7 +28,7 @@ static const char image_usage[] =
     "                           localhost, 127.0.0.1 and [::1] always are\n"
     "  --platform OS/ARCH       the index entry to follow (default linux/amd64)\n"
     "  --output json|text       output format (default text)\n"
-    "  --timeout DUR            per HTTP request (default 30s)\n"
+    "  --timeout DUR            per HTTP request (default 30s; connecting: at most 10s of it)\n"
     "  --debug                  print request and cache counts on stderr\n"
     "Exit status: 0 found, 1 lookup failed, 2 bad usage (including an invalid IMAGE).\n";
 
@@ -96,12 +96,9 @@ static int parse_cli(image_cli *cli, int argc, char **argv, int *help, buf *err)
         return buf_printf(err, "invalid --output \"%s\" (json or text)", cli->output), -1;
     if (cli->n_images == 0)
         return buf_printf(err, "an IMAGE is required"), -1;
-    for (int i = 0; i < cli->n_images; i++) {
-        image_ref ref;
-        if (image_ref_parse(cli->images[i], &ref, err) < 0)
+    for (int i = 0; i < cli->n_images; i++)
+        if (image_ref_check(cli->images[i], err) < 0)
             return -1;
-        image_ref_free(&ref);
-    }
     oci_platform p;
     return oci_platform_parse(cli->platform, &p, err);
 }

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "oci/image_ref.h"
+
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
 
 static pl_step *new_step(pipeline *p)
@@ -73,6 +75,13 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err)
         buf_printf(err, "--fn \"%s\": no image (want IMAGE[=KEY=VALUE,...])", spec);
         return -1;
     }
+    char *image = strndup(spec, image_len);
+    int valid = image ? image_ref_check(image, err) == 0 : (buf_printf(err, "out of memory"), 0);
+    if (image && !valid)
+        buf_printf(err, " in --fn \"%s\"", spec);
+    free(image);
+    if (!valid)
+        return -1;
     char *config = eq ? strdup(eq + 1) : NULL;
     size_t max = eq ? strlen(eq + 1) / 2 + 1 : 0, n = 0;
     rl_kv *pairs = max ? calloc(max, sizeof *pairs) : NULL;
@@ -210,6 +219,12 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         return step_error(k, list, i, "selectors and exclude are not supported");
     if (optional_text(k, entry, "image", &image) < 0 || !image || !*image)
         return step_error(k, list, i, "image is required (a string)");
+    buf bad = {0};
+    if (image_ref_check(image, &bad) < 0) {
+        step_error(k, list, i, "%s", bad.data ? bad.data : "out of memory");
+        buf_free(&bad);
+        return -1;
+    }
     if (optional_text(k, entry, "name", &name) < 0)
         return step_error(k, list, i, "name is not a string");
     if (optional_text(k, entry, "configPath", &config_path) < 0)

@@ -13,6 +13,7 @@
 #include "krm/yaml_depth.h"
 #include "kube/pod_id.h"
 #include "kube/pod_template.h"
+#include "oci/image_ref.h"
 #include "commands.h"
 #include "flags.h"
 
@@ -149,6 +150,8 @@ static int check_render(render_req *r, const render_flags *f, pod_template_opts 
     unsigned long long max_body;
     if (!f->image || !*f->image)
         return buf_printf(err, "--image is required"), -1;
+    if (image_ref_check(f->image, err) < 0)
+        return -1;
     if (sources > 1)
         return buf_printf(err, "give the entrypoint once: --entrypoint, --entrypoint-json or -- ARG..."), -1;
     if (!sources)
@@ -296,6 +299,11 @@ static int cmd_id(int argc, char **argv)
         return fputs(pod_usage, stdout), 0;
     if (!image || !*image)
         return usage_error("id", "--image is required");
+    if (image_ref_check(image, &err) < 0) {
+        rc = usage_error("id", err.data);
+        buf_free(&err);
+        return rc;
+    }
     if (parse_uint(postfix_text, 2147483647ULL, &postfix) < 0 || !postfix)
         return usage_error("id", "invalid --postfix (1, 2, ...)");
     if (strcmp(porch, "true") && strcmp(porch, "false"))

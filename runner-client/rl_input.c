@@ -19,6 +19,11 @@
  *    use up an index; stdin gets no path.
  *  - A directory contributes the files pkg_files.h lists, in its order,
  *    never unwraps lists, and annotates paths relative to the directory.
+ *    One with no object at all (empty, no matching file, only empty or
+ *    comment documents) is an error, kpt's "no resources found": pointing
+ *    eval at the wrong directory must not run a function on nothing. Its
+ *    Kptfile counts: kpt gives functions the Kptfile too. stdin and a file
+ *    may hold no object (a generator's input).
  *
  * The pieces: each input is parsed into libyaml events (event_list.h) and
  * the objects are re-emitted into the new list (rl_writer.h), so scalars
@@ -59,6 +64,7 @@ static int wrap_documents(rl_writer *w, event_list *list, const char *rel_path)
                                           event_node_kind(top));
             if (kpt_annotations_emit_object(w, list, root, end, rel_path, index++) < 0)
                 return -1;
+            w->objects++;
         }
         at = end + 1; /* past DOCUMENT_END */
     }
@@ -218,6 +224,8 @@ static int build_from_directory(const char *path, buf *out, char *err, size_t er
         rc = rl_writer_emit_new(&w, YAML_SEQUENCE_START_EVENT);
     if (rc == 0)
         rc = pkg_files_walk(path, add_package_file, &w, err, errlen);
+    if (rc == 0 && w.objects == 0)
+        rc = rl_writer_fail(&w, "%s: " RL_INPUT_NO_RESOURCES, path);
     if (rc == 0)
         rc = rl_writer_emit_new(&w, YAML_SEQUENCE_END_EVENT);
     return rl_writer_close(&w, rc);

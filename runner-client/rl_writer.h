@@ -34,6 +34,7 @@ typedef struct rl_writer {
     const char *name;    /* input being read, for messages */
     size_t doc_position; /* its document being wrapped, counting empty ones */
     size_t doc_line;     /* 1-based line where that document's object starts */
+    size_t objects;      /* objects wrapped into items so far */
 } rl_writer;
 
 /* Prepares w to append to out; `name` names the input in messages (the

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/duration.h"
@@ -122,19 +123,42 @@ static int runner_check_binaries(runner *r, const fnconfig *c, int *functions_fd
     return 0;
 }
 
+/* A runner with nothing to run answers every call NOT_FOUND: say so at
+ * load, naming what was read, rather than only in each answer. */
+static void runner_warn_empty(const runner *r, const fnconfig *c)
+{
+    struct stat st;
+    if (!r->exec_enabled)
+        return;   /* nothing can run: every call says "no function runtime is enabled" */
+    if (!r->config_path) {
+        log_warn("no --function-config given: no image is configured, every call will be "
+                 "answered NOT_FOUND (give a FunctionConfig file or directory)");
+    } else if (!c->n) {
+        int dir = stat(r->config_path, &st) == 0 && S_ISDIR(st.st_mode);
+        log_warn("%s: no FunctionConfig found (%s); every call will be answered NOT_FOUND",
+                 r->config_path,
+                 dir ? "read the *.yaml and *.yml files of this directory, not its subdirectories, "
+                       "for kind FunctionConfig, apiVersion config.porch.kpt.dev/v1alpha1"
+                     : "read this file for kind FunctionConfig, apiVersion "
+                       "config.porch.kpt.dev/v1alpha1");
+    } else if (!has_binaries(c)) {
+        log_warn("%s: %zu FunctionConfigs, none with a binaryExecutor: the exec runtime has "
+                 "nothing to run", r->config_path, c->n);
+    }
+}
+
 static int runner_load(runner *r, fnconfig *out, int *functions_fd, buf *err)
 {
     *out = (fnconfig){0};
     *functions_fd = -1;
-    if (!r->config_path)
-        return 0;
-    if (fnconfig_load(r->config_path, r->functions_dir, out, err) < 0)
+    if (r->config_path && fnconfig_load(r->config_path, r->functions_dir, out, err) < 0)
         return -1;
     if (runner_check_binaries(r, out, functions_fd, err) < 0) {
         fnconfig_free(out);
         return -1;
     }
     runner_warn_unsupported(out);
+    runner_warn_empty(r, out);
     return 0;
 }
 
@@ -159,6 +183,45 @@ static void runner_reload(void *ctx)
     buf_free(&err);
 }
 
+/* Appends one configured image name to out, as a user would write it: the
+ * entry's first prefix ("" = --default-image-prefix) before spec.image, or
+ * the bare name when any repository is accepted (no prefixes). */
+static void append_image_name(const runner *r, const fnconfig_entry *e, const char *tag, buf *out)
+{
+    const char *prefix = !e->n_prefixes ? "" : e->prefixes[0][0] ? e->prefixes[0] : r->prefix;
+    size_t n = strlen(prefix);
+    buf_printf(out, "%s%s%s:%s", prefix, n && prefix[n - 1] != '/' ? "/" : "", e->image, tag);
+}
+
+/* What NOT_FOUND adds to `function "IMG" not found`: the images the exec
+ * runtime serves, at most SERVE_LIST_MAX of them, then "and N more". */
+#define SERVE_LIST_MAX 5
+static void runner_describe_configured(const runner *r, buf *why)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < r->cfg.n; i++)
+        if (r->cfg.entries[i].binary.present)
+            total += r->cfg.entries[i].binary.n_tags;
+    if (!total) {
+        buf_append_str(why, r->config_path ? "; no image is configured (no FunctionConfig in "
+                                             "--function-config has a binaryExecutor)"
+                                           : "; no image is configured (no --function-config)");
+        return;
+    }
+    buf_append_str(why, "; configured: ");
+    size_t shown = 0;
+    for (size_t i = 0; i < r->cfg.n && shown < SERVE_LIST_MAX; i++) {
+        const fnconfig_entry *e = &r->cfg.entries[i];
+        for (size_t t = 0; e->binary.present && t < e->binary.n_tags && shown < SERVE_LIST_MAX; t++) {
+            if (shown++)
+                buf_append_str(why, ", ");
+            append_image_name(r, e, e->binary.tags[t], why);
+        }
+    }
+    if (total > shown)
+        buf_printf(why, " and %zu more", total - shown);
+}
+
 /* ev_exec's lookup: the binary a FunctionConfig gives this image, opened
  * beneath --functions (inheritable: see ev_exec_lookup_fn). */
 static int runner_lookup(void *ctx, const char *image, buf *path, int *fd, buf *why)
@@ -169,8 +232,10 @@ static int runner_lookup(void *ctx, const char *image, buf *path, int *fd, buf *
     if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
         e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
     buf_free(&resolved);
-    if (!e)
+    if (!e) {
+        runner_describe_configured(r, why);
         return 0;
+    }
     if (buf_append_str(path, e->binary.path) < 0) {
         buf_append_str(why, "out of memory");
         return -1;

@@ -215,6 +215,15 @@ void image_ref_free(image_ref *r)
     memset(r, 0, sizeof *r);
 }
 
+int image_ref_check(const char *s, buf *err)
+{
+    image_ref r;
+    if (image_ref_parse(s, &r, err) < 0)
+        return -1;
+    image_ref_free(&r);
+    return 0;
+}
+
 const char *image_ref_reference(const image_ref *r)
 {
     return r->digest ? r->digest : r->tag;

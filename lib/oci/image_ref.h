@@ -26,6 +26,12 @@ typedef struct image_ref {
 int image_ref_parse(const char *s, image_ref *out, buf *err);
 void image_ref_free(image_ref *r);
 
+/* Whether s is a valid reference, by the same rules as image_ref_parse (the
+ * one check every command applies to an image it is given). Returns 0, or
+ * -1 with the reason appended to err, e.g. `invalid image reference "Bad
+ * Image!": repository name "Bad Image!" must be lowercase`. */
+int image_ref_check(const char *s, buf *err);
+
 /* What to ask the registry's manifests endpoint for: the digest when there
  * is one (it pins the content), else the tag. */
 const char *image_ref_reference(const image_ref *r);

@@ -172,10 +172,12 @@ static char *const *exec_resolve(exec_ev *e, exec_call *c)
         exec_set_failure(c, GRPC_FAILED_PRECONDITION, 0);
         return NULL;
     }
-    buf_free(&why);
     buf_append_str(&c->verdict.message, "function ");
     go_quote(c->image, &c->verdict.message);
     buf_append_str(&c->verdict.message, " not found");
+    if (why.len)
+        buf_append(&c->verdict.message, why.data, why.len);
+    buf_free(&why);
     exec_set_failure(c, GRPC_NOT_FOUND, 1);
     return NULL;
 }

@@ -26,6 +26,8 @@
  *       closes it once the process is started, so nothing done to the path
  *       after the lookup changes what runs;
  *    0  no binary for this image: NOT_FOUND, ev_multi tries the next runtime;
+ *       what why holds then is added to the message `function "IMG" not
+ *       found` (e.g. "; configured: ..." to show what would have matched);
  *   -1  there is one, but it may not or cannot run: why says so, and the
  *       call fails FAILED_PRECONDITION. */
 typedef int ev_exec_lookup_fn(void *ctx, const char *image, buf *path, int *fd, buf *why);

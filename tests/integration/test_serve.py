@@ -93,7 +93,9 @@ def test_unknown_image_is_not_found(runner, image):
     srv = runner("--disable-runtimes=pod")
     err = srv.evaluate_error(cm_rl(), image=image)
     assert err.code() == grpc.StatusCode.NOT_FOUND
-    assert err.details() == f'function "{image}" not found'
+    # issue 17: the answer lists what is configured (it used to stop at "not found")
+    # (failing and slow have no prefixes: any repository, so their bare names)
+    assert err.details() == f'function "{image}" not found; configured: {FULL}, failing:v1, slow:v1'
     assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
 
 

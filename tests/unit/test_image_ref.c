@@ -119,3 +119,25 @@ Test(image_ref, name_length_limit)
     name[8 + 247] = 'a';
     expect_error(name, "longer than 255");
 }
+
+/* image_ref_check is what every command (image, pod render, pod id, eval
+ * --image, --fn, Kptfile pipelines) applies: the parser's verdict. */
+Test(image_ref, check_agrees_with_parse)
+{
+    const char *good[] = {"busybox", "set-namespace:v0.4.1", "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1",
+                          "localhost:5000/fn@sha256:" "0000000000000000000000000000000000000000000000000000000000000000"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        buf err = {0};
+        cr_assert_eq(image_ref_check(good[i], &err), 0, "%s: %s", good[i], err.data ? err.data : "");
+        cr_assert_eq(err.len, 0);
+    }
+    buf err = {0};
+    cr_assert_eq(image_ref_check("Bad Image!", &err), -1);
+    cr_assert_str_eq(err.data, "invalid image reference \"Bad Image!\": repository name \"Bad Image!\" must be lowercase");
+    buf_free(&err);
+    cr_assert_eq(image_ref_check("bad image", &err), -1);
+    cr_assert(strstr(err.data, "invalid component \"bad image\""), "%s", err.data);
+    buf_free(&err);
+    cr_assert_eq(image_ref_check("", &err), -1);
+    buf_free(&err);
+}

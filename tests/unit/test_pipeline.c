@@ -83,6 +83,9 @@ Test(pipeline, bad_fn_flags)
     assert_fn_error("img=", "want KEY=VALUE");
     assert_fn_error("img=k", "\"k\" is not KEY=VALUE");
     assert_fn_error("img=k=v,=v", "is not KEY=VALUE");
+    /* images are checked as everywhere else (image_ref_check) */
+    assert_fn_error("Bad Image!=k=v", "invalid image reference \"Bad Image!\": repository name \"Bad Image!\" "
+                                      "must be lowercase in --fn \"Bad Image!=k=v\"");
 }
 
 Test(pipeline, kptfile_steps_in_order)
@@ -132,6 +135,8 @@ Test(pipeline, bad_kptfiles)
     assert_kptfile_error("pipeline: []\n", "pipeline is not a mapping");
     assert_kptfile_error("pipeline:\n  mutators: [a]\n", "pipeline.mutators[0]: not a mapping");
     assert_kptfile_error("pipeline:\n  mutators:\n  - image: [a]\n", "image is required");
+    assert_kptfile_error("pipeline:\n  validators:\n  - image: a:b:c\n",
+                         "pipeline.validators[0]: invalid image reference \"a:b:c\"");
     assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configMap: {a: [b]}\n",
                          "configMap entry 1 is not a string");
     assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: nope.yaml\n",

@@ -533,12 +533,33 @@ Test(rl_input, directory_does_not_unwrap_resource_lists)
     parsed_free(&p);
 }
 
-Test(rl_input, empty_directory_gives_empty_items)
+/* Issue 17: a directory without objects is kpt's "no resources found", not
+ * an empty list (it used to give `items: []`); a file may be empty. */
+Test(rl_input, directory_without_objects_is_no_resources_found)
 {
     make_dir("nothing");
+    make_dir("no-yaml");
+    write_file("no-yaml/README.md", "kind: NotRead\n");
+    make_dir("blank");
+    write_file("blank/empty.yaml", "");
+    write_file("blank/comments.yml", "# nothing here\n---\n");
+    const char *dirs[] = { "nothing", "no-yaml", "blank" };
+    for (size_t i = 0; i < 3; i++) {
+        char err[512], want[600];
+        build_fails(dirs[i], err, sizeof err);
+        snprintf(want, sizeof want, "%s: " RL_INPUT_NO_RESOURCES, in_dir(dirs[i]));
+        cr_assert_str_eq(err, want);
+    }
+}
+
+Test(rl_input, directory_with_only_a_kptfile_gives_the_kptfile)
+{
+    make_dir("kptonly");
+    write_file("kptonly/Kptfile", "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n");
     parsed p;
-    build_ok("nothing", &p);
-    cr_assert_eq(item_count(&p), 0);
+    build_ok("kptonly", &p);
+    cr_assert_eq(item_count(&p), 1);
+    cr_assert_str_eq(scalar_at(&p, "items", "0", "kind", NULL), "Kptfile");
     parsed_free(&p);
 }
 
