@@ -104,6 +104,7 @@ E2E_INIT_IMAGE=$(push build/images/wrapper-server:latest krm-e2e-wrapper-server)
 E2E_FN_IMAGE=$(push "$OUT/fn:e2e" krm-e2e-fn)
 E2E_EMBEDDED_IMAGE=$(push "$OUT/fn-embedded:e2e" krm-e2e-fn-embedded)
 export E2E_INIT_IMAGE E2E_FN_IMAGE E2E_EMBEDDED_IMAGE BUILD
+export WRAPPER_SERVER_IMAGE=$E2E_INIT_IMAGE     # runner-client's default, as Porch's
 export E2E_FIGURES=$OUT/figures.txt
 log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE"
 

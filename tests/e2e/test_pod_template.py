@@ -12,6 +12,7 @@ readiness probe at its default period (10 s) and at 1 s.
 
 import json
 import statistics
+import subprocess
 import time
 
 import pytest
@@ -63,7 +64,7 @@ def check_answer(r):
     assert "fn parent: wrapper-server" in r.stderr, r.stderr
 
 
-def test_rendered_pod_serves(api, runner, images, namespace, fn_image, tmp_path):
+def test_rendered_pod_serves(api, runner, images, namespace, fn_image, tmp_path, figures):
     pod, svc = render(runner, images, namespace, images.fn, fn_image["digest"], fn_image["entrypoint"])
     api.create(svc)
     name, _ = create_pod(api, pod)
@@ -84,7 +85,10 @@ def test_rendered_pod_serves(api, runner, images, namespace, fn_image, tmp_path)
     # The container's process is the wrapper server copied in by the init container.
     log = api.logs(namespace, name, "function")
     assert f"Listening on :{PORT}" in log, log
-    assert api.logs(namespace, name, "copy-wrapper-server") == ""   # cp -a is silent
+    # The copier runs as 65532 and cannot give the emptyDir root's owner or
+    # times: busybox's warnings, exit 0 (as Porch's image). Nothing else.
+    init_log = api.logs(namespace, name, "copy-wrapper-server").splitlines()
+    assert all(line.startswith("cp: can't preserve ") for line in init_log), init_log
 
     # The Service selects the pod: its EndpointSlice lists the pod's address, ready.
     def slice_ready():
@@ -102,7 +106,7 @@ def test_rendered_pod_serves(api, runner, images, namespace, fn_image, tmp_path)
     api.delete("pods", namespace, name, grace=0)
     api.delete("services", namespace, svc["metadata"]["name"])
     api.wait_gone("pods", namespace, name, 60 * SLOW)
-    print(f"rendered pod Ready {waited:.1f} s after its creation")
+    figures.append(f"rendered pod: Ready {waited:.1f} s after the create (image pulls included if not on the node yet)")
 
 
 def test_embedded_image_serves(api, runner, images, namespace, tmp_path):
@@ -129,7 +133,7 @@ def waiting_reason(pod, container):
     return (st.get("state", {}).get("waiting") or {}).get("reason")
 
 
-def test_missing_image_reason(api, runner, images, namespace, fn_image):
+def test_missing_image_reason(api, runner, images, namespace, fn_image, figures):
     """A function image that is not in the registry: the API shows
     ErrImagePull or ImagePullBackOff, naming the image, within 10 s."""
     digest = "sha256:" + "0" * 64
@@ -143,11 +147,11 @@ def test_missing_image_reason(api, runner, images, namespace, fn_image):
     assert images.missing in waiting.get("message", ""), waiting
     assert seen["status"]["phase"] == "Pending"
     assert not is_ready(seen)
-    print(f"missing image: {waiting['reason']} {elapsed:.1f} s after the create: {waiting.get('message')}")
+    figures.append(f"missing image: {waiting['reason']} in the API {elapsed:.1f} s after the create")
     assert elapsed <= FAIL_FAST * SLOW, f"{waiting['reason']} only {elapsed:.1f} s after the create"
 
 
-def test_crashing_container_reason(api, runner, images, namespace, fn_image):
+def test_crashing_container_reason(api, runner, images, namespace, fn_image, figures):
     """A function container that exits at start (here the wrapper server
     refuses an unknown flag, exit 2): the API shows the termination (reason
     Error, exit code 2) or CrashLoopBackOff within 10 s, and the container's
@@ -169,8 +173,8 @@ def test_crashing_container_reason(api, runner, images, namespace, fn_image):
     assert not is_ready(seen)
     log = api.logs(namespace, name, "function", previous=st["restartCount"] > 0)
     assert "no-such-flag" in log, log
-    print(f"crashing container: {term['reason']} exit {term['exitCode']} {elapsed:.1f} s after the create; "
-          f"log: {log.strip().splitlines()[-1] if log.strip() else ''}")
+    figures.append(f"crashing container: terminated ({term['reason']}, exit {term['exitCode']}) in the API "
+                   f"{elapsed:.1f} s after the create")
     assert elapsed <= FAIL_FAST * SLOW, f"termination shown only {elapsed:.1f} s after the create"
 
     # Then the kubelet backs off: CrashLoopBackOff, the reason Porch's runner will report.
@@ -197,7 +201,11 @@ def cold_start(api, runner, tmp_path, pod, image):
             t_ready = now - t0
         ip = p.get("status", {}).get("podIP")
         if ip and t_health is None:
-            h = runner(["health", "--addr", f"{ip}:{PORT}", "--timeout", "1s"])
+            try:
+                h = runner(["health", "--addr", f"{ip}:{PORT}", "--timeout", "1s"], timeout=10)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"runner-client health --timeout 1s on a starting pod ({ip}) still ran after "
+                            f"{10 * SLOW:.0f} s", pytrace=False)
             if h.returncode == 0:
                 t_health = time.monotonic() - t0
         if t_health is not None and t_eval is None:
@@ -231,5 +239,3 @@ def test_cold_start_figures(api, runner, images, namespace, fn_image, tmp_path, 
     figures.append("  " + summary("create -> wrapper answers health", [r[0] for r in results]))
     figures.append("  " + summary("create -> first EvaluateFunction answered", [r[1] for r in results]))
     figures.append("  " + summary("create -> pod Ready", [r[2] for r in results]))
-    for r in results:   # sanity, not timing: Ready never comes before the server answers health
-        assert r[0] is not None and r[2] is not None
