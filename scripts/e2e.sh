@@ -26,6 +26,7 @@ cd "$ROOT"
 BUILD=${BUILD:-build}
 OUT=$BUILD/e2e
 LAB_DIR=${E2E_LAB_DIR:-/tmp/krm-e2e-lab}
+PYTEST_PID=
 log() { echo "e2e: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -43,6 +44,26 @@ find_lab() {
 # The manifest digest of a one-image OCI layout.
 layout_digest() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1] + "/index.json"))["manifests"][0]["digest"])' "$1"
+}
+
+# The EXIT trap once the lab is up: stop pytest if it runs, take the lab down,
+# fail if down.sh leaves anything.
+# shellcheck disable=SC2317  # called by the trap
+finish() {
+    rc=$?
+    trap - EXIT INT TERM
+    if [ -n "${PYTEST_PID:-}" ]; then
+        kill "$PYTEST_PID" 2>/dev/null || true
+        wait "$PYTEST_PID" 2>/dev/null || true
+    fi
+    log "taking the lab down"
+    if ! "$LAB/down.sh" --dir "$LAB_DIR"; then
+        log "FAILED: down.sh left something of the lab running (see above)"
+        rc=1
+    else
+        log "down.sh: nothing left"
+    fi
+    exit "$rc"
 }
 
 # ---- 1. binaries and images --------------------------------------------------------------
@@ -69,18 +90,6 @@ else
     lab_env=$("$LAB/up.sh" --dir "$LAB_DIR")      # on failure it cleans up itself
     # From here on, whatever happens, take the lab down; set only now, so a
     # lab somebody else started in LAB_DIR (up.sh refuses) is left alone.
-    finish() {
-        rc=$?
-        trap - EXIT INT TERM
-        log "taking the lab down"
-        if ! "$LAB/down.sh" --dir "$LAB_DIR"; then
-            log "FAILED: down.sh left something of the lab running (see above)"
-            rc=1
-        else
-            log "down.sh: nothing left"
-        fi
-        exit "$rc"
-    }
     trap finish EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -109,8 +118,13 @@ export E2E_FIGURES=$OUT/figures.txt
 log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE"
 
 # ---- 4. the tests ------------------------------------------------------------------------
+# In the background, so a SIGTERM to this script takes the lab down at once
+# (bash runs traps only between foreground commands); finish stops pytest.
 rc=0
 # shellcheck disable=SC2086
-/usr/bin/python3 -m pytest -q -p no:cacheprovider -rfE ${E2E_PYTEST_ARGS:-} tests/e2e || rc=$?
+/usr/bin/python3 -m pytest -q -p no:cacheprovider -rfE ${E2E_PYTEST_ARGS:-} tests/e2e &
+PYTEST_PID=$!
+wait "$PYTEST_PID" || rc=$?
+PYTEST_PID=
 log "pytest exit status $rc"
 exit "$rc"

@@ -174,8 +174,20 @@ class Api:
         kind = {"endpointslice": "endpointslices"}.get(kind, kind + "s")
         return Api.path(kind, ns or obj.get("metadata", {}).get("namespace"))
 
-    def create(self, obj, ns=None):
-        return self.request("POST", self.kind_path(obj, ns), obj)
+    def create(self, obj, ns=None, timeout=30):
+        """POSTs the object; returns what the server made of it. Kubernetes
+        < 1.24 refuses pods (HTTP 500) until the token controller has given
+        the namespace's service account its token secret, a moment after
+        the account itself: that answer is retried until timeout."""
+        deadline = time.monotonic() + timeout * SLOW
+        while True:
+            try:
+                return self.request("POST", self.kind_path(obj, ns), obj)
+            except ApiError as e:
+                if e.status != 500 or "No API token found for service account" not in e.body \
+                        or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.2)
 
     def get(self, kind, ns, name):
         return self.request("GET", self.path(kind, ns, name))
@@ -256,14 +268,27 @@ class Api:
 
     def create_namespace(self, name, timeout=60):
         """Creates the namespace and waits for its default service account
-        (pods are refused until it exists)."""
+        (pods are refused until it exists) and, before Kubernetes 1.24, for
+        the account's token secret (refused until then too)."""
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
                      "labels": {"krm-fn-runtime/e2e": "true"}}})
         deadline = time.monotonic() + timeout * SLOW
-        while self.get_or_none("serviceaccounts", name, "default") is None:
+        while True:
+            sa = self.get_or_none("serviceaccounts", name, "default")
+            if sa is not None and (sa.get("secrets") or not self.token_secrets()):
+                return
             if time.monotonic() >= deadline:
-                pytest.fail(f"namespace {name}: no default service account within {timeout} s", pytrace=False)
+                pytest.fail(f"namespace {name}: default service account {'without token ' if sa else ''}"
+                            f"after {timeout} s", pytrace=False)
             time.sleep(0.1)
+
+    def token_secrets(self):
+        """Whether the cluster gives service accounts token secrets (< 1.24)."""
+        if not hasattr(self, "_token_secrets"):
+            v = self.request("GET", "/version")
+            minor = int("".join(ch for ch in v.get("minor", "0") if ch.isdigit()) or 0)
+            self._token_secrets = v.get("major") == "1" and minor < 24
+        return self._token_secrets
 
 
 # Pod predicates.
