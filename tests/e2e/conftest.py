@@ -10,14 +10,18 @@ pytest by hand works too once the variables are exported:
     E2E_INIT_IMAGE    our init-container image (make images), pushed to REGISTRY
     E2E_FN_IMAGE      a plain busybox function image (tests/e2e/fn_image.py)
     E2E_EMBEDDED_IMAGE  the same image through images/embed
+    WRAPPER_SERVER_IMAGE  = E2E_INIT_IMAGE (runner-client's default, as Porch's)
     BUILD             build tree of runner-client (default build)
-    K8S_LAB_*         set when the cluster is the lab (k8s_lab.is_lab tells)
+    K8S_LAB_*         set when the cluster is the lab (the k8s fixture's is_lab)
+    E2E_SLOW          factor for every deadline (default 1)
+    E2E_FIGURES       file the figures are also written to
 
 Fixtures: `k8s` (the environment above), `api` (a small Kubernetes API
 client over urllib: create, get, list, delete, wait for a pod condition with
 a deadline, pod logs), `namespace` (a fresh namespace per test, deleted
 after it), `images` (the pushed image names), `runner` (runs
 $BUILD/bin/runner-client), `figures` (lines printed in the summary).
+The client and the pod predicates live in k8s.py, for tests to import.
 Nothing here needs kubectl.
 """
 
