@@ -4,6 +4,7 @@
 #   make test     unit + integration tests, again under ASan+UBSan, then a short
 #                 run of every libFuzzer target (make fuzz: the long run)
 #   make demo     evaluate a sample package through the wrapper server
+#   make e2e      end-to-end tests on a real Kubernetes cluster (scripts/e2e.sh)
 #
 # BUILD selects the output tree; SAN=1 builds with AddressSanitizer and
 # UndefinedBehaviorSanitizer (make test uses BUILD=build/asan SAN=1 for that).
@@ -153,6 +154,14 @@ valgrind: deps all
 
 demo: deps all
 	./scripts/demo.sh $(BUILD)
+
+# Not part of make test: the end-to-end tests on a real Kubernetes cluster,
+# by default the lab of ../shared/k8s-lab (root; its first build takes about
+# 8 minutes, then it is cached), or the cluster of KUBECONFIG with REGISTRY
+# (scripts/e2e.sh says more). E2E_PYTEST_ARGS passes pytest arguments.
+.PHONY: e2e
+e2e: deps
+	BUILD=$(BUILD) ./scripts/e2e.sh
 
 clean:
 	rm -rf build

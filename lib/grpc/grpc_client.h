@@ -37,7 +37,10 @@ gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint3
 /* Starts a unary call. The request bytes are borrowed, not copied (they
  * may be megabytes): they must stay valid until done is called. timeout_ns
  * <= 0: no deadline. Returns 0, or -1 when the call could not be started (done is
- * then not called). */
+ * then not called). The request is written at once, so done may run before
+ * gc_call returns 0: when that write finds the connection reset, the call
+ * ends UNAVAILABLE there; a caller about to run the loop for its calls must
+ * check whether they already ended. */
 int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
             gc_done_fn *done, void *ctx);
 

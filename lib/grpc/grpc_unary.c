@@ -11,11 +11,13 @@
 typedef struct unary_wait {
     loop *loop;
     gc_unary_result *out;
+    int finished;   /* unary_done ran (possibly inside gc_call) */
 } unary_wait;
 
 static void unary_done(const gc_result *r, void *ctx)
 {
     unary_wait *w = ctx;
+    w->finished = 1;
     w->out->status = r->status;
     w->out->message = strdup(r->message ? r->message : "");
     if (r->response_len)
@@ -45,7 +47,10 @@ int gc_unary(const char *addr, const char *path, const void *request, size_t len
     if (gc_call(c, path, request, len, opts->timeout_ns, unary_done, &w) < 0) {
         out->status = GRPC_INTERNAL;
         out->message = strdup("cannot start the call");
-    } else {
+    } else if (!w.finished) {
+        /* A connection reset found by gc_call's own write ends the call
+         * inside gc_call; loop_run would then clear that loop_stop and wait
+         * for ever, with no socket watched and no deadline armed. */
         loop_run(l);
     }
     gc_close(c);
