@@ -11,7 +11,9 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "runtime/ev_exec.h"
+#include "runtime/fn_job.h"
 #include "runtime/fn_server.h"
+#include "runtime/services.h"
 #include "cli.h"
 #include "probe.h"
 
@@ -51,8 +53,22 @@ static int run(const ws_config *cfg)
         loop_free(l);
         return 1;
     }
+    /* A function that cannot run makes a server that cannot serve: say so
+     * at start and in health (NOT_SERVING, /readyz 503), so its pod never
+     * turns Ready and whoever waits for it sees why, instead of SERVING and
+     * failing every call (Porch's server; calls still fail as there). */
+    buf cannot = {0};
     if (!cfg->entrypoint[0])
-        log_warn("no function entrypoint after \"--\": every EvaluateFunction call will fail");
+        buf_append_str(&cannot, "no function entrypoint after \"--\" (the image has neither "
+                                "Entrypoint nor Cmd)");
+    else
+        fn_job_can_run(cfg->entrypoint[0], &cannot);
+    if (cannot.len) {
+        log_error("the function cannot be run: %s; every EvaluateFunction call will fail, and "
+                  "health is NOT_SERVING", cannot.data);
+        health_set_not_serving(cannot.data);
+    }
+    buf_free(&cannot);
     /* "unexpected error:" is how Porch's Go server words a failed listen. */
     int rc = fn_server_run(l, ev, scfg, NULL, NULL, "unexpected error");
     loop_free(l);

@@ -197,7 +197,15 @@ static void conn_http1_request(void *ctx, const char *path, http1_response *r)
 {
     conn *c = ctx;
     server *s = c->srv;
-    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
+    const char *not_ready = NULL;
+    if (!strcmp(path, "/readyz") && !s->draining && s->cfg->not_ready)
+        not_ready = s->cfg->not_ready(s->cfg->app);
+    if (not_ready) {
+        /* alive (/healthz stays 200: a restart would not help) but unable
+         * to serve: the pod must not turn Ready */
+        r->status = 503;
+        buf_printf(&r->body, "not ready: %s\n", not_ready);
+    } else if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
         r->status = s->draining ? 503 : 200;
         buf_append_str(&r->body, s->draining ? "draining\n" : "ok\n");
     } else if (!strcmp(path, "/metrics")) {

@@ -40,6 +40,9 @@ typedef struct rpc_server_config {
     size_t max_waiting;
     const rpc_method *const *methods;   /* NULL-terminated */
     rpc_drain_fn *on_drain;      /* may be NULL; gets `app` as its ctx */
+    /* Why the server is not ready (GET /readyz answers 503 with it), or
+     * NULL when it is; may be NULL. Gets `app`. */
+    const char *(*not_ready)(void *app);
     void *app;                   /* the handlers' shared state (server_app) */
 } rpc_server_config;
 

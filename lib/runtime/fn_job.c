@@ -114,6 +114,26 @@ static const char *lookup_path(const char *name)
     return path_cache.path;
 }
 
+int fn_job_can_run(const char *argv0, buf *why)
+{
+    if (!strchr(argv0, '/')) {
+        if (lookup_path(argv0))
+            return 0;
+        buf_printf(why, "exec: \"%s\": executable file not found in $PATH", argv0);
+        return -1;
+    }
+    struct stat st;
+    if (stat(argv0, &st) < 0) {
+        buf_printf(why, "fork/exec %s: %s", argv0, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode) || !(st.st_mode & 0111) || access(argv0, X_OK) < 0) {
+        buf_printf(why, "fork/exec %s: permission denied", argv0);
+        return -1;
+    }
+    return 0;
+}
+
 static int make_pipe(int fds[2])
 {
     if (pipe2(fds, O_CLOEXEC) < 0)

@@ -98,6 +98,11 @@ struct fn_job {
 fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                      buf *why);
 
+/* Whether argv0 can be run as fn_job_start would run it (found in PATH when
+ * it has no '/', an executable file): 0, or -1 with why in the words
+ * fn_job_start would use. For a server to say at start that it cannot serve. */
+int fn_job_can_run(const char *argv0, buf *why);
+
 /* Streaming input: the first `ready` bytes of the input are there now. */
 void fn_job_input_ready(fn_job *job, size_t ready);
 

@@ -30,6 +30,12 @@ static void fn_server_drain(rpc_drain_phase phase, void *ctx)
         health_end_watches();
 }
 
+static const char *fn_server_not_ready(void *app)
+{
+    (void)app;
+    return health_not_serving_reason();
+}
+
 int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on_hup,
                   void *hup_ctx, const char *who)
 {
@@ -39,6 +45,7 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     cfg.methods = methods;
     cfg.app = ev;
     cfg.on_drain = fn_server_drain;
+    cfg.not_ready = fn_server_not_ready;
     metrics_gauge("krm_function_processes", "", "Function processes not yet reaped.",
                   fn_job_live_count);
     metrics_gauge("krm_function_calls_waiting", "",

@@ -16,6 +16,13 @@ extern const rpc_method health_check_method;    /* grpc.health.v1.Health/Check *
 extern const rpc_method health_list_method;     /* grpc.health.v1.Health/List */
 extern const rpc_method health_watch_method;    /* grpc.health.v1.Health/Watch */
 
+/* The server cannot do its work (wrapper-server: its function cannot be
+ * run): Check and Watch answer NOT_SERVING and /readyz 503 with the reason,
+ * so the pod never turns Ready. NULL: serving. The text is copied. */
+void health_set_not_serving(const char *reason);
+/* The reason given, or NULL while serving (draining aside). */
+const char *health_not_serving_reason(void);
+
 /* Draining began: Watch streams are told NOT_SERVING. */
 void health_drain_started(void);
 /* All work is done: end every Watch stream so connections can close. */

@@ -4,8 +4,10 @@
  * server ("") and each service served are known names; other names are
  * NOT_FOUND for Check and SERVICE_UNKNOWN for Watch. Everything is SERVING
  * until the server starts draining, then NOT_SERVING, so readiness drops at
- * once. Watch streams stay open and hear about that change; they are ended
+ * once; a server that cannot do its work at all (a function that cannot be
+ * run) is NOT_SERVING from the start (health_set_not_serving). Watch streams stay open and hear about that change; they are ended
  * (UNAVAILABLE) when the last in-flight call is done. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,7 @@ typedef struct health_state {
 
 static health_state *watches;
 static int draining;
+static char not_serving[512];   /* why the server cannot serve; "": it can */
 
 static int is_known(const char *name)
 {
@@ -43,7 +46,8 @@ static int is_known(const char *name)
 
 static serving_status current_status(void)
 {
-    return draining ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+    return draining || not_serving[0]
+                    ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                     : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }
 
@@ -177,6 +181,16 @@ static void health_end(rpc_call *c, int finished)
     buf_free(&st->reply);
     free(st);
     c->state = NULL;
+}
+
+void health_set_not_serving(const char *reason)
+{
+    snprintf(not_serving, sizeof not_serving, "%s", reason ? reason : "");
+}
+
+const char *health_not_serving_reason(void)
+{
+    return not_serving[0] ? not_serving : NULL;
 }
 
 void health_drain_started(void)

@@ -336,8 +336,10 @@ class Server:
         )
         return call(self.pb.health.HealthCheckRequest(service=service), timeout=timeout)
 
-    def wait_ready(self, timeout=5.0):
-        """Polls until Health/Check answers SERVING (≤ timeout × KRM_TEST_SLOW seconds)."""
+    def wait_ready(self, timeout=5.0, status=None):
+        """Polls until Health/Check answers SERVING, or `status` when given
+        (≤ timeout × KRM_TEST_SLOW seconds)."""
+        want = self.pb.health.HealthCheckResponse.SERVING if status is None else status
         timeout *= SLOW
         deadline = time.monotonic() + timeout
         last = None
@@ -350,7 +352,7 @@ class Server:
             ch = grpc.insecure_channel(f"127.0.0.1:{self.port}", options=CHANNEL_OPTIONS)
             try:
                 resp = self.check("", timeout=1, channel=ch)
-                if resp.status == self.pb.health.HealthCheckResponse.SERVING:
+                if resp.status == want:
                     return
                 last = f"status {resp.status}"
             except grpc.RpcError as e:

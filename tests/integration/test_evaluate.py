@@ -2,6 +2,7 @@
 way Porch's Go wrapper-server does (status INTERNAL with Porch's messages)."""
 
 import os
+import socket
 import time
 
 import grpc
@@ -181,24 +182,46 @@ def test_exit0_with_error_results_is_ok_and_logged(start_server):
 
 # ------------------------------------------------------- cannot start
 
+def readyz(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+    reply = b""
+    while chunk := s.recv(4096):
+        reply += chunk
+    s.close()
+    return reply.decode("utf-8", "replace")
+
+
 def test_entrypoint_not_found(start_server):
-    srv = start_server(["no-such-krm-function-xyz", "arg"])
+    """A function that cannot run: the server says so at start and in health
+    (NOT_SERVING, /readyz 503 with the reason: unlike Porch's server, which
+    reports SERVING), so its pod never turns Ready; calls fail as Porch's."""
+    not_serving = 2   # HealthCheckResponse.NOT_SERVING
+    srv = start_server(["no-such-krm-function-xyz", "arg"], ready=False)
+    srv.wait_ready(status=not_serving)
     err = srv.evaluate_error(simple_rl(), image=IMAGE)
     expect_internal(
         err,
         f'Failed to execute function {go_quote(IMAGE)}: exec: "no-such-krm-function-xyz": '
         "executable file not found in $PATH ()",
     )
-    assert srv.check("").status == srv.pb.health.HealthCheckResponse.SERVING
+    assert srv.check("").status == srv.pb.health.HealthCheckResponse.NOT_SERVING
+    assert srv.check("evaluator.FunctionEvaluator").status == srv.pb.health.HealthCheckResponse.NOT_SERVING
+    reply = readyz(srv.port)
+    assert reply.startswith("HTTP/1.1 503 ") and 'not ready: exec: "no-such-krm-function-xyz": ' \
+        "executable file not found in $PATH" in reply, reply
+    assert "the function cannot be run" in srv.stderr()
 
 
 def test_entrypoint_not_executable(start_server, tmp_path):
     path = tmp_path / "not-executable.sh"
     path.write_text("#!/bin/sh\ncat\n")
     path.chmod(0o644)
-    srv = start_server([str(path)])
+    srv = start_server([str(path)], ready=False)
+    srv.wait_ready(status=srv.pb.health.HealthCheckResponse.NOT_SERVING)
     err = srv.evaluate_error(simple_rl(), image=IMAGE)
     expect_internal(err, f"Failed to execute function {go_quote(IMAGE)}: fork/exec {path}: permission denied ()")
+    assert f"not ready: fork/exec {path}: permission denied" in readyz(srv.port)
 
 
 # ------------------------------------------------------- image quoting

@@ -108,10 +108,13 @@ def test_entrypoint_args_are_passed_verbatim(start_server):
 
 
 def test_empty_entrypoint_returns_internal(start_server):
-    srv = start_server([])
+    """Nothing after "--": the server starts, says NOT_SERVING (its pod must
+    not turn Ready) and every call fails with INTERNAL saying why."""
+    srv = start_server([], ready=False)
+    srv.wait_ready(status=srv.pb.health.HealthCheckResponse.NOT_SERVING)
     for _ in range(2):
         err = srv.evaluate_error(simple_rl(), image="some-image")
         assert err.code() == grpc.StatusCode.INTERNAL, err
         assert "no entrypoint" in err.details(), err.details()
-    assert srv.check("").status == srv.pb.health.HealthCheckResponse.SERVING
+    assert srv.check("").status == srv.pb.health.HealthCheckResponse.NOT_SERVING
     assert srv.proc.poll() is None
