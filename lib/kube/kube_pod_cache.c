@@ -853,17 +853,12 @@ void pod_cache_free(pod_cache *pc)
             free(w->image);
             free(w);
         }
-        entry_drop(e);
-        /* the loop stops with the cache: stop the watch here, not later */
-        if (e->unwatch) {
-            loop_timer_cancel(pc->l, e->unwatch);
-            e->unwatch = NULL;
-            kube_watch_stop(e->watch);
-            e->watch = NULL;
-        }
-        /* calls still in flight keep e; the client's free cancels them */
-        if (!e->inflight)
-            maybe_free(e);
+        /* the loop stops with the cache: stop the watch now, not from a timer */
+        loop_timer_cancel(pc->l, e->unwatch);
+        e->unwatch = NULL;
+        kube_watch_stop(e->watch);
+        e->watch = NULL;
+        entry_drop(e);   /* frees e unless API calls are in flight (the client's free ends them) */
     }
     free(pc);
 }

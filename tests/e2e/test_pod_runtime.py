@@ -105,7 +105,7 @@ def test_unpullable_image_fails_fast_with_kubelet_reason(api, runner, images, na
     deadline = time.monotonic() + 30 * SLOW
     while function_pods(api, namespace) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not function_pods(api, namespace)
+    assert not function_pods(api, namespace), r.stderr
 
 
 def test_crashing_init_container_fails_fast(api, runner, images, namespace, tmp_path, figures):
