@@ -204,6 +204,20 @@ static void on_pod_deleted(const kube_result *r, void *ctx)
     maybe_free(e);
 }
 
+static void delete_now(loop *l, void *ctx)
+{
+    (void)l;
+    entry *e = ctx;   /* held by inflight */
+    buf err = {0};
+    kube_ref ref = {"/api/v1", "pods", e->pc->o.namespace, e->pod, "gracePeriodSeconds=0"};
+    if (kube_delete(e->pc->c, &ref, on_pod_deleted, e, &err) < 0) {
+        log_warn("deleting pod %s: %s", e->pod, err.data ? err.data : "out of memory");
+        e->inflight--, e->pc->inflight--;
+        maybe_free(e);
+    }
+    buf_free(&err);
+}
+
 /* Answers the waiters with message, drops the entry; delete_pod: the pod
  * will not serve (fail fast), delete it so the next call starts afresh. */
 static void entry_fail(entry *e, const char *message, int delete_pod)
@@ -213,17 +227,15 @@ static void entry_fail(entry *e, const char *message, int delete_pod)
     log_error("%s", message);
     if (e->state != POD_FAILED)
         apply(e, POD_EV_FAILED);
-    /* the Delete goes first: a waiter may stop the loop when answered */
+    /* Held before the answer (a waiter may stop the loop when answered) and
+     * sent from the loop: this may run inside a watch's data callback,
+     * where no request can start. */
     if (delete_pod && e->pod) {
-        buf err = {0};
-        kube_ref ref = {"/api/v1", "pods", e->pc->o.namespace, e->pod, "gracePeriodSeconds=0"};
-        if (kube_delete(e->pc->c, &ref, on_pod_deleted, e, &err) == 0) {
-            e->inflight++, e->pc->inflight++;
+        e->inflight++, e->pc->inflight++;
+        if (loop_timer_add(e->pc->l, 0, delete_now, e))
             apply(e, POD_EV_DELETE_SENT);
-        } else {
-            log_warn("deleting pod %s: %s", e->pod, err.data ? err.data : "out of memory");
-        }
-        buf_free(&err);
+        else
+            e->inflight--, e->pc->inflight--;
     }
     answer_all(e, message);
     entry_drop(e);
@@ -277,6 +289,26 @@ static void on_log(const kube_result *r, void *ctx)
     buf_free(&m);
 }
 
+static void fetch_log(loop *l, void *ctx)
+{
+    (void)l;
+    entry *e = ctx;
+    e->poll = NULL;
+    buf q = {0}, err = {0};
+    buf_printf(&q, "container=%s&tailLines=%d%s", e->fail_container, POD_LOG_TAIL_LINES,
+               e->fail_previous ? "&previous=true" : "");
+    char path[300];
+    snprintf(path, sizeof path, "%s/log", e->pod);
+    kube_ref ref = {"/api/v1", "pods", e->pc->o.namespace, path, q.data};
+    e->inflight++, e->pc->inflight++;
+    if (!q.data || kube_get_text(e->pc->c, &ref, on_log, e, &err) < 0) {
+        kube_result r = {.error = err.data ? err.data : "out of memory"};
+        on_log(&r, e);
+    }
+    buf_free(&q);
+    buf_free(&err);
+}
+
 static void fail_fast(entry *e, const pod_status *st)
 {
     snprintf(e->fail_container, sizeof e->fail_container, "%s",
@@ -291,22 +323,10 @@ static void fail_fast(entry *e, const pod_status *st)
         buf_free(&m);
         return;
     }
-    buf q = {0}, err = {0};
-    buf_printf(&q, "container=%s&tailLines=%d%s", e->fail_container, POD_LOG_TAIL_LINES,
-               st->previous ? "&previous=true" : "");
-    char path[300];
-    snprintf(path, sizeof path, "%s/log", e->pod);
-    kube_ref ref = {"/api/v1", "pods", e->pc->o.namespace, path, q.data};
-    if (q.data && kube_get_text(e->pc->c, &ref, on_log, e, &err) == 0) {
-        e->inflight++, e->pc->inflight++;
-        apply(e, POD_EV_FAILED);   /* failed now; the log only adds to the message */
-    } else {
-        kube_result r = {.error = err.data ? err.data : "out of memory"};
-        e->inflight++, e->pc->inflight++;
-        on_log(&r, e);
-    }
-    buf_free(&q);
-    buf_free(&err);
+    apply(e, POD_EV_FAILED);   /* failed now; the log only adds to the message */
+    /* from the loop: this runs inside the watch's data callback */
+    if (!(e->poll = loop_timer_add(e->pc->l, 0, fetch_log, e)))
+        entry_fail(e, "out of memory fetching the failed container's log", 1);
 }
 
 /* ---- readiness ------------------------------------------------------------ */
@@ -415,8 +435,12 @@ static void on_ready(entry *e, const char *ip)
 {
     if (set_str(&e->ip, ip) < 0)
         return entry_fail(e, "out of memory", 0);
-    if (e->pc->o.dial == POD_DIAL_SERVICE)
-        return poll_endpoints(e->pc->l, e);
+    if (e->pc->o.dial == POD_DIAL_SERVICE) {
+        /* from the loop: this may run inside the watch's data callback */
+        if (!(e->poll = loop_timer_add(e->pc->l, 0, poll_endpoints, e)))
+            entry_fail(e, "out of memory waiting for the Service's endpoints", 0);
+        return;
+    }
     if (join_addr(&e->addr, ip, strchr(ip, ':') != NULL) < 0 || set_str(&e->name, e->addr) < 0)
         return entry_fail(e, "out of memory", 0);
     serve(e);
