@@ -12,5 +12,8 @@ int cmd_pod(int argc, char **argv);
 /* pod list / pod delete (pod_kube.c): sub is "list" or "delete". */
 int cmd_pod_kube(const char *sub, int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* pod_run.c: eval --kube (a function pod on a cluster) and pod create. */
+int cmd_eval_kube(int argc, char **argv);
+int cmd_pod_create(int argc, char **argv);
 
 #endif

@@ -24,6 +24,7 @@ static const char eval_usage[] =
     "                          [--max-message BYTES] [FILE|DIR|-]\n"
     "       runner-client eval --addr HOST:PORT --fn IMG[=KEY=VALUE,...]... [flags] [FILE|DIR|-]\n"
     "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [FILE|DIR|-]\n"
+    "       runner-client eval --kube --image IMG [flags] [FILE|DIR|-]   (see eval --kube --help)\n"
     "Builds a ResourceList from a YAML file, a directory of YAML files or stdin\n"
     "(an existing ResourceList passes through) and evaluates it. A directory\n"
     "without any KRM object is an error (no resources found).\n"
@@ -184,6 +185,9 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *er
 
 int cmd_eval(int argc, char **argv)
 {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--kube"))
+            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
     eval_opts o = {.max_text = "6291456", .input = "-"};
     eval_args a = {.stop_on_error = 1, .fns = calloc((size_t)argc + 1, sizeof *a.fns),
                    .rest = calloc((size_t)argc + 1, sizeof *a.rest)};

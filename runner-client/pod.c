@@ -21,6 +21,7 @@ static const char pod_usage[] =
     "Usage: runner-client pod render --image IMG ENTRYPOINT [flags]\n"
     "       runner-client pod id --image IMG [--digest D] [--postfix N] [--porch true]\n"
     "       runner-client pod list|delete ... (on a cluster: see pod list --help)\n"
+    "       runner-client pod create --image IMG ... (on a cluster: see pod create --help)\n"
     "\n"
     "render prints the function's Pod and Service (two YAML documents) as Porch's\n"
     "function runner creates them. ENTRYPOINT is the image's entrypoint, one of:\n"
@@ -321,10 +322,12 @@ int cmd_pod(int argc, char **argv)
         return cmd_render(argc - 1, argv + 1);
     if (!strcmp(argv[0], "id"))
         return cmd_id(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "create"))
+        return cmd_pod_create(argc - 1, argv + 1);
     if (!strcmp(argv[0], "list") || !strcmp(argv[0], "delete"))
         return cmd_pod_kube(argv[0], argc - 1, argv + 1);
     if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))
         return fputs(pod_usage, stdout), 0;
-    fprintf(stderr, "runner-client pod: unknown subcommand \"%s\" (render, id, list or delete)\n", argv[0]);
+    fprintf(stderr, "runner-client pod: unknown subcommand \"%s\" (render, id, create, list or delete)\n", argv[0]);
     return 2;
 }

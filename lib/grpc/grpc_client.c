@@ -363,12 +363,9 @@ static int open_socket(const char *addr, int64_t timeout_ns, buf *err)
     return fd;
 }
 
-gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint32_t max_message,
-                    buf *err)
+/* The HTTP/2 session on a connected socket (taken over: closed on failure). */
+static gc_conn *conn_on_fd(loop *l, int fd, const char *addr, uint32_t max_message, buf *err)
 {
-    int fd = open_socket(addr, connect_timeout_ns, err);
-    if (fd < 0)
-        return NULL;
     gc_conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
@@ -393,6 +390,117 @@ gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint3
     }
     gc_flush(c);
     return c;
+}
+
+gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint32_t max_message,
+                    buf *err)
+{
+    int fd = open_socket(addr, connect_timeout_ns, err);
+    return fd < 0 ? NULL : conn_on_fd(l, fd, addr, max_message, err);
+}
+
+/* ---- connecting on the loop --------------------------------------------- */
+
+struct gc_dialing {
+    loop *loop;
+    int fd;
+    char addr[256];
+    uint32_t max_message;
+    loop_timer *deadline;
+    gc_connected_fn *fn;
+    void *ctx;
+};
+
+static void dial_end(gc_dialing *d, int soerr)
+{
+    loop_unwatch(d->loop, d->fd);
+    loop_timer_cancel(d->loop, d->deadline);
+    d->deadline = NULL;
+    buf err = {0};
+    gc_conn *c = NULL;
+    if (soerr) {
+        close(d->fd);
+        buf_printf(&err, "failed to connect to %s: %s", d->addr, strerror(soerr));
+    } else {
+        int one = 1;
+        setsockopt(d->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        c = conn_on_fd(d->loop, d->fd, d->addr, d->max_message, &err);
+    }
+    d->fn(c, c ? NULL : err.data ? err.data : "out of memory", d->ctx);
+    buf_free(&err);
+    free(d);
+}
+
+static void dial_ready(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l;
+    (void)events;
+    int soerr = 0;
+    socklen_t len = sizeof soerr;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+        soerr = errno;
+    dial_end(ctx, soerr);
+}
+
+static void dial_timeout(loop *l, void *ctx)
+{
+    (void)l;
+    gc_dialing *d = ctx;
+    d->deadline = NULL;   /* freed by the loop after this returns */
+    dial_end(d, ETIMEDOUT);
+}
+
+gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint32_t max_message,
+                             gc_connected_fn *fn, void *ctx, buf *err)
+{
+    char host[256], port[32];
+    if (split_addr(addr, host, sizeof host, port, sizeof port) < 0)
+        return buf_printf(err, "invalid address \"%s\": want IP:PORT", addr), NULL;
+    /* numeric only: a resolver call would block the loop */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV}, *res;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0)
+        return buf_printf(err, "invalid address \"%s\": want a numeric IP:PORT (%s)", addr,
+                          gai_strerror(rc)), NULL;
+    gc_dialing *d = calloc(1, sizeof *d);
+    int fd = d ? socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        res->ai_protocol) : -1;
+    if (fd < 0) {
+        buf_printf(err, "cannot connect to %s: %s", addr, d ? strerror(errno) : "out of memory");
+        freeaddrinfo(res);
+        free(d);
+        return NULL;
+    }
+    *d = (gc_dialing){.loop = l, .fd = fd, .max_message = max_message, .fn = fn, .ctx = ctx};
+    snprintf(d->addr, sizeof d->addr, "%s", addr);
+    int e = connect(fd, res->ai_addr, res->ai_addrlen) < 0 ? errno : 0;
+    freeaddrinfo(res);
+    if (e && e != EINPROGRESS) {
+        close(fd);
+        free(d);
+        return buf_printf(err, "failed to connect to %s: %s", addr, strerror(e)), NULL;
+    }
+    /* even a connect that completed at once is reported from the loop, so
+     * fn never runs inside this call */
+    if (loop_watch(l, fd, LOOP_WRITE, dial_ready, d) < 0 ||
+        (timeout_ns > 0 && !(d->deadline = loop_timer_add(l, timeout_ns, dial_timeout, d)))) {
+        loop_unwatch(l, fd);
+        close(fd);
+        free(d);
+        return buf_printf(err, "cannot connect to %s: out of memory", addr), NULL;
+    }
+    return d;
+}
+
+void gc_connect_cancel(gc_dialing *d)
+{
+    if (!d)
+        return;
+    loop_unwatch(d->loop, d->fd);
+    loop_timer_cancel(d->loop, d->deadline);
+    close(d->fd);
+    free(d);
 }
 
 /* ---- calls -------------------------------------------------------------- */

@@ -34,6 +34,18 @@ typedef void gc_done_fn(const gc_result *r, void *ctx);
 gc_conn *gc_connect(loop *l, const char *addr, int64_t connect_timeout_ns, uint32_t max_message,
                     buf *err);
 
+/* Connecting without blocking the loop: addr must be a numeric "IP:port"
+ * ("[v6]:port"), since resolving a name would block. fn runs once from the
+ * loop, never inside this call, with the connection or why it failed (the
+ * connection is then the callee's). NULL with why in err when the
+ * connect could not start (fn is then not called). */
+typedef struct gc_dialing gc_dialing;
+typedef void gc_connected_fn(gc_conn *conn, const char *error, void *ctx);
+gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint32_t max_message,
+                             gc_connected_fn *fn, void *ctx, buf *err);
+/* Abandons a connect whose fn has not run (fn is not called). */
+void gc_connect_cancel(gc_dialing *d);
+
 /* Starts a unary call. The request bytes are borrowed, not copied (they
  * may be megabytes): they must stay valid until done is called. timeout_ns
  * <= 0: no deadline. Returns 0, or -1 when the call could not be started (done is

@@ -15,6 +15,7 @@ struct kube_client {
 typedef struct call {
     kube_client *c;
     char verb[16];
+    int text;                /* kube_get_text: keep the body as text */
     char *api, *resource, *namespace, *name;
     kube_result_fn *fn;
     void *ctx;
@@ -155,11 +156,14 @@ static void on_done(const kube_resp *resp, void *ctx)
     kube_result r = {.status = resp->status};
     buf why = {0}, text = {0};
     json *body = NULL;
-    if (resp->curl_code == 0 && resp->body->len)
+    r.ok = resp->curl_code == 0 && resp->status >= 200 && resp->status < 300;
+    if (resp->curl_code == 0 && resp->body->len && !(r.ok && k->text))
         body = json_parse(resp->body->data, resp->body->len, &why);
     r.obj = body;
-    r.ok = resp->curl_code == 0 && resp->status >= 200 && resp->status < 300;
-    if (r.ok && !body && resp->body->len) {
+    if (r.ok && k->text) {
+        r.text = resp->body->data ? resp->body->data : "";
+        r.text_len = resp->body->len;
+    } else if (r.ok && !body && resp->body->len) {
         r.ok = 0;
         buf_printf(&text, "%s %s: the API server's answer is not JSON (%s)", k->verb, k->resource,
                    why.data ? why.data : "?");
@@ -180,6 +184,10 @@ static void on_done(const kube_resp *resp, void *ctx)
     call_free(k);
 }
 
+static int start_as(kube_client *c, const char *verb, const char *method, const kube_ref *ref,
+                    const char *content_type, const char *body, size_t len, int text,
+                    kube_result_fn *fn, void *ctx, buf *err);
+
 /* "/api/v1/namespaces/NS/pods/NAME?QUERY" */
 int kube_ref_path(const kube_ref *ref, buf *out)
 {
@@ -198,11 +206,19 @@ static int start(kube_client *c, const char *verb, const char *method, const kub
                  const char *content_type, const char *body, size_t len, kube_result_fn *fn,
                  void *ctx, buf *err)
 {
+    return start_as(c, verb, method, ref, content_type, body, len, 0, fn, ctx, err);
+}
+
+static int start_as(kube_client *c, const char *verb, const char *method, const kube_ref *ref,
+                    const char *content_type, const char *body, size_t len, int text,
+                    kube_result_fn *fn, void *ctx, buf *err)
+{
     call *k = calloc(1, sizeof *k);
     buf path = {0};
     if (!k || kube_ref_path(ref, &path) < 0)
         goto oom;
     k->c = c;
+    k->text = text;
     snprintf(k->verb, sizeof k->verb, "%s", verb);
     k->fn = fn;
     k->ctx = ctx;
@@ -232,6 +248,11 @@ oom:
 int kube_get(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
 {
     return start(c, "get", "GET", ref, NULL, NULL, 0, fn, ctx, err);
+}
+
+int kube_get_text(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    return start_as(c, "get", "GET", ref, NULL, NULL, 0, 1, fn, ctx, err);
 }
 
 int kube_list(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)

@@ -35,6 +35,8 @@ typedef struct kube_result {
     int already_exists;      /* 409 AlreadyExists */
     int not_found;           /* 404 */
     int gone;                /* 410 (a watch's resourceVersion is too old) */
+    const char *text;        /* kube_get_text: the body as received (NUL-terminated) */
+    size_t text_len;
 } kube_result;
 
 /* Called once per call; r and what it points to live until it returns. */
@@ -49,6 +51,9 @@ void kube_client_free(kube_client *c);
 /* Each returns 0 when the call started (fn will be called), or -1 with why
  * in err. */
 int kube_get(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
+/* A GET whose answer is not JSON (pods/NAME/log): ok answers leave obj
+ * NULL and give the body in text; errors are read as for kube_get. */
+int kube_get_text(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
 int kube_list(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
 /* body: JSON or YAML (content_type "application/json" or "application/yaml"). */
 int kube_create(kube_client *c, const kube_ref *ref, const char *content_type, const char *body,

@@ -1,0 +1,93 @@
+/* kube_pod_cache: each function image's pod on a cluster, found or created,
+ * watched to Ready, and the address to dial it; kept for the next call.
+ *
+ * For an image: its digest and entrypoint from the registry (lib/oci, in a
+ * thread: the lookup blocks); podId from them (pod_id, postfix 1); the
+ * function pods labelled fn.kpt.dev/image=<podId> listed: a pod that is
+ * not being deleted is adopted, else the Service and the Pod are created
+ * from pod_template (AlreadyExists is success). The pod is then watched
+ * (kube_watch, by name) to Ready through pod_state, each transition logged,
+ * and read with pod_status: a kubelet reason that means the pod will never
+ * serve ends the wait at once with the pod, the container, the reason, the
+ * kubelet's message and the container's last 20 log lines, and the failed
+ * pod is deleted so that the next call starts afresh.
+ *
+ * The address: POD_DIAL_POD, the pod IP and port 9446 (clusters without
+ * kube-proxy or cluster DNS, like the lab); POD_DIAL_SERVICE (default, as
+ * Porch) waits, as Porch does, until the Service's Endpoints list the pod's
+ * IP, then names <podId>.<ns>.svc.cluster.local:9446 and dials the
+ * Service's ClusterIP, which that name resolves to: resolving the name on
+ * the loop would block it.
+ *
+ * The cache: one entry per image (pod name, UID, state, address, last
+ * used). Callers asking for an image whose pod is coming up wait with the
+ * first; a serving entry answers at once (from the loop). An entry is
+ * dropped when its pod fails, is deleted (a watch event, when the cache
+ * keeps watching serving pods) or a caller reports it cannot dial it
+ * (pod_cache_forget): the next call finds or creates a new pod. */
+#ifndef KRM_KUBE_POD_CACHE_H
+#define KRM_KUBE_POD_CACHE_H
+
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+#include "kube/kube_client.h"
+#include "kube/pod_state.h"
+#include "oci/registry.h"
+
+typedef enum pod_dial { POD_DIAL_SERVICE, POD_DIAL_POD } pod_dial;
+
+#define POD_READY_TIMEOUT_NS (60LL * 1000000000)   /* Porch's podReadyTimeout */
+#define POD_LOG_TAIL_LINES 20
+
+typedef struct pod_cache_opts {
+    const char *namespace;         /* NULL: porch-fn-system */
+    const char *wrapper_image;     /* the init container's image (required) */
+    pod_dial dial;
+    unsigned long long max_request_body_size;   /* 0: 6 MiB */
+    int64_t ready_timeout_ns;      /* 0: POD_READY_TIMEOUT_NS */
+    int keep_watching;             /* watch serving pods (a long-lived runner), drop on delete */
+    registry_opts registry;        /* strings must outlive the cache */
+} pod_cache_opts;
+
+/* What a caller gets; strings live until the callback returns. */
+typedef struct pod_answer {
+    const char *error;         /* NULL on success: then the rest is set */
+    const char *image;
+    const char *pod;           /* pod name */
+    const char *uid;
+    const char *addr;          /* numeric IP:port to dial */
+    const char *name;          /* what to show: addr, or the Service's DNS name:port */
+    int created;               /* this cache created the pod (else adopted) */
+    int64_t waited_ns;         /* from the first call for the entry to this answer */
+} pod_answer;
+
+typedef void pod_answer_fn(const pod_answer *a, void *ctx);
+
+typedef struct pod_cache pod_cache;
+typedef struct pod_waiter pod_waiter;
+
+/* c and the strings in o must outlive the cache. NULL with why in err. */
+pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *err);
+/* Stops watches and timers; callers still waiting are not answered. */
+void pod_cache_free(pod_cache *pc);
+
+/* The pod for image: fn runs once, from the loop (never inside this call).
+ * Returns a handle for pod_cache_cancel, or NULL when out of memory. */
+pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx);
+/* Before fn ran: fn will not run. */
+void pod_cache_cancel(pod_cache *pc, pod_waiter *w);
+/* The pod named pod (of image) cannot be dialed: drop the entry. */
+void pod_cache_forget(pod_cache *pc, const char *image, const char *pod, const char *why);
+/* A call through image's pod ended now (its idle time starts again). */
+void pod_cache_used(pod_cache *pc, const char *image);
+
+/* API calls still in flight (a Delete of a failed pod...): a command that
+ * exits after its answer runs the loop until this is 0, for a while. */
+int pod_cache_busy(const pod_cache *pc);
+
+/* For tests and `pod list`-like views: the entry of image, or -1. */
+int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);
+
+#endif

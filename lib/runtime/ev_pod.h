@@ -1,0 +1,40 @@
+/* ev_pod: the pod evaluator. Runs an image in its function pod on a
+ * cluster (kube/kube_pod_cache finds or creates it) and calls the pod's
+ * wrapper server's EvaluateFunction with the image and the ResourceList,
+ * on the loop: the pod wait, the connect and the call never block it.
+ *
+ * Errors: a pod that cannot be had (API errors, the kubelet's reason)
+ * answers UNAVAILABLE with the cache's message; a connection that fails
+ * drops the pod from the cache (the next call finds or creates another)
+ * and answers UNAVAILABLE; the wrapper server's own status passes through.
+ * Needs libcurl through lib/kube: runner-client only, never in the static
+ * wrapper server (the Makefile filters it). */
+#ifndef KRM_EV_POD_H
+#define KRM_EV_POD_H
+
+#include <stdint.h>
+
+#include "kube/kube_pod_cache.h"
+#include "runtime/evaluator.h"
+
+typedef struct ev_pod_opts {
+    int64_t connect_timeout_ns;   /* <= 0: 10 s */
+    int64_t call_timeout_ns;      /* <= 0: none */
+    uint32_t max_message;         /* largest answer accepted; 0: 6 MiB */
+} ev_pod_opts;
+
+/* The cache must outlive the evaluator. NULL when out of memory. */
+evaluator *ev_pod_new(loop *l, pod_cache *pc, const ev_pod_opts *o);
+
+/* The pod the last finished call of this evaluator went to (for the CLI's
+ * report), or NULL: name, UID, address. */
+typedef struct ev_pod_last {
+    char pod[254];
+    char uid[64];
+    char addr[300];
+    int created;
+    int64_t pod_wait_ns;          /* the cache's wait for the pod */
+} ev_pod_last;
+const ev_pod_last *ev_pod_last_call(evaluator *e);
+
+#endif

@@ -1,0 +1,300 @@
+/* pod_run: the commands that run functions in pods on a cluster.
+ *
+ *   runner-client eval --kube ... --image IMG [FILE|DIR|-]
+ *       finds or creates the image's function pod (lib/kube/kube_pod_cache),
+ *       evaluates through it (lib/runtime/ev_pod) and leaves the pod for the
+ *       next call;
+ *   runner-client pod create --image IMG ...
+ *       finds or creates it, waits until it is Ready, prints its name and
+ *       the address to dial.
+ * Both run one event loop until the answer, as the runner will. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/fdio.h"
+#include "core/numparse.h"
+#include "grpc/grpc_status.h"
+#include "kube/kube_client.h"
+#include "kube/kube_pod_cache.h"
+#include "kube/kubeconfig.h"
+#include "kube/pod_id.h"
+#include "kube/pod_template.h"
+#include "oci/image_ref.h"
+#include "runtime/ev_pod.h"
+#include "call_opts.h"
+#include "commands.h"
+#include "flags.h"
+#include "rl_input.h"
+
+static const char eval_kube_usage[] =
+    "Usage: runner-client eval --kube --image IMG [flags] [FILE|DIR|-]\n"
+    "Runs IMG in its function pod on a cluster, as Porch's function runner does:\n"
+    "finds the pod (label fn.kpt.dev/image) or creates it and its Service from\n"
+    "Porch's template (runner-client pod render), waits until it is Ready (the\n"
+    "kubelet's reason ends the wait at once when it cannot start), evaluates the\n"
+    "ResourceList through it and leaves it for the next call.\n"
+    "\n"
+    "  --kubeconfig F               (default $KUBECONFIG, ~/.kube/config, in-cluster)\n"
+    "  --context C                  kubeconfig context (default: the current one)\n"
+    "  --namespace NS               (default " POD_DEFAULT_NAMESPACE ")\n"
+    "  --dial service|pod           the Service once its endpoints list the pod (default,\n"
+    "                               as Porch), or the pod IP (clusters without kube-proxy)\n"
+    "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n"
+    "  --timeout DUR                deadline of the call (default 5m; 0: none)\n"
+    "  --ready-timeout DUR          wait for the pod at most DUR (default 60s, as Porch)\n"
+    "  --max-message BYTES          largest answer accepted (default 6291456)\n"
+    "The answer goes to stdout, the function's log and the pod's progress to stderr.\n"
+    "Exit status: 0 success, 1 failure (the pod or the call), 2 bad usage or input.\n";
+
+static const char pod_create_usage[] =
+    "Usage: runner-client pod create --image IMG [--kubeconfig F] [--context C]\n"
+    "           [--namespace NS] [--dial service|pod] [--wrapper-server-image W]\n"
+    "           [--ready-timeout DUR]\n"
+    "Finds or creates IMG's function pod and its Service, waits until it is Ready\n"
+    "(and, with --dial service, listed by the Service's endpoints), and prints\n"
+    "\"pod NAME\", \"uid UID\" and \"address HOST:PORT\" on stdout.\n"
+    "Exit status: 0, 1 failure, 2 bad usage.\n";
+
+typedef struct kube_cli {
+    const char *kubeconfig, *context, *ns, *dial, *wrapper, *image, *timeout, *ready_timeout;
+    const char *max_text, *input;
+    int kube;
+} kube_cli;
+
+typedef struct pod_run {
+    loop *l;
+    kube_config cfg;
+    kube_client *c;
+    pod_cache *pc;
+    int rc;
+    int64_t settle_until;
+} pod_run;
+
+static int usage(const char *cmd, const char *msg)
+{
+    fprintf(stderr, "runner-client %s: %s\n", cmd, msg);
+    return 2;
+}
+
+/* --kube is bare: take it out; the rest goes to flags_parse. */
+static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help, buf *err)
+{
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int n = 0;
+    if (!rest)
+        return buf_printf(err, "out of memory"), -1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--kube"))
+            k->kube = 1;
+        else
+            rest[n++] = argv[i];
+    }
+    flag_def defs[] = {{"--kubeconfig", &k->kubeconfig}, {"--context", &k->context},
+                       {"--namespace", &k->ns}, {"--dial", &k->dial},
+                       {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image},
+                       {"--timeout", &k->timeout}, {"--ready-timeout", &k->ready_timeout},
+                       {"--max-message", &k->max_text}, {0}};
+    int n_pos = 0;
+    int is_eval = !strcmp(cmd, "eval");
+    int rc = flags_parse(n, rest, defs, &k->input, is_eval ? 1 : 0, &n_pos, help, err);
+    free(rest);
+    if (rc < 0 || *help)
+        return rc;
+    if (!k->image || !*k->image)
+        return buf_printf(err, "--image IMG is required"), -1;
+    if (image_ref_check(k->image, err) < 0)
+        return -1;
+    if (strcmp(k->dial, "service") && strcmp(k->dial, "pod"))
+        return buf_printf(err, "invalid --dial \"%s\" (service or pod)", k->dial), -1;
+    if (k->ns && !dns1123_label_valid(k->ns))
+        return buf_printf(err, "invalid --namespace \"%s\" (a DNS-1123 label)", k->ns), -1;
+    if (!k->wrapper || !*k->wrapper)
+        return buf_printf(err, "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required (the "
+                          "init container's image, as Porch's)"), -1;
+    if (image_ref_check(k->wrapper, err) < 0)
+        return -1;
+    return 0;
+}
+
+static void run_close(pod_run *r)
+{
+    pod_cache_free(r->pc);
+    kube_client_free(r->c);
+    if (r->l)
+        loop_free(r->l);
+    kube_config_free(&r->cfg);
+}
+
+/* Configuration, exec plugin, loop, client, cache; 0 or -1 (printed). */
+static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t ready_ns)
+{
+    buf err = {0};
+    kube_config_opts o = {k->kubeconfig, k->context, k->ns};
+    pod_cache_opts po = {.namespace = k->ns, .wrapper_image = k->wrapper,
+                         .dial = strcmp(k->dial, "pod") ? POD_DIAL_SERVICE : POD_DIAL_POD,
+                         .ready_timeout_ns = ready_ns};
+    if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
+        !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err)) ||
+        !(r->pc = pod_cache_new(r->l, r->c, &po, &err))) {
+        fprintf(stderr, "runner-client %s: %s\n", cmd, err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return -1;
+    }
+    return 0;
+}
+
+#define SETTLE_TICK_NS (20LL * 1000000)
+#define SETTLE_MAX_NS (5LL * 1000000000)
+
+/* After the answer: let the cache's last API calls (the Delete of a pod
+ * that failed) finish, for at most SETTLE_MAX_NS. */
+static void settle(loop *l, void *ctx)
+{
+    pod_run *r = ctx;
+    if (!pod_cache_busy(r->pc) || loop_now_ns() >= r->settle_until ||
+        !loop_timer_add(l, SETTLE_TICK_NS, settle, r))
+        loop_stop(l);
+}
+
+static int run_loop(pod_run *r, const char *cmd)
+{
+    if (loop_run(r->l) < 0) {
+        fprintf(stderr, "runner-client %s: the event loop failed\n", cmd);
+        return 1;
+    }
+    r->settle_until = loop_deadline_ns(SETTLE_MAX_NS);
+    if (pod_cache_busy(r->pc) && loop_timer_add(r->l, SETTLE_TICK_NS, settle, r))
+        loop_run(r->l);
+    return r->rc;
+}
+
+/* ---- pod create ------------------------------------------------------------- */
+
+static void on_created(const pod_answer *a, void *ctx)
+{
+    pod_run *r = ctx;
+    if (a->error) {
+        fprintf(stderr, "runner-client pod create: %s\n", a->error);
+        r->rc = 1;
+    } else {
+        printf("pod %s\nuid %s\naddress %s\n", a->pod, a->uid ? a->uid : "", a->name);
+        fprintf(stderr, "pod %s %s, serving after %.2f s\n", a->pod, a->created ? "created" : "found",
+                (double)a->waited_ns / 1e9);
+        r->rc = fflush(stdout) == 0 ? 0 : 1;
+    }
+    loop_stop(r->l);
+}
+
+static int ready_timeout(const kube_cli *k, int64_t *ns, buf *err)
+{
+    gc_unary_opts o;
+    if (call_opts_timeouts(k->ready_timeout, POD_READY_TIMEOUT_NS, &o, err) < 0)
+        return -1;
+    *ns = o.timeout_ns > 0 ? o.timeout_ns : POD_READY_TIMEOUT_NS;
+    return 0;
+}
+
+int cmd_pod_create(int argc, char **argv)
+{
+    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE")};
+    int help = 0;
+    int64_t ready_ns;
+    buf err = {0};
+    if (parse("pod create", argc, argv, &k, &help, &err) < 0 ||
+        (!help && ready_timeout(&k, &ready_ns, &err) < 0)) {
+        int rc = usage("pod create", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return rc;
+    }
+    if (help)
+        return fputs(pod_create_usage, stdout), 0;
+    if (k.kube)
+        return usage("pod create", "--kube is for eval (pod create always uses the cluster)");
+    pod_run r = {.rc = 1};
+    if (run_open(&r, "pod create", &k, ready_ns) < 0) {
+        run_close(&r);
+        return 1;
+    }
+    int rc = pod_cache_get(r.pc, k.image, on_created, &r) ? run_loop(&r, "pod create") : 1;
+    run_close(&r);
+    return rc;
+}
+
+/* ---- eval --kube ----------------------------------------------------------------- */
+
+typedef struct eval_run {
+    pod_run *r;
+    int64_t t0;
+} eval_run;
+
+static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
+{
+    eval_run *er = ctx;
+    pod_run *r = er->r;
+    const ev_pod_last *last = ev_pod_last_call(call->ev);
+    if (res->code != GRPC_OK) {
+        fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(res->code), res->message);
+        r->rc = 1;
+    } else if (fd_write_all(STDERR_FILENO, res->log, res->log_len) < 0 ||
+               fd_write_all(STDOUT_FILENO, res->out, res->out_len) < 0) {
+        perror("runner-client: write");
+        r->rc = 1;
+    } else {
+        r->rc = 0;
+    }
+    if (last)
+        fprintf(stderr, "runner-client: pod %s (%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
+                last->pod, last->created ? "created" : "reused", last->addr,
+                (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - er->t0) / 1e9);
+    loop_stop(r->l);
+}
+
+int cmd_eval_kube(int argc, char **argv)
+{
+    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = "-",
+                  .max_text = "6291456"};
+    int help = 0;
+    int64_t ready_ns;
+    unsigned long long max_message = 0;
+    gc_unary_opts call = {0};
+    buf err = {0};
+    if (parse("eval", argc, argv, &k, &help, &err) < 0 ||
+        (!help && (ready_timeout(&k, &ready_ns, &err) < 0 ||
+                   call_opts_timeouts(k.timeout, CALL_EVAL_TIMEOUT_NS, &call, &err) < 0 ||
+                   ((parse_uint(k.max_text, 2147483647ULL, &max_message) < 0 || !max_message) &&
+                    buf_printf(&err, "invalid --max-message \"%s\"", k.max_text) >= 0)))) {
+        int rc = usage("eval", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return rc;
+    }
+    if (help)
+        return fputs(eval_kube_usage, stdout), 0;
+    buf rl = {0};
+    char why[1024];
+    if (rl_input_build(k.input, &rl, why, sizeof why) < 0) {
+        fprintf(stderr, "runner-client eval: %s\n", why);
+        return 2;
+    }
+    pod_run r = {.rc = 1};
+    evaluator *ev = NULL;
+    ev_call *c = NULL;
+    int rc = 1;
+    if (run_open(&r, "eval", &k, ready_ns) == 0) {
+        ev_pod_opts eo = {.connect_timeout_ns = call.connect_timeout_ns,
+                          .call_timeout_ns = call.timeout_ns, .max_message = (uint32_t)max_message};
+        eval_run er = {&r, loop_now_ns()};
+        ev_request req = {k.image, (const uint8_t *)rl.data, rl.len};
+        if (!(ev = ev_pod_new(r.l, r.pc, &eo)) || !(c = ev_call_start(ev, &req, on_evaluated, &er)))
+            fprintf(stderr, "runner-client eval: out of memory\n");
+        else
+            rc = run_loop(&r, "eval");
+    }
+    ev_call_free(c);
+    if (ev)
+        ev_destroy(ev);
+    run_close(&r);
+    buf_free(&rl);
+    return rc;
+}

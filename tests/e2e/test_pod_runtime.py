@@ -1,0 +1,130 @@
+"""The pod runtime on a real cluster: `runner-client eval --kube` finds or
+creates the function's pod (lib/kube/kube_pod_cache), waits for Ready,
+evaluates through it (lib/runtime/ev_pod) and leaves it for the next call;
+a second call reuses the pod; a pod deleted through the API is replaced; a
+pod that cannot start fails within seconds with the kubelet's reason; a bad
+token gives the 401 text. `--dial=pod` everywhere: the lab has no kube-proxy
+or cluster DNS. Figures (create -> first answer) are printed, not asserted.
+"""
+
+import os
+import time
+
+import yaml
+
+from k8s import SLOW
+
+DEPLOYMENT = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+FAIL_FAST = 10   # issue 15: fail within 10 s with the reason
+
+
+def eval_kube(runner, tmp_path, ns, image, *extra, timeout=120):
+    src = tmp_path / "deploy.yaml"
+    src.write_text(DEPLOYMENT)
+    t0 = time.monotonic()
+    r = runner(["eval", "--kube", "--dial", "pod", "--namespace", ns, "--image", image,
+                "--timeout", "60s", *extra, str(src)], timeout=timeout)
+    return r, time.monotonic() - t0
+
+
+def function_pods(api, ns):
+    return [p for p in api.list("pods", ns)
+            if "fn.kpt.dev/image" in p["metadata"].get("labels", {})
+            and not p["metadata"].get("deletionTimestamp")]
+
+
+def check_answer(r):
+    assert r.returncode == 0, f"eval exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    assert "replicas: 3" in r.stdout, r.stdout
+    assert "fn parent: wrapper-server" in r.stderr, r.stderr
+
+
+def test_eval_creates_then_reuses(api, runner, images, namespace, tmp_path, figures):
+    r, cold = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_answer(r)
+    assert "created" in r.stderr, r.stderr
+    pods = function_pods(api, namespace)
+    assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
+    uid = pods[0]["metadata"]["uid"]
+    svc = api.get("services", namespace, pods[0]["metadata"]["labels"]["fn.kpt.dev/image"])
+    assert svc["spec"]["ports"][0]["port"] == 9446
+
+    r2, warm = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_answer(r2)
+    assert "reused" in r2.stderr, r2.stderr
+    pods2 = function_pods(api, namespace)
+    assert [p["metadata"]["uid"] for p in pods2] == [uid]
+    figures.append(f"eval --kube: cold (registry lookup, create, Ready, call) {cold:.2f} s; "
+                   f"warm (pod found Ready, call) {warm:.2f} s (whole process)")
+
+
+def test_deleted_pod_is_replaced(api, runner, images, namespace, tmp_path):
+    r, _ = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_answer(r)
+    old = function_pods(api, namespace)[0]
+    api.delete("pods", namespace, old["metadata"]["name"], grace=0)
+    r2, _ = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_answer(r2)
+    assert "created" in r2.stderr, r2.stderr
+    uids = [p["metadata"]["uid"] for p in function_pods(api, namespace)]
+    assert old["metadata"]["uid"] not in uids and len(uids) == 1, uids
+
+
+def test_pod_create_prints_the_address(api, runner, images, namespace):
+    r = runner(["pod", "create", "--dial", "pod", "--namespace", namespace, "--image", images.fn],
+               timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    pod = api.get("pods", namespace, lines["pod"])
+    assert pod["metadata"]["uid"] == lines["uid"]
+    assert lines["address"] == f"{pod['status']['podIP']}:9446"
+
+
+def test_missing_image_fails_fast(api, runner, images, namespace, tmp_path, figures):
+    # The registry lookup fails first (no such manifest): no pod at all.
+    r, elapsed = eval_kube(runner, tmp_path, namespace, images.missing)
+    assert r.returncode == 1, r.stderr
+    assert images.missing.split("/")[-1].split(":")[0] in r.stderr, r.stderr
+    figures.append(f"eval --kube, image missing from the registry: failed in {elapsed:.2f} s")
+    assert elapsed <= FAIL_FAST * SLOW
+
+
+def test_unpullable_image_fails_fast_with_kubelet_reason(api, runner, images, namespace, tmp_path,
+                                                         figures):
+    # The wrapper image does not exist: the registry lookup of the function
+    # succeeds, the pod is created, and its init container cannot be pulled.
+    r, elapsed = eval_kube(runner, tmp_path, namespace, images.fn,
+                           "--wrapper-server-image", images.missing)
+    assert r.returncode == 1, r.stderr
+    assert "ErrImagePull" in r.stderr or "ImagePullBackOff" in r.stderr, r.stderr
+    assert images.missing in r.stderr, r.stderr
+    assert 'init container "copy-wrapper-server"' in r.stderr, r.stderr
+    figures.append(f"eval --kube, unpullable image: failed in {elapsed:.2f} s with the kubelet's reason")
+    assert elapsed <= FAIL_FAST * SLOW, r.stderr
+    # the failed pod was deleted, so the next call starts afresh
+    deadline = time.monotonic() + 30 * SLOW
+    while function_pods(api, namespace) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not function_pods(api, namespace), r.stderr
+
+
+def test_crashing_init_container_fails_fast(api, runner, images, namespace, tmp_path, figures):
+    # The function image as the wrapper image: it has no `cp`, so the init
+    # container cannot run its command (the container exits at start).
+    r, elapsed = eval_kube(runner, tmp_path, namespace, images.fn, "--wrapper-server-image", images.fn)
+    assert r.returncode == 1, r.stderr
+    assert 'init container "copy-wrapper-server"' in r.stderr, r.stderr
+    assert "will not serve" in r.stderr and "exit code" in r.stderr, r.stderr
+    figures.append(f"eval --kube, init container that cannot run: failed in {elapsed:.2f} s")
+    assert elapsed <= FAIL_FAST * SLOW, r.stderr
+
+
+def test_bad_token_401(runner, images, tmp_path):
+    cfg = yaml.safe_load(open(os.environ["KUBECONFIG"]))
+    for u in cfg["users"]:
+        u["user"] = {"token": "0" * 48}
+    path = tmp_path / "bad-token"
+    path.write_text(yaml.safe_dump(cfg))
+    r, _ = eval_kube(runner, tmp_path, "default", images.fn, "--kubeconfig", str(path))
+    assert r.returncode == 1
+    assert "refused our credentials (401 Unauthorized)" in r.stderr, r.stderr
