@@ -5,9 +5,11 @@
 #                 run of every libFuzzer target (make fuzz: the long run)
 #   make demo     evaluate a sample package through the wrapper server
 #   make e2e      end-to-end tests on a real Kubernetes cluster (scripts/e2e.sh)
+#   make help     every target, one line each
 #
 # BUILD selects the output tree; SAN=1 builds with AddressSanitizer and
 # UndefinedBehaviorSanitizer (make test uses BUILD=build/asan SAN=1 for that).
+# V=1 prints the full commands instead of `CC file` lines.
 
 BUILD ?= build
 SAN   ?=
@@ -37,7 +39,11 @@ CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-PROTOS    := evaluator health
+PROTOS    := evaluator health reflection
+# The descriptors served by reflection (svc_reflection.c): every proto, the
+# v1alpha reflection one too (its messages are reflection.proto's, so it
+# needs no C code), embedded as a byte array by scripts/embed.sh.
+DESC_PROTOS := $(PROTOS) reflection_v1alpha
 GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
 LIB_SRCS  := $(wildcard lib/*/*.c)
@@ -57,9 +63,19 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 ifneq ($(STATIC_PREFIX),)
 $(call obj,lib/krm/rl_scan.c lib/core/buf.c): CFLAGS += -O2
 endif
-LIB_OBJS  := $(call obj,$(LIB_SRCS)) $(GEN_SRCS:.c=.o)
+LIB_OBJS  := $(call obj,$(LIB_SRCS)) $(GEN_SRCS:.c=.o) $(BUILD)/gen/descriptor_set.o
 WS_OBJS   := $(call obj,$(WS_SRCS))
 RC_OBJS   := $(call obj,$(RC_SRCS))
+
+# Short lines (`CC lib/core/loop.c`, `LD build/bin/wrapper-server`); V=1
+# prints the commands instead, make -s nothing.
+ifeq ($(V),1)
+Q   :=
+say  =
+else
+Q   := @
+say  = $(if $(findstring s,$(firstword -$(MAKEFLAGS))),,@printf '  %-5s %s\n' '$(1)' '$(2)')
+endif
 
 BINS := $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client
 ifneq ($(COPIER_SRCS),)
@@ -75,25 +91,44 @@ deps:
 
 $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
-	protoc-c --proto_path=proto --c_out=$(BUILD)/gen $<
+	$(call say,PROTOC,$<)
+	$(Q)protoc-c --proto_path=proto --c_out=$(BUILD)/gen $<
 
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -MMD -MP -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -MMD -MP -c -o $@ $<
+
+$(BUILD)/gen/descriptor_set.pb: $(DESC_PROTOS:%=proto/%.proto)
+	@mkdir -p $(BUILD)/gen
+	$(call say,PROTOC,$@)
+	$(Q)protoc --proto_path=proto --include_imports --descriptor_set_out=$@ $^
+
+$(BUILD)/gen/descriptor_set.c: $(BUILD)/gen/descriptor_set.pb scripts/embed.sh
+	$(call say,EMBED,$<)
+	$(Q)./scripts/embed.sh krm_descriptor_set $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/descriptor_set.o: $(BUILD)/gen/descriptor_set.c
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.c $(GEN_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/lib.a: $(LIB_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/bin/wrapper-server: $(call obj,wrapper-server/main.c) $(WS_OBJS) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bin/runner-client: $(call obj,runner-client/main.c) $(RC_OBJS) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS)
 
 $(BUILD)/obj/copier/%.o: CPPFLAGS += -Icopier
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Iwrapper-server -Irunner-client
@@ -102,12 +137,14 @@ $(BUILD)/obj/wrapper-server/%.o: CPPFLAGS += -Iwrapper-server
 
 $(BUILD)/bin/copier: $(call obj,$(COPIER_SRCS)) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmark programs: each bench/NAME.c is one program build/bin/bench-NAME.
 $(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # One Criterion binary holds every unit test; it links the server's, the
 # client's and the copier's modules (all but their main.c) so what is tested
@@ -115,7 +152,8 @@ $(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
 $(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
                      $(call obj,$(filter-out copier/main.c,$(COPIER_SRCS))) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS) -lcriterion
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS) -lcriterion
 
 unit: deps $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
@@ -166,6 +204,34 @@ e2e: deps
 clean:
 	rm -rf build
 
+# make install PREFIX=/opt/krm: the two commands into $(DESTDIR)$(PREFIX)/bin,
+# nothing else (the copier belongs in images: make images).
+PREFIX ?= /usr/local
+.PHONY: install
+install: $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $^ $(DESTDIR)$(PREFIX)/bin/
+
+.PHONY: help
+help:
+	@echo 'make [V=1] [BUILD=dir] [SAN=1] TARGET'
+	@echo '  all (default)  build/bin/wrapper-server, runner-client and copier'
+	@echo '  install        wrapper-server and runner-client into $$(DESTDIR)$$(PREFIX)/bin (PREFIX=$(PREFIX))'
+	@echo '  demo           start a server with a sample function and evaluate examples/package'
+	@echo '  test           static build, unit + integration tests, again under ASan+UBSan, fuzz smoke'
+	@echo '  unit           the Criterion unit tests'
+	@echo '  integration    the pytest integration tests (tests/integration)'
+	@echo '  static         fully static musl binaries in build/static/ (fetches Debian sources once)'
+	@echo '  images         OCI images of the static binaries, without Docker'
+	@echo '  bench          the benchmarks (bench/README.md)'
+	@echo '  fuzz           every libFuzzer target for FUZZ_TIME s (default 300)'
+	@echo '  fuzz-smoke     every libFuzzer target for FUZZ_SMOKE_TIME s (default 5)'
+	@echo '  soak           many calls of every kind against one server, checking memory and fds'
+	@echo '  valgrind       the integration tests under valgrind memcheck'
+	@echo '  e2e            end-to-end tests on a Kubernetes cluster (scripts/e2e.sh)'
+	@echo '  deps           install (as root) or name the Debian packages the build needs'
+	@echo '  clean          remove build/'
+
 -include $(shell find $(BUILD)/obj $(BUILD)/gen -name '*.d' 2>/dev/null)
 
 # ---- Fuzzing: libFuzzer targets tests/fuzz/fuzz_NAME.c -> build/fuzz/bin/ ----
@@ -193,8 +259,9 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/grpc/grpc_timeout.c lib/krm/resourcelist.c lib/krm/rl_errors.c lib/krm/rl_results.c lib/krm/yaml_v3.c lib/krm/yaml_unmarshal.c \
                      lib/krm/rl_scan.c lib/krm/yaml_depth.c lib/core/utf8.c lib/core/go_quote.c lib/runtime/pb_request.c lib/grpc/grpc_status.c lib/core/json.c lib/core/json_write.c lib/core/strset.c lib/grpc/http1.c lib/core/log.c wrapper-server/cli.c \
                      lib/grpc/rpc_server.c lib/grpc/rpc_conn.c lib/grpc/rpc_call.c lib/grpc/h2_io.c lib/grpc/h2_seen.c lib/core/loop.c lib/runtime/svc_health.c lib/grpc/metrics.c \
-                     lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c) \
-                   $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) \
+                     lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c \
+                     lib/runtime/svc_reflection.c lib/runtime/proto_index.c) \
+                   $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) $(FUZZ)/gen/descriptor_set.o \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 
 .PHONY: fuzz fuzz-smoke fuzz-build
@@ -212,6 +279,15 @@ $(FUZZ)/gen/%.pb-c.c $(FUZZ)/gen/%.pb-c.h: proto/%.proto
 
 $(FUZZ)/gen/%.pb-c.o: $(FUZZ)/gen/%.pb-c.c
 	$(FUZZ_CC) -I$(FUZZ)/gen $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ)/gen/descriptor_set.c: $(DESC_PROTOS:%=proto/%.proto) scripts/embed.sh
+	@mkdir -p $(FUZZ)/gen
+	protoc --proto_path=proto --include_imports --descriptor_set_out=$(FUZZ)/gen/descriptor_set.pb \
+	    $(DESC_PROTOS:%=proto/%.proto)
+	./scripts/embed.sh krm_descriptor_set $(FUZZ)/gen/descriptor_set.pb > $@
+
+$(FUZZ)/gen/descriptor_set.o: $(FUZZ)/gen/descriptor_set.c
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
 $(FUZZ)/obj/%.o: %.c $(PROTOS:%=$(FUZZ)/gen/%.pb-c.h)
 	@mkdir -p $(dir $@)

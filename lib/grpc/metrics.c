@@ -139,13 +139,21 @@ static void render_gauges(buf *out)
     }
 }
 
+/* go-grpc-prometheus's grpc_type label. */
+static const char *grpc_type(const rpc_method *m)
+{
+    if (m->client_streaming)
+        return m->server_streaming ? "bidi_stream" : "client_stream";
+    return m->server_streaming ? "server_stream" : "unary";
+}
+
 static void render_calls(buf *out)
 {
     render_help(out, "grpc_server_started_total", "counter", "RPCs started on the server.");
     for (size_t i = 0; i < stats.n_methods; i++) {
         const method_stats *s = &stats.methods[i];
         buf_printf(out, "grpc_server_started_total{grpc_type=\"%s\",grpc_service=\"%s\","
-                   "grpc_method=\"%s\"} %llu\n", s->m->server_streaming ? "server_stream" : "unary",
+                   "grpc_method=\"%s\"} %llu\n", grpc_type(s->m),
                    s->m->service, s->m->name, (unsigned long long)s->started);
     }
     render_help(out, "grpc_server_handled_total", "counter",
@@ -157,7 +165,7 @@ static void render_calls(buf *out)
                 continue;
             buf_printf(out, "grpc_server_handled_total{grpc_type=\"%s\",grpc_service=\"%s\","
                        "grpc_method=\"%s\",grpc_code=\"%s\"} %llu\n",
-                       s->m->server_streaming ? "server_stream" : "unary", s->m->service,
+                       grpc_type(s->m), s->m->service,
                        s->m->name, grpc_code_go_name(code), (unsigned long long)s->handled[code]);
         }
 }
@@ -170,7 +178,7 @@ static void render_latency(buf *out)
         const method_stats *s = &stats.methods[i];
         char labels[256];
         snprintf(labels, sizeof labels, "grpc_type=\"%s\",grpc_service=\"%s\",grpc_method=\"%s\"",
-                 s->m->server_streaming ? "server_stream" : "unary", s->m->service, s->m->name);
+                 grpc_type(s->m), s->m->service, s->m->name);
         uint64_t cumulative = 0;
         for (size_t b = 0; b < METRICS_BUCKETS; b++) {
             cumulative += s->buckets[b];

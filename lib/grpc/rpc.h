@@ -6,9 +6,13 @@
  * deframes the request message and calls the method's handler with it. The
  * handler answers later, from any loop callback, with rpc_reply (one message
  * and OK), rpc_fail (a status), or rpc_send + rpc_finish for a server
- * stream. The transport owns the call; it calls the method's `end` hook
- * exactly once when the handler must let go: after the stream closed, or
- * early when the deadline passed or the client cancelled. */
+ * stream. A client-streaming method (bidirectional, as reflection) gets
+ * each request message in turn, every one bounded by max_message, at most
+ * max_messages of them, and request_end when the client half-closes; it
+ * answers each with rpc_send. The transport owns the call; it calls the
+ * method's `end` hook exactly once when the handler must let go: after the
+ * stream closed, or early when the deadline passed or the client
+ * cancelled. */
 #ifndef KRM_RPC_H
 #define KRM_RPC_H
 
@@ -25,8 +29,17 @@ typedef struct rpc_method {
     const char *service;   /* "evaluator.FunctionEvaluator" */
     const char *name;      /* "EvaluateFunction" */
     int server_streaming;  /* Watch: not counted as in-flight work when draining */
+    /* Client streaming: handle is called for each request message; set with
+     * server_streaming for a bidirectional method. */
+    int client_streaming;
+    /* Client streaming: request messages one stream may carry (0:
+     * RPC_STREAM_MESSAGES); the next one ends it with RESOURCE_EXHAUSTED. */
+    uint32_t max_messages;
     /* The request message (valid only during the call). */
     void (*handle)(rpc_call *c, const uint8_t *msg, size_t len);
+    /* Client streaming (required there): the client half-closed, after zero
+     * or more messages; the handler ends the call (rpc_finish). */
+    void (*request_end)(rpc_call *c);
     /* Optional: a large request message is arriving. `have` of its `total`
      * bytes are at msg, which stays put while the rest comes in: handle
      * gets the same pointer when it is complete (and rpc_take_message keeps
@@ -44,6 +57,8 @@ typedef struct rpc_segment {
     const void *data;
     size_t len;
 } rpc_segment;
+
+#define RPC_STREAM_MESSAGES 1000   /* default max_messages of a client stream */
 
 #define RPC_MAX_SEGMENTS 8   /* the transport's prefix + up to 7 of the handler's */
 
@@ -115,6 +130,8 @@ void rpc_release_slot(rpc_slot_hold *h);
 int server_is_draining(const server *s);
 uint32_t server_max_message(const server *s);
 loop *server_loop(const server *s);
+/* The methods served (rpc_server_config's NULL-terminated table). */
+const rpc_method *const *server_methods(const server *s);
 /* The app pointer of rpc_server_config. */
 void *server_app(const server *s);
 

@@ -9,8 +9,11 @@
  *             deadline timer); call_on_data deframes the DATA (grpc_frame.h),
  *             reserving each message's declared size against the
  *             pending-request budgets, and gives the one message (and, for
- *             a large one, its progress) to the method's handler;
- *             call_on_request_end checks that one came.
+ *             a large one, its progress) to the method's handler, or, for
+ *             a client stream, each message in turn (call_stream_check
+ *             bounds how many, and the answers the client leaves unread);
+ *             call_on_request_end checks that one came, or tells a client
+ *             stream's handler that the client is done.
  *   response  the handler answers with rpc_reply, rpc_fail, or rpc_send +
  *             rpc_finish (rpc.h): HEADERS, then a body that nghttp2 takes
  *             straight from the handler's segments (one copy, NO_COPY),
@@ -44,6 +47,7 @@
 
 static void call_unreserve(rpc_call *c);
 static void call_reset_unsent(rpc_call *c, const char *why);
+static size_t call_body_left(const rpc_call *c);
 
 /* ---- life of a call ------------------------------------------------------ */
 
@@ -260,12 +264,39 @@ static void call_refuse_over_budget(rpc_call *c, size_t n)
     grpc_reader_free(c->reader);   /* what arrived of it goes now */
 }
 
+/* A client stream's next message may go to the handler: at most
+ * max_messages of them, and not while the answers the client left unread
+ * exceed a message's limit (a stream then holds no more than a unary call
+ * could; the stall timer resets one that reads nothing). 0, or -1 after
+ * ending the call. */
+static int call_stream_check(rpc_call *c)
+{
+    uint32_t max = c->method->max_messages ? c->method->max_messages : RPC_STREAM_MESSAGES;
+    size_t unread = call_body_left(c);
+    char msg[200];
+    if ((uint32_t)c->messages > max)
+        snprintf(msg, sizeof msg, "grpc: more than %u request messages on one stream; "
+                 "open another", max);
+    else if (unread > c->srv->cfg->max_message)
+        snprintf(msg, sizeof msg, "grpc: the client sent requests faster than it read the "
+                 "answers (%zu bytes unread, over %u)", unread, c->srv->cfg->max_message);
+    else
+        return 0;
+    call_end_handler(c);
+    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+    return -1;
+}
+
 static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t len)
 {
     rpc_call *c = ctx;
     if (c->finished)
         return 1;   /* answered (and the answer may borrow the handler's state): drop the rest */
-    if (++c->messages > 1) {
+    if (c->method->client_streaming) {
+        c->messages++;
+        if (call_stream_check(c) < 0)
+            return 1;
+    } else if (++c->messages > 1) {
         call_end_handler(c);
         call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
                        "grpc: a unary request carried more than one message");
@@ -322,10 +353,18 @@ void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
     }
 }
 
-/* The client half-closed: a unary request must have brought one message. */
+/* The client half-closed: a unary request must have brought one message;
+ * a client stream's handler hears that no more will come. */
 void call_on_request_end(rpc_call *c)
 {
-    if (c->finished || !c->reader || c->messages > 0)
+    if (c->finished || !c->reader)
+        return;
+    if (c->method->client_streaming && !grpc_reader_partial(c->reader)) {
+        c->started = 1;
+        c->method->request_end(c);
+        return;
+    }
+    if (c->messages > 0 && !c->method->client_streaming)
         return;
     if (grpc_reader_partial(c->reader)) {
         char msg[160];

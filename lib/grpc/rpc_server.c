@@ -70,6 +70,7 @@ int server_is_draining(const server *s) { return s->draining; }
 uint32_t server_max_message(const server *s) { return s->cfg->max_message; }
 loop *server_loop(const server *s) { return s->loop; }
 void *server_app(const server *s) { return s->cfg->app; }
+const rpc_method *const *server_methods(const server *s) { return s->cfg->methods; }
 
 /* ---- the server's life --------------------------------------------------- */
 

@@ -20,14 +20,17 @@ static void fn_server_limits(rpc_server_config *cfg)
         cfg->max_waiting = fn_slots_default_waiting(cfg->max_functions);
 }
 
-/* The transport's drain steps, for the health service's Watch streams. */
+/* The transport's drain steps, for the streams that outlive calls: health
+ * Watch and reflection. */
 static void fn_server_drain(rpc_drain_phase phase, void *ctx)
 {
     (void)ctx;
-    if (phase == RPC_DRAIN_STARTED)
+    if (phase == RPC_DRAIN_STARTED) {
         health_drain_started();
-    else
+    } else {
         health_end_watches();
+        reflection_end_streams();
+    }
 }
 
 static const char *fn_server_not_ready(void *app)
@@ -40,7 +43,9 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
                   void *hup_ctx, const char *who)
 {
     static const rpc_method *const methods[] = {
-        &evaluate_method, &health_check_method, &health_list_method, &health_watch_method, NULL,
+        &evaluate_method,          &health_check_method,       &health_list_method,
+        &health_watch_method,      &reflection_v1_method,      &reflection_v1alpha_method,
+        NULL,
     };
     cfg.methods = methods;
     cfg.app = ev;
