@@ -70,9 +70,9 @@ def outputs(tmp_path_factory):
     return files
 
 
-def start_printer(start_server, path):
+def start_printer(start_server, path, options=()):
     """A wrapper-server whose function reads its input and prints `path`."""
-    return start_server(["/bin/sh", "-c", f'cat >/dev/null; exec cat "{path}"'])
+    return start_server(["/bin/sh", "-c", f'cat >/dev/null; exec cat "{path}"'], options=options)
 
 
 def test_health_is_answered_while_the_deepest_allowed_output_is_judged(start_server, outputs):
@@ -104,13 +104,15 @@ def test_a_deadline_passing_while_judging_cancels_the_judging(start_server, outp
     """The judging is stopped half way (its timer cancelled, its state freed:
     the ASan build checks) and the server goes on as before."""
     path, data, n = outputs["limit"]
-    srv = start_printer(start_server, path)
+    srv = start_printer(start_server, path, options=["--verbosity", "3"])
     started = time.monotonic()
     with pytest.raises(grpc.RpcError) as e:
         srv.evaluate(b"kind: ResourceList\n", "nested:128", timeout=0.3)
     assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    while "deadline exceeded" not in srv.stderr():
-        assert time.monotonic() - started < 1.5, srv.describe()
+    # The server's own deadline and the client's reset (grpcio cancels at its
+    # deadline too) race; either one cancels the call and its judging.
+    while "deadline exceeded" not in srv.stderr() and "reset by the client" not in srv.stderr():
+        assert time.monotonic() - started < 10, srv.describe()
         time.sleep(0.02)
     assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
     assert srv.evaluate(b"kind: ResourceList\n", "nested:128", timeout=60).resource_list == data
