@@ -1,8 +1,8 @@
 /* kube_pod_cache: each function image's pod on a cluster, found or created,
  * watched to Ready, and the address to dial it; kept for the next call.
  *
- * For an image: its digest and entrypoint from the registry (lib/oci, in a
- * thread: the lookup blocks); podId from them (pod_id, postfix 1); the
+ * For an image: its digest and entrypoint from the registry (lib/oci, on
+ * the loop through the API client's curl driver: no thread); podId from them (pod_id, postfix 1); the
  * function pods labelled fn.kpt.dev/image=<podId> listed: a pod that is
  * not being deleted is adopted, else the Service and the Pod are created
  * from pod_template (AlreadyExists is success). The pod is then watched
