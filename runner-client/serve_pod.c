@@ -12,6 +12,8 @@
 #include "oci/image_ref.h"
 #include "runtime/ev_pod.h"
 
+#define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+
 struct serve_pod {
     kube_config cfg;
     kube_client *c;
@@ -84,6 +86,8 @@ void serve_pod_close(serve_pod *p)
 {
     if (!p)
         return;
+    if (p->pc)   /* the server has drained: finish the cache's last API calls (a Delete) */
+        pod_cache_settle(p->pc, SERVE_POD_SETTLE_NS);
     pod_cache_free(p->pc);
     kube_client_free(p->c);
     kube_config_free(&p->cfg);

@@ -766,6 +766,27 @@ int pod_cache_state(pod_cache *pc, const char *image, pod_state *state)
     return 0;
 }
 
+#define SETTLE_TICK_NS (20LL * 1000000)
+
+typedef struct settling {
+    pod_cache *pc;
+    int64_t until;
+} settling;
+
+static void settle_tick(loop *l, void *ctx)
+{
+    settling *s = ctx;
+    if (!pod_cache_busy(s->pc) || loop_now_ns() >= s->until || !loop_timer_add(l, SETTLE_TICK_NS, settle_tick, s))
+        loop_stop(l);
+}
+
+void pod_cache_settle(pod_cache *pc, int64_t max_ns)
+{
+    settling s = {pc, loop_deadline_ns(max_ns)};
+    if (pod_cache_busy(pc) && loop_timer_add(pc->l, SETTLE_TICK_NS, settle_tick, &s))
+        loop_run(pc->l);
+}
+
 pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *err)
 {
     if (!o->wrapper_image || !*o->wrapper_image)

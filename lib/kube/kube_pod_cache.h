@@ -86,6 +86,11 @@ void pod_cache_used(pod_cache *pc, const char *image);
 /* API calls still in flight (a Delete of a failed pod...): a command that
  * exits after its answer runs the loop until this is 0, for a while. */
 int pod_cache_busy(const pod_cache *pc);
+/* Runs the loop until pod_cache_busy is 0 or max_ns passed (the Delete of
+ * a failed pod finishes instead of being abandoned, and nothing is left
+ * allocated): for a command or a server that is about to exit, after its
+ * own work on the loop is done. */
+void pod_cache_settle(pod_cache *pc, int64_t max_ns);
 
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);

@@ -54,7 +54,7 @@ def free_port():
 class Runner:
     """A `runner-client serve` process with the pod runtime on."""
 
-    def __init__(self, pb, k8s, ns, tmp_path):
+    def __init__(self, pb, k8s, ns, tmp_path, *extra):
         if not k8s.kubeconfig:
             pytest.fail("KUBECONFIG is needed for runner-client serve", pytrace=False)
         self.pb = pb
@@ -62,7 +62,7 @@ class Runner:
         self.log = tmp_path / "serve.log"
         self.proc = subprocess.Popen(
             [CLIENT_BIN, "serve", "--port", str(self.port), "--kubeconfig", k8s.kubeconfig,
-             "--namespace", ns, "--dial", "pod", "--ready-timeout", "60s", "--log-level", "3"],
+             "--namespace", ns, "--dial", "pod", "--ready-timeout", "60s", "--log-level", "3", *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"),
             start_new_session=True)
         # connect only once it listens: a refused first connect would put the
@@ -161,7 +161,7 @@ def test_serve_concurrent_first_calls_share_one_pod(api, serve, images, namespac
     assert serve.stderr().count("pod " + pods[0]["metadata"]["name"] + " created") <= 1
 
 
-def test_serve_unpullable_image_fails_fast(serve, images):
+def test_serve_missing_image_fails_fast(serve, images):
     t0 = time.monotonic()
     with pytest.raises(grpc.RpcError) as e:
         serve.evaluate(images.missing, timeout=60)
@@ -171,3 +171,22 @@ def test_serve_unpullable_image_fails_fast(serve, images):
     assert images.missing in e.value.details() and "not found" in e.value.details(), e.value.details()
     # the server serves on
     assert serve.proc.poll() is None
+
+
+def test_serve_unpullable_image_fails_fast_with_kubelet_reason(pb, k8s, api, images, namespace, tmp_path):
+    # The wrapper image cannot be pulled: the function's registry lookup
+    # succeeds, the pod is created, and its init container never starts.
+    srv = Runner(pb, k8s, namespace, tmp_path, "--wrapper-server-image", images.missing)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(grpc.RpcError) as e:
+            srv.evaluate(images.fn, timeout=60)
+        took = time.monotonic() - t0
+        details = e.value.details()
+        assert took < FAIL_FAST * SLOW, f"took {took:.1f} s: {details}"
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE, details
+        assert "ErrImagePull" in details or "ImagePullBackOff" in details, details
+        assert images.missing in details and 'init container "copy-wrapper-server"' in details, details
+        assert srv.proc.poll() is None
+    finally:
+        srv.stop()
