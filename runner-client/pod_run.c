@@ -69,7 +69,6 @@ typedef struct pod_run {
     kube_client *c;
     pod_cache *pc;
     int rc;
-    int64_t settle_until;
 } pod_run;
 
 static int usage(const char *cmd, const char *msg)
@@ -145,18 +144,9 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
     return 0;
 }
 
-#define SETTLE_TICK_NS (20LL * 1000000)
-#define SETTLE_MAX_NS (5LL * 1000000000)
-
 /* After the answer: let the cache's last API calls (the Delete of a pod
- * that failed) finish, for at most SETTLE_MAX_NS. */
-static void settle(loop *l, void *ctx)
-{
-    pod_run *r = ctx;
-    if (!pod_cache_busy(r->pc) || loop_now_ns() >= r->settle_until ||
-        !loop_timer_add(l, SETTLE_TICK_NS, settle, r))
-        loop_stop(l);
-}
+ * that failed) finish, for at most this long. */
+#define SETTLE_MAX_NS (5LL * 1000000000)
 
 static int run_loop(pod_run *r, const char *cmd)
 {
@@ -164,9 +154,7 @@ static int run_loop(pod_run *r, const char *cmd)
         fprintf(stderr, "runner-client %s: the event loop failed\n", cmd);
         return 1;
     }
-    r->settle_until = loop_deadline_ns(SETTLE_MAX_NS);
-    if (pod_cache_busy(r->pc) && loop_timer_add(r->l, SETTLE_TICK_NS, settle, r))
-        loop_run(r->l);
+    pod_cache_settle(r->pc, SETTLE_MAX_NS);
     return r->rc;
 }
 

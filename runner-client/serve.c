@@ -8,8 +8,10 @@
  *   exec  FunctionConfig binaryExecutor entries (--function-config) map an
  *         image to a local binary, run like the wrapper server runs its
  *         entrypoint (lib/ev_exec, same verdict and messages);
- *   pod   not available yet: the runner says so at start-up, and images
- *         with no exec entry are answered NOT_FOUND.
+ *   pod   every other image runs in its function pod on the cluster
+ *         (serve_pod: one pod cache for the server's life), unless
+ *         --disable-runtimes=pod; exec entries are tried first, as Porch's
+ *         multi-evaluator tries them.
  * SIGHUP reloads the FunctionConfigs; a call in flight keeps the binary it
  * was started with, and a config that fails to load leaves the old one.
  *
@@ -34,6 +36,7 @@
 #include "runtime/fn_server.h"
 #include "commands.h"
 #include "flags.h"
+#include "serve_pod.h"
 
 #define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
@@ -55,12 +58,14 @@ static const char serve_usage[] =
     "  --idle-timeout DUR           close idle connections after this; 0 never (default 5m)\n"
     "  --shutdown-grace DUR         SIGTERM: time in-flight calls get (default 10s)\n"
     FN_SERVER_LIMIT_FLAGS_HELP
+    SERVE_POD_FLAGS_HELP
     "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
     const char *port, *config, *functions, *prefix, *disable, *max_message, *max_streams;
     const char *idle, *grace, *log_level;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
+    serve_pod_flags pod;
 } serve_opts;
 
 typedef struct runner {
@@ -71,20 +76,22 @@ typedef struct runner {
     const char *prefix;
     rpc_server_config server;
     int exec_enabled, pod_disabled;
+    const serve_pod_flags *pod_flags;
+    serve_pod *pods;            /* the pod runtime, while serving */
 } runner;
 
 /* ---- FunctionConfigs ------------------------------------------------------ */
 
-static void runner_warn_unsupported(const fnconfig *c)
+static void runner_warn_unsupported(const runner *r, const fnconfig *c)
 {
     for (size_t i = 0; i < c->n; i++) {
         const fnconfig_entry *e = &c->entries[i];
         if (e->go.present)
             log_warn("%s: FunctionConfig \"%s\": goExecutor is not supported by this runtime; "
                      "ignored", e->file, e->name);
-        if (e->pod.present && !e->binary.present)
-            log_warn("%s: FunctionConfig \"%s\": podExecutor needs the pod runtime, which is "
-                     "not available yet", e->file, e->name);
+        if (e->pod.present && !e->binary.present && r->pod_disabled)
+            log_warn("%s: FunctionConfig \"%s\": podExecutor needs the pod runtime, which "
+                     "--disable-runtimes turns off", e->file, e->name);
     }
 }
 
@@ -128,8 +135,8 @@ static int runner_check_binaries(runner *r, const fnconfig *c, int *functions_fd
 static void runner_warn_empty(const runner *r, const fnconfig *c)
 {
     struct stat st;
-    if (!r->exec_enabled)
-        return;   /* nothing can run: every call says "no function runtime is enabled" */
+    if (!r->exec_enabled || !r->pod_disabled)
+        return;   /* no runtime ("no function runtime is enabled"), or pods run the rest */
     if (!r->config_path) {
         log_warn("no --function-config given: no image is configured, every call will be "
                  "answered NOT_FOUND (give a FunctionConfig file or directory)");
@@ -157,7 +164,7 @@ static int runner_load(runner *r, fnconfig *out, int *functions_fd, buf *err)
         fnconfig_free(out);
         return -1;
     }
-    runner_warn_unsupported(out);
+    runner_warn_unsupported(r, out);
     runner_warn_empty(r, out);
     return 0;
 }
@@ -319,6 +326,13 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_duration_flag("--stalled-send-timeout", o->stall, &stall) < 0 ||
         parse_runtimes(r, o->disable) < 0)
         return -1;
+    buf perr = {0};
+    if (serve_pod_check(&o->pod, &perr) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        buf_free(&perr);
+        return -1;
+    }
+    r->pod_flags = &o->pod;
     log_verbosity = (int)level;
     r->config_path = o->config;
     r->functions_dir = o->functions ? o->functions : "./functions";
@@ -342,7 +356,7 @@ static int serve_configure(runner *r, const serve_opts *o)
 
 static evaluator *serve_runtimes(runner *r, loop *l)
 {
-    evaluator *evs[1];
+    evaluator *evs[2];
     size_t n = 0;
     if (r->exec_enabled) {
         ev_exec_config exec = {
@@ -352,34 +366,51 @@ static evaluator *serve_runtimes(runner *r, loop *l)
         if (!(evs[n++] = ev_exec_new(&exec)))
             return NULL;
     }
-    if (!r->pod_disabled)
-        log_warn("the pod runtime is not available in this version: images without an exec "
-                 "FunctionConfig are answered NOT_FOUND (--disable-runtimes=pod silences this)");
+    if (r->pods && !(evs[n] = serve_pod_evaluator(r->pods))) {
+        for (size_t i = 0; i < n; i++)
+            ev_destroy(evs[i]);
+        return NULL;
+    }
+    n += r->pods != NULL;
     evaluator *multi = ev_multi_new(l, evs, n);
-    if (!multi && n)
-        ev_destroy(evs[0]);
+    for (size_t i = 0; !multi && i < n; i++)
+        ev_destroy(evs[i]);
     return multi;
 }
 
 static int serve_run(runner *r)
 {
     loop *l = loop_new();
+    buf err = {0};
+    if (l && !r->pod_disabled &&
+        !(r->pods = serve_pod_open(l, r->pod_flags, r->server.max_message, &err))) {
+        fprintf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        loop_free(l);
+        return 2;
+    }
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
     if (!ev) {
         fprintf(stderr, "runner-client serve: out of memory\n");
+        serve_pod_close(r->pods);
         loop_free(l);
         return 1;
     }
+    if (r->pods)
+        log_info("pod runtime: function pods in namespace %s, dialed by %s", r->pod_flags->ns,
+                 strcmp(r->pod_flags->dial, "pod") ? "their Service" : "pod IP");
     log_info("function runner: %zu FunctionConfigs%s%s", r->cfg.n,
              r->config_path ? " from " : "", r->config_path ? r->config_path : "");
     int rc = fn_server_run(l, ev, r->server, runner_reload, r, "runner-client serve");
+    serve_pod_close(r->pods);   /* fn_server_run destroyed the evaluators */
     loop_free(l);
     return rc;
 }
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_opts o = {0};
+    serve_opts o = {.pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
+                            .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
         {"--port", &o.port}, {"--function-config", &o.config}, {"--functions", &o.functions},
         {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
@@ -389,6 +420,9 @@ int cmd_serve(int argc, char **argv)
         {"--max-pending-request-bytes", &o.max_pending},
         {"--max-pending-request-bytes-per-connection", &o.max_pending_conn},
         {"--stalled-send-timeout", &o.stall},
+        {"--kubeconfig", &o.pod.kubeconfig}, {"--context", &o.pod.context},
+        {"--namespace", &o.pod.ns}, {"--dial", &o.pod.dial},
+        {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
         {0},
     };
     int n_pos, help;

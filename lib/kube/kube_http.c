@@ -1,17 +1,17 @@
-/* kube_http: libcurl's multi interface on our loop; see kube_http.h. */
+/* kube_http: API server requests on http_multi; see kube_http.h. */
 #include "kube/kube_http.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
+
+#include "http/http_multi.h"
 
 #define CONNECT_TIMEOUT_MS 10000L
 
 struct kube_req {
     kube_http *h;
-    CURL *curl;
+    http_xfer x;        /* x.easy: the transfer; x.ctx: this request */
     struct curl_slist *headers;
     kube_data_fn *on_data;
     kube_done_fn *on_done;
@@ -23,77 +23,15 @@ struct kube_req {
 };
 
 struct kube_http {
-    loop *l;
+    http_multi *m;
     const kube_config *cfg;
-    CURLM *multi;
-    loop_timer *timer;
     char *base;          /* URL prefix: the server, or https://<tls-server-name>:port */
     struct curl_slist *connect_to;   /* tls-server-name: connect to the real host */
     char *auth_header;
     kube_req *reqs;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static void check_done(kube_http *h);
-
-/* ------------------------------------------------------------------------ */
-/* Loop glue                                                                 */
-
-static void on_fd(loop *l, int fd, uint32_t events, void *ctx)
-{
-    (void)l;
-    kube_http *h = ctx;
-    int flags = 0;
-    if (events & (EPOLLIN | EPOLLHUP))
-        flags |= CURL_CSELECT_IN;
-    if (events & EPOLLOUT)
-        flags |= CURL_CSELECT_OUT;
-    if (events & EPOLLERR)
-        flags |= CURL_CSELECT_ERR;
-    int running;
-    curl_multi_socket_action(h->multi, fd, flags, &running);
-    check_done(h);
-}
-
-static int socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
-{
-    (void)e;
-    (void)socketp;
-    kube_http *h = userp;
-    if (what == CURL_POLL_REMOVE) {
-        loop_unwatch(h->l, s);
-        return 0;
-    }
-    uint32_t ev = (what & CURL_POLL_IN ? LOOP_READ : 0) | (what & CURL_POLL_OUT ? LOOP_WRITE : 0);
-    return loop_watch(h->l, s, ev, on_fd, h) < 0 ? -1 : 0;
-}
-
-static void on_timer(loop *l, void *ctx)
-{
-    (void)l;
-    kube_http *h = ctx;
-    h->timer = NULL;   /* freed by the loop after this returns */
-    int running;
-    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_done(h);
-}
-
-/* curl's one timer: each call replaces it; -1 removes it. libcurl must not
- * be called from here, so the work happens in on_timer. */
-static int timer_cb(CURLM *m, long timeout_ms, void *userp)
-{
-    (void)m;
-    kube_http *h = userp;
-    loop_timer_cancel(h->l, h->timer);
-    h->timer = NULL;
-    if (timeout_ms < 0)
-        return 0;
-    int64_t ns = timeout_ms > INT64_MAX / 1000000 ? INT64_MAX : (int64_t)timeout_ms * 1000000;
-    h->timer = loop_timer_add(h->l, ns, on_timer, h);
-    return h->timer ? 0 : -1;
-}
+http_multi *kube_http_multi(const kube_http *h) { return h->m; }
 
 /* ------------------------------------------------------------------------ */
 /* Requests                                                                  */
@@ -106,39 +44,26 @@ static void req_free(kube_req *r)
             *p = r->next;
             break;
         }
-    curl_multi_remove_handle(h->multi, r->curl);
-    curl_easy_cleanup(r->curl);
+    http_multi_remove(h->m, &r->x);
+    curl_easy_cleanup(r->x.easy);
     curl_slist_free_all(r->headers);
     buf_free(&r->body);
     free(r);
 }
 
-static void check_done(kube_http *h)
+static void req_done(http_xfer *x, CURLcode code)
 {
-    CURLMsg *m;
-    int left;
-    while ((m = curl_multi_info_read(h->multi, &left))) {
-        if (m->msg != CURLMSG_DONE)
-            continue;
-        kube_req *r = NULL;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-        CURLcode code = m->data.result;
-        kube_resp resp = {0};
-        curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &resp.status);
-        resp.curl_code = (int)code;
-        if (code != CURLE_OK)
-            resp.curl_error = r->too_large ? "the response is larger than the limit"
-                              : r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
-        resp.body = &r->body;
-        kube_done_fn *done = r->on_done;
-        void *ctx = r->ctx;
-        /* unlink before the callback, which may start requests; the message
-         * pointer m is not used again */
-        curl_multi_remove_handle(h->multi, r->curl);
-        if (done)
-            done(&resp, ctx);
-        req_free(r);
-    }
+    kube_req *r = x->ctx;
+    kube_resp resp = {0};
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+    resp.curl_code = (int)code;
+    if (code != CURLE_OK)
+        resp.curl_error = r->too_large ? "the response is larger than the limit"
+                          : r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
+    resp.body = &r->body;
+    if (r->on_done)
+        r->on_done(&resp, r->ctx);
+    req_free(r);
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx)
@@ -180,7 +105,7 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
 {
     kube_req *r = calloc(1, sizeof *r);
     buf url = {0};
-    if (!r || !(r->curl = curl_easy_init()) || buf_printf(&url, "%s%s", h->base, rq->path) < 0) {
+    if (!r || !(r->x.easy = curl_easy_init()) || buf_printf(&url, "%s%s", h->base, rq->path) < 0) {
         buf_printf(err, "out of memory");
         goto fail;
     }
@@ -201,9 +126,10 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
         goto fail;
     }
     r->headers = hd;
-    CURL *c = r->curl;
+    CURL *c = r->x.easy;
+    r->x.done = req_done;
+    r->x.ctx = r;
     curl_easy_setopt(c, CURLOPT_URL, url.data);
-    curl_easy_setopt(c, CURLOPT_PRIVATE, r);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
     if (!strcmp(rq->method, "GET"))
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -224,9 +150,7 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     set_tls(h, c);
     buf_free(&url);
-    CURLMcode mc = curl_multi_add_handle(h->multi, c);
-    if (mc != CURLM_OK) {
-        buf_printf(err, "curl_multi_add_handle: %s", curl_multi_strerror(mc));
+    if (http_multi_add(h->m, &r->x, err) < 0) {
         curl_slist_free_all(r->headers);
         curl_easy_cleanup(c);
         free(r);
@@ -236,8 +160,8 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
     h->reqs = r;
     return r;
 fail:
-    if (r && r->curl)
-        curl_easy_cleanup(r->curl);
+    if (r && r->x.easy)
+        curl_easy_cleanup(r->x.easy);
     if (r)
         curl_slist_free_all(r->headers);
     free(r);
@@ -289,15 +213,11 @@ static int tls_name_route(kube_http *h, buf *err)
 
 kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err)
 {
-    pthread_once(&curl_once, curl_init_once);
     kube_http *h = calloc(1, sizeof *h);
     if (!h)
         return buf_printf(err, "out of memory"), NULL;
-    h->l = l;
     h->cfg = cfg;
-    h->multi = curl_multi_init();
-    if (!h->multi) {
-        buf_printf(err, "curl_multi_init failed");
+    if (!(h->m = http_multi_new(l, err))) {
         kube_http_free(h);
         return NULL;
     }
@@ -320,10 +240,6 @@ kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err)
         }
         h->auth_header = buf_steal(&a, NULL);
     }
-    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
-    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
     return h;
 }
 
@@ -333,9 +249,7 @@ void kube_http_free(kube_http *h)
         return;
     while (h->reqs)
         req_free(h->reqs);
-    if (h->multi)
-        curl_multi_cleanup(h->multi);   /* may still call socket_cb: h is alive */
-    loop_timer_cancel(h->l, h->timer);
+    http_multi_free(h->m);
     curl_slist_free_all(h->connect_to);
     if (h->auth_header)
         memset(h->auth_header, 0, strlen(h->auth_header));   /* the token */

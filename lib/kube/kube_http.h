@@ -1,11 +1,8 @@
 /* kube_http: HTTPS requests to the Kubernetes API server on the event loop.
  *
  * Why: the runner serves calls while it creates pods and watches them, so
- * an API request must never block the loop. libcurl's multi interface is
- * driven by the loop: curl tells us which sockets to watch
- * (CURLMOPT_SOCKETFUNCTION -> loop_watch) and when to call it back
- * (CURLMOPT_TIMERFUNCTION -> one loop timer), and we hand it readiness with
- * curl_multi_socket_action, as curl's ephiperfifo example does with epoll.
+ * an API request must never block the loop: requests are libcurl easy
+ * handles run by lib/http/http_multi (curl's multi interface on the loop).
  * TLS and credentials come from a kube_config (CA, client certificate and
  * key as in-memory PEM blobs, bearer token, insecure, tls-server-name). */
 #ifndef KRM_KUBE_HTTP_H
@@ -17,6 +14,9 @@
 #include "core/loop.h"
 #include "kube/kubeconfig.h"
 
+/* lib/http/http_multi.h (not included: kube_client.h readers such as
+ * pod_status are in the static build, which has no curl.h) */
+typedef struct http_multi http_multi;
 typedef struct kube_http kube_http;
 typedef struct kube_req kube_req;
 
@@ -53,6 +53,10 @@ typedef struct kube_http_req {
 kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err);
 /* Cancels what is in flight (their on_done is not called). Not from a callback. */
 void kube_http_free(kube_http *h);
+
+/* The client's curl driver, for other transfers on the same loop (the pod
+ * cache's registry lookups). Lives as long as the client. */
+http_multi *kube_http_multi(const kube_http *h);
 
 /* Starts a request. NULL with why in err (out of memory, curl refused). */
 kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err);

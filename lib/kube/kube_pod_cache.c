@@ -1,7 +1,8 @@
 /* kube_pod_cache: find or create, watch, dial function pods; see
  * kube_pod_cache.h.
  *
- * An entry goes: registry lookup (a thread; a pipe wakes the loop) ->
+ * An entry goes: registry lookup (on the loop, sharing the API client's curl
+ * driver) ->
  * list by podId label -> adopt, or create Service + Pod -> watch the pod by
  * name -> serving (answer the waiters) or failed (fetch the failing
  * container's log, answer the waiters with the error, delete the pod).
@@ -10,9 +11,6 @@
  * lookup have all let go of it. */
 #include "kube/kube_pod_cache.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +25,6 @@
 #define ENDPOINTS_POLL_NS (200LL * 1000000)   /* Porch polls every 100 ms; one GET each */
 
 typedef struct entry entry;
-typedef struct lookup lookup;
 
 struct pod_waiter {
     pod_cache *pc;
@@ -37,17 +34,6 @@ struct pod_waiter {
     void *ctx;
     loop_timer *attach;        /* pending: attach from the loop */
     pod_waiter *next;
-};
-
-struct lookup {                /* the registry lookup, in its own thread */
-    int fds[2];
-    loop *l;
-    char *image;
-    const registry_opts *opts;
-    registry_result res;
-    buf err;
-    int rc;
-    entry *e;                  /* NULL once the entry no longer wants it */
 };
 
 struct entry {
@@ -60,7 +46,7 @@ struct entry {
     int created;
     int64_t started_ns, last_used_ns;
     pod_waiter *waiters;
-    lookup *lk;
+    registry_op *lk;           /* the registry lookup in flight */
     kube_watch *watch;
     loop_timer *deadline, *poll, *unwatch;
     int inflight;
@@ -147,8 +133,8 @@ static void entry_drop(entry *e)
     loop_timer_cancel(pc->l, e->deadline);
     loop_timer_cancel(pc->l, e->poll);
     e->deadline = e->poll = NULL;
-    if (e->lk) {
-        e->lk->e = NULL;
+    if (e->lk) {   /* never set inside the lookup's own done (cleared first) */
+        registry_lookup_cancel(e->lk);
         e->lk = NULL;
     }
     unwatch_later(e);
@@ -636,13 +622,14 @@ static void on_list(const kube_result *r, void *ctx)
         create(e);
 }
 
-static void looked_up(entry *e, lookup *lk)
+static void looked_up(int rc, registry_result *res, const char *error, void *ctx)
 {
-    if (lk->rc < 0)
-        return fail_fmt(e, 0, "%s", lk->err.data ? lk->err.data : "image lookup failed");
-    e->meta = lk->res;
+    entry *e = ctx;
+    e->lk = NULL;
+    if (rc < 0)
+        return fail_fmt(e, 0, "%s", error ? error : "image lookup failed");
+    e->meta = *res;   /* now e's */
     e->have_meta = 1;
-    lk->rc = -1;   /* the result now belongs to e */
     char why[256];
     if (pod_id_make(e->image, e->meta.digest, 1, e->pod_id, why, sizeof why) < 0)
         return fail_fmt(e, 0, "%s", why);
@@ -657,73 +644,15 @@ static void looked_up(entry *e, lookup *lk)
     buf_free(&err);
 }
 
-/* ---- the registry lookup, off the loop -------------------------------------- */
-
-static void *lookup_thread(void *arg)
-{
-    lookup *lk = arg;
-    lk->rc = registry_lookup(lk->image, lk->opts, &lk->res, &lk->err);
-    ssize_t n;
-    do
-        n = write(lk->fds[1], "x", 1);
-    while (n < 0 && errno == EINTR);
-    return NULL;
-}
-
-static void lookup_done(loop *l, int fd, uint32_t events, void *ctx)
-{
-    (void)events;
-    lookup *lk = ctx;
-    char c;
-    if (read(fd, &c, 1) != 1)
-        return;   /* spurious: wait for the byte */
-    loop_unwatch(l, fd);
-    close(lk->fds[0]);
-    close(lk->fds[1]);
-    entry *e = lk->e;
-    if (e) {
-        e->lk = NULL;
-        looked_up(e, lk);
-    }
-    if (lk->rc == 0)
-        registry_result_free(&lk->res);
-    buf_free(&lk->err);
-    free(lk->image);
-    free(lk);
-}
-
+/* The registry lookup runs on the loop, on the API client's curl driver. */
 static void entry_start(entry *e)
 {
-    lookup *lk = calloc(1, sizeof *lk);
-    pthread_t t;
-    pthread_attr_t attr;
-    int ok = lk && (lk->image = strdup(e->image)) && pipe2(lk->fds, O_CLOEXEC) == 0;
-    if (ok) {
-        lk->l = e->pc->l;
-        lk->opts = &e->pc->o.registry;
-        lk->e = e;
-        if (loop_watch(e->pc->l, lk->fds[0], LOOP_READ, lookup_done, lk) < 0) {
-            ok = 0;
-        } else {
-            pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            ok = pthread_create(&t, &attr, lookup_thread, lk) == 0;
-            pthread_attr_destroy(&attr);
-            if (!ok)
-                loop_unwatch(e->pc->l, lk->fds[0]);
-        }
-        if (!ok) {
-            close(lk->fds[0]);
-            close(lk->fds[1]);
-        }
-    }
-    if (!ok) {
-        if (lk)
-            free(lk->image);
-        free(lk);
-        return fail_fmt(e, 0, "cannot look up %s: no thread or pipe for the registry lookup", e->image);
-    }
-    e->lk = lk;
+    buf err = {0};
+    http_multi *m = kube_http_multi(kube_client_http(e->pc->c));
+    e->lk = registry_lookup_start(m, e->image, &e->pc->o.registry, looked_up, e, &err);
+    if (!e->lk)
+        fail_fmt(e, 0, "%s", err.data ? err.data : "out of memory");
+    buf_free(&err);
 }
 
 /* ---- waiters ------------------------------------------------------------------ */
@@ -835,6 +764,27 @@ int pod_cache_state(pod_cache *pc, const char *image, pod_state *state)
         return -1;
     *state = e->state;
     return 0;
+}
+
+#define SETTLE_TICK_NS (20LL * 1000000)
+
+typedef struct settling {
+    pod_cache *pc;
+    int64_t until;
+} settling;
+
+static void settle_tick(loop *l, void *ctx)
+{
+    settling *s = ctx;
+    if (!pod_cache_busy(s->pc) || loop_now_ns() >= s->until || !loop_timer_add(l, SETTLE_TICK_NS, settle_tick, s))
+        loop_stop(l);
+}
+
+void pod_cache_settle(pod_cache *pc, int64_t max_ns)
+{
+    settling s = {pc, loop_deadline_ns(max_ns)};
+    if (pod_cache_busy(pc) && loop_timer_add(pc->l, SETTLE_TICK_NS, settle_tick, &s))
+        loop_run(pc->l);
 }
 
 pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *err)

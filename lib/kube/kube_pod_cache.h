@@ -1,8 +1,8 @@
 /* kube_pod_cache: each function image's pod on a cluster, found or created,
  * watched to Ready, and the address to dial it; kept for the next call.
  *
- * For an image: its digest and entrypoint from the registry (lib/oci, in a
- * thread: the lookup blocks); podId from them (pod_id, postfix 1); the
+ * For an image: its digest and entrypoint from the registry (lib/oci, on
+ * the loop through the API client's curl driver: no thread); podId from them (pod_id, postfix 1); the
  * function pods labelled fn.kpt.dev/image=<podId> listed: a pod that is
  * not being deleted is adopted, else the Service and the Pod are created
  * from pod_template (AlreadyExists is success). The pod is then watched
@@ -86,6 +86,11 @@ void pod_cache_used(pod_cache *pc, const char *image);
 /* API calls still in flight (a Delete of a failed pod...): a command that
  * exits after its answer runs the loop until this is 0, for a while. */
 int pod_cache_busy(const pod_cache *pc);
+/* Runs the loop until pod_cache_busy is 0 or max_ns passed (the Delete of
+ * a failed pod finishes instead of being abandoned, and nothing is left
+ * allocated): for a command or a server that is about to exit, after its
+ * own work on the loop is done. */
+void pod_cache_settle(pod_cache *pc, int64_t max_ns);
 
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "http/http_multi.h"
 #include "oci/image_ref.h"
 #include "oci/oci_manifest.h"
 #include "oci/registry_http.h"
@@ -18,14 +19,34 @@
 #define CONFIG_MAX_BYTES (16u << 20)
 #define MAX_INDEX_DEPTH 4
 
-typedef struct lookup {
-    const char *image;
+typedef enum lookup_step { STEP_MANIFEST, STEP_CONFIG } lookup_step;
+
+/* One lookup in flight: manifest (index -> the platform's manifest, up to
+ * MAX_INDEX_DEPTH), then the config blob; each step a reg_get_start whose
+ * answer starts the next. */
+struct registry_op {
+    http_multi *m;
+    char *image;
+    char *key;                /* cache key: image and platform */
     image_ref ref;
     reg_client *client;
     oci_platform platform;
-    registry_result *out;
-    buf *err;
-} lookup;
+    registry_result res;
+    registry_result *out;     /* &res */
+    buf errb;
+    buf *err;                 /* &errb */
+    lookup_step step;
+    int depth;                /* indexes passed */
+    char *want;               /* digest the manifest asked for must have, or NULL */
+    buf path;                 /* of the GET in flight, for messages */
+    oci_descriptor config;    /* from the manifest */
+    char *config_digest;
+    loop_timer *deferred;     /* a cache hit or an early failure, answered next turn */
+    int rc;
+    registry_done_fn *done;
+    void *ctx;
+};
+typedef struct registry_op lookup;
 
 /* ---- cache ------------------------------------------------------------- */
 
@@ -161,14 +182,16 @@ static void http_failure(lookup *lk, const char *what, const char *path, reg_res
     buf_free(&jerr);
 }
 
-/* GETs path and parses it as JSON; non-200 answers become errors. */
-static json *get_json(lookup *lk, const char *what, const char *path, const char *accept, size_t max,
-                      reg_response *r)
+/* A GET's answer as JSON; non-200 answers become errors. */
+static json *answer_json(lookup *lk, const char *what, int rc, const reg_response *r, const buf *err)
 {
-    if (reg_get(lk->client, path, accept, max, r, lk->err) < 0)
+    const char *path = lk->path.data;
+    if (rc < 0) {
+        buf_append_str(lk->err, err->data ? err->data : "registry request failed");
         return NULL;
+    }
     if (r->status != 200) {
-        http_failure(lk, what, path, r);
+        http_failure(lk, what, path, (reg_response *)r);
         return NULL;
     }
     buf jerr = {0};
@@ -180,34 +203,48 @@ static json *get_json(lookup *lk, const char *what, const char *path, const char
     return doc;
 }
 
-/* The manifest named by reference (a tag or a digest); *digest_out is its
- * verified digest. want_digest: the digest it must have, if known. */
-static json *get_manifest(lookup *lk, const char *reference, const char *want_digest, char digest_out[72],
-                          oci_kind *kind)
+static void finish(lookup *lk, int rc);
+static void on_manifest(int rc, reg_response *r, const buf *err, void *ctx);
+static void on_config(int rc, reg_response *r, const buf *err, void *ctx);
+
+/* Starts the GET of the manifest named by reference (a tag or a digest);
+ * want: the digest it must have, if known. */
+static int manifest_start(lookup *lk, const char *reference, const char *want)
 {
-    reg_response r;
-    buf path = {0};
-    buf_printf(&path, "manifests/%s", reference);
-    json *doc = get_json(lk, "manifest", path.data, OCI_MANIFEST_ACCEPT, MANIFEST_MAX_BYTES, &r);
-    buf_free(&path);
-    if (doc && (verify_digest(lk, "the manifest", &r.body, want_digest, digest_out) < 0 ||
-                (!want_digest && verify_digest(lk, "the manifest (Docker-Content-Digest)", &r.body,
-                                               r.docker_digest, digest_out) < 0))) {
+    free(lk->want);
+    lk->want = want ? strdup(want) : NULL;
+    buf_reset(&lk->path);
+    buf_printf(&lk->path, "manifests/%s", reference);
+    if ((want && !lk->want) || !lk->path.data)
+        return buf_printf(lk->err, "out of memory"), -1;
+    lk->step = STEP_MANIFEST;
+    return reg_get_start(lk->client, lk->path.data, OCI_MANIFEST_ACCEPT, MANIFEST_MAX_BYTES, on_manifest, lk,
+                         lk->err);
+}
+
+/* The manifest's answer checked: its digest verified, its kind known. */
+static json *manifest_answer(lookup *lk, int rc, const reg_response *r, const buf *err, char digest_out[72],
+                             oci_kind *kind)
+{
+    const char *want_digest = lk->want;
+    json *doc = answer_json(lk, "manifest", rc, r, err);
+    if (doc && (verify_digest(lk, "the manifest", &r->body, want_digest, digest_out) < 0 ||
+                (!want_digest && verify_digest(lk, "the manifest (Docker-Content-Digest)", &r->body,
+                                               r->docker_digest, digest_out) < 0))) {
         json_free(doc);
         doc = NULL;
     }
     if (doc) {
-        *kind = oci_kind_of(r.content_type, doc);
+        *kind = oci_kind_of(r->content_type, doc);
         if (*kind == OCI_KIND_SCHEMA1 || *kind == OCI_KIND_UNKNOWN) {
             buf_printf(lk->err, "image \"%s\" has a %s manifest (%s), which is not supported; push it again "
                        "with a current client (OCI or Docker schema 2)", lk->image,
                        *kind == OCI_KIND_SCHEMA1 ? "Docker schema 1" : "unknown",
-                       r.content_type ? r.content_type : "no Content-Type");
+                       r->content_type ? r->content_type : "no Content-Type");
             json_free(doc);
             doc = NULL;
         }
     }
-    reg_response_free(&r);
     return doc;
 }
 
@@ -227,54 +264,52 @@ static char *select_child(lookup *lk, const json *index, int depth)
     return child;
 }
 
-/* Resolves the reference to the platform's image manifest. */
-static json *resolve_manifest(lookup *lk)
-{
-    char digest[72];
-    oci_kind kind;
-    json *doc = get_manifest(lk, image_ref_reference(&lk->ref), lk->ref.digest, digest, &kind);
-    for (int depth = 0; doc && kind == OCI_KIND_INDEX; depth++) {
-        if (!lk->out->index_digest)
-            lk->out->index_digest = strdup(digest);
-        lk->out->from_index = 1;
-        char *child = select_child(lk, doc, depth);
-        json_free(doc);
-        doc = child ? get_manifest(lk, child, child, digest, &kind) : NULL;
-        free(child);
-    }
-    if (doc)
-        lk->out->digest = strdup(digest);
-    return doc;
-}
-
-static json *get_config(lookup *lk, const json *manifest)
+/* Starts the GET of the config blob the image manifest names. */
+static int config_start(lookup *lk, const json *manifest)
 {
     oci_descriptor d;
-    buf reason = {0}, path = {0};
-    reg_response r;
-    json *doc = NULL;
-    char actual[72];
+    buf reason = {0};
     if (oci_manifest_config(manifest, &d, &reason) < 0) {
         buf_printf(lk->err, "image \"%s\": %s", lk->image, reason.data);
         buf_free(&reason);
-        return NULL;
+        return -1;
     }
     lk->out->media_type = strdup(json_get_str(manifest, "mediaType") ? json_get_str(manifest, "mediaType") : "");
     lk->out->config_digest = strdup(d.digest);
-    buf_printf(&path, "blobs/%s", d.digest);
-    doc = get_json(lk, "config", path.data, NULL, CONFIG_MAX_BYTES, &r);
-    if (doc && verify_digest(lk, "the config", &r.body, d.digest, actual) < 0) {
-        json_free(doc);
-        doc = NULL;
-    } else if (doc && d.size >= 0 && (size_t)d.size != r.body.len) {
-        buf_printf(lk->err, "size mismatch for the config of image \"%s\": the manifest says %lld bytes, the "
-                   "registry sent %zu", lk->image, d.size, r.body.len);
-        json_free(doc);
-        doc = NULL;
+    lk->config = d;
+    lk->config.digest = lk->out->config_digest;   /* d's strings live in the manifest */
+    lk->config.media_type = NULL;
+    if (!lk->out->media_type || !lk->out->config_digest)
+        return buf_printf(lk->err, "out of memory"), -1;
+    buf_reset(&lk->path);
+    buf_printf(&lk->path, "blobs/%s", d.digest);
+    lk->step = STEP_CONFIG;
+    return reg_get_start(lk->client, lk->path.data, NULL, CONFIG_MAX_BYTES, on_config, lk, lk->err);
+}
+
+/* The manifest came: an index leads to the platform's manifest, an image
+ * manifest to its config. */
+static void on_manifest(int rc, reg_response *r, const buf *err, void *ctx)
+{
+    lookup *lk = ctx;
+    char digest[72];
+    oci_kind kind;
+    json *doc = manifest_answer(lk, rc, r, err, digest, &kind);
+    int next = -1;
+    if (doc && kind == OCI_KIND_INDEX) {
+        if (!lk->out->index_digest)
+            lk->out->index_digest = strdup(digest);
+        lk->out->from_index = 1;
+        char *child = select_child(lk, doc, lk->depth++);
+        next = child ? manifest_start(lk, child, child) : -1;
+        free(child);
+    } else if (doc) {
+        lk->out->digest = strdup(digest);
+        next = config_start(lk, doc);
     }
-    reg_response_free(&r);
-    buf_free(&path);
-    return doc;
+    json_free(doc);
+    if (next < 0)
+        finish(lk, -1);
 }
 
 /* Porch's rule: Entrypoint when non-empty, else Cmd. */
@@ -299,44 +334,150 @@ static int read_command(lookup *lk, const json *config)
     return 0;
 }
 
-static int lookup_uncached(lookup *lk)
+static void on_config(int rc, reg_response *r, const buf *err, void *ctx)
 {
-    json *manifest = resolve_manifest(lk);
-    json *config = manifest ? get_config(lk, manifest) : NULL;
-    int rc = config && read_command(lk, config) == 0 ? 0 : -1;
-    if (rc == 0 && (!lk->out->digest || !lk->out->media_type || !lk->out->config_digest ||
-                    (lk->out->from_index && !lk->out->index_digest)))
+    lookup *lk = ctx;
+    char actual[72];
+    json *doc = answer_json(lk, "config", rc, r, err);
+    const oci_descriptor *d = &lk->config;
+    if (doc && verify_digest(lk, "the config", &r->body, d->digest, actual) < 0) {
+        json_free(doc);
+        doc = NULL;
+    } else if (doc && d->size >= 0 && (size_t)d->size != r->body.len) {
+        buf_printf(lk->err, "size mismatch for the config of image \"%s\": the manifest says %lld bytes, the "
+                   "registry sent %zu", lk->image, d->size, r->body.len);
+        json_free(doc);
+        doc = NULL;
+    }
+    rc = doc && read_command(lk, doc) == 0 ? 0 : -1;
+    if (rc == 0 && (!lk->out->digest || (lk->out->from_index && !lk->out->index_digest)))
         rc = -1, buf_printf(lk->err, "out of memory");
-    json_free(config);
-    json_free(manifest);
-    return rc;
+    json_free(doc);
+    if (rc == 0 && lk->key)
+        cache_put(lk->key, lk->out);
+    finish(lk, rc);
+}
+
+/* ---- the lookup's life ------------------------------------------------- */
+
+static void op_free(lookup *lk)
+{
+    if (!lk)
+        return;
+    if (lk->deferred)
+        loop_timer_cancel(http_multi_loop(lk->m), lk->deferred);
+    reg_client_free(lk->client);
+    image_ref_free(&lk->ref);
+    registry_result_free(&lk->res);
+    buf_free(&lk->errb);
+    buf_free(&lk->path);
+    free(lk->want);
+    free(lk->key);
+    free(lk->image);
+    free(lk);
+}
+
+/* Hands the result to done (moved: done owns it on success), then frees. */
+static void finish(lookup *lk, int rc)
+{
+    registry_result res;
+    memset(&res, 0, sizeof res);
+    if (rc == 0) {
+        res = lk->res;
+        memset(&lk->res, 0, sizeof lk->res);
+    }
+    lk->done(rc, rc == 0 ? &res : NULL, rc < 0 ? (lk->errb.data ? lk->errb.data : "image lookup failed") : NULL,
+             lk->ctx);
+    op_free(lk);
+}
+
+static void on_deferred(loop *l, void *ctx)
+{
+    (void)l;
+    lookup *lk = ctx;
+    lk->deferred = NULL;   /* freed by the loop */
+    finish(lk, lk->rc);
+}
+
+registry_op *registry_lookup_start(http_multi *m, const char *image, const registry_opts *opts,
+                                   registry_done_fn *done, void *ctx, buf *err)
+{
+    lookup *lk = calloc(1, sizeof *lk);
+    if (!lk || !(lk->image = strdup(image))) {
+        free(lk);
+        return buf_printf(err, "out of memory"), NULL;
+    }
+    lk->m = m;
+    lk->out = &lk->res;
+    lk->err = &lk->errb;
+    lk->done = done;
+    lk->ctx = ctx;
+    const char *platform = opts->platform ? opts->platform : "linux/amd64";
+    if (oci_platform_parse(platform, &lk->platform, err) < 0)
+        goto fail;
+    buf key = {0};
+    buf_printf(&key, "%s\n%s", image, platform);
+    lk->key = key.data ? buf_steal(&key, NULL) : NULL;
+    if (lk->key && cache_get(lk->key, &lk->res)) {
+        lk->rc = 0;
+        if (!(lk->deferred = loop_timer_add(http_multi_loop(m), 0, on_deferred, lk))) {
+            buf_printf(err, "out of memory");
+            goto fail;
+        }
+        return lk;
+    }
+    if (image_ref_parse(image, &lk->ref, err) < 0 || !(lk->client = reg_client_new(m, image, &lk->ref, opts, err)))
+        goto fail;
+    if (manifest_start(lk, image_ref_reference(&lk->ref), lk->ref.digest) < 0) {
+        buf_append_str(err, lk->errb.data ? lk->errb.data : "out of memory");
+        goto fail;
+    }
+    return lk;
+fail:
+    op_free(lk);
+    return NULL;
+}
+
+void registry_lookup_cancel(registry_op *op) { op_free(op); }
+
+/* ---- the blocking form, for the command line ------------------------------ */
+
+typedef struct sync_wait {
+    loop *l;
+    int finished, rc;
+    registry_result *out;
+    buf *err;
+} sync_wait;
+
+static void sync_done(int rc, registry_result *res, const char *err, void *ctx)
+{
+    sync_wait *w = ctx;
+    w->finished = 1;
+    w->rc = rc;
+    if (rc == 0)
+        *w->out = *res;
+    else
+        buf_append_str(w->err, err);
+    loop_stop(w->l);
 }
 
 int registry_lookup(const char *image, const registry_opts *opts, registry_result *out, buf *err)
 {
     memset(out, 0, sizeof *out);
-    lookup lk = {.image = image, .out = out, .err = err};
-    const char *platform = opts->platform ? opts->platform : "linux/amd64";
-    if (oci_platform_parse(platform, &lk.platform, err) < 0)
-        return -1;
-    buf key = {0};
-    buf_printf(&key, "%s\n%s", image, platform);
-    int rc = 0;
-    if (key.data && cache_get(key.data, out))
-        goto done;
-    rc = -1;
-    if (image_ref_parse(image, &lk.ref, err) < 0 || !(lk.client = reg_client_new(image, &lk.ref, opts, err)))
-        goto done;
-    rc = lookup_uncached(&lk);
-    if (rc == 0 && key.data)
-        cache_put(key.data, out);
-done:
-    if (rc < 0)
-        registry_result_free(out);
-    reg_client_free(lk.client);
-    image_ref_free(&lk.ref);
-    buf_free(&key);
-    return rc;
+    sync_wait w = {.out = out, .err = err, .rc = -1};
+    http_multi *m = NULL;
+    if (!(w.l = loop_new()))
+        return buf_printf(err, "cannot create an event loop for the registry lookup"), -1;
+    if ((m = http_multi_new(w.l, err)) && registry_lookup_start(m, image, opts, sync_done, &w, err)) {
+        /* every transfer has curl's timeout, so the loop ends */
+        while (!w.finished && loop_run(w.l) == 0)
+            ;
+        if (!w.finished)
+            buf_printf(err, "the event loop failed during the registry lookup");
+    }
+    http_multi_free(m);
+    loop_free(w.l);
+    return w.finished ? w.rc : -1;
 }
 
 void registry_result_free(registry_result *r)

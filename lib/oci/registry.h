@@ -11,13 +11,22 @@
  * Results are cached in memory for the life of the process, keyed by the
  * image string and platform, as Porch caches them (never invalidated: a tag
  * moved in the registry is seen by the next process). Failures are not
- * cached. Safe to call from several threads. */
+ * cached.
+ *
+ * The lookup runs on the event loop (registry_lookup_start: libcurl's multi
+ * interface through lib/http/http_multi, no thread, no blocking call), as
+ * the function runner needs while it serves; registry_lookup is the same
+ * lookup on a private loop, for the command line (`runner-client image`). */
 #ifndef KRM_REGISTRY_H
 #define KRM_REGISTRY_H
 
 #include <stddef.h>
 
 #include "core/buf.h"
+
+/* lib/http/http_multi.h; declared here so that code which only reads
+ * registry_result (lib/kube/pod_*, in the static build) needs no curl.h */
+typedef struct http_multi http_multi;
 
 typedef struct registry_opts {
     const char *docker_config;       /* config.json path; NULL: $DOCKER_CONFIG or ~/.docker */
@@ -47,6 +56,21 @@ typedef struct registry_result {
  * platform, neither Entrypoint nor Cmd, registry unreachable, digest
  * mismatch, invalid reference). */
 int registry_lookup(const char *image, const registry_opts *opts, registry_result *out, buf *err);
+
+typedef struct registry_op registry_op;
+/* The lookup ended: rc 0 and res (the callee's now: registry_result_free
+ * it, or move it), or -1 with the user's message in err. The op is freed
+ * after this returns. */
+typedef void registry_done_fn(int rc, registry_result *res, const char *err, void *ctx);
+
+/* Starts the same lookup on m's loop; opts must outlive it. done runs
+ * later from the loop (a cache hit on the next turn), exactly once unless
+ * cancelled, never inside this call. NULL with why in err when it cannot
+ * start (invalid reference or platform, bad Docker config). */
+registry_op *registry_lookup_start(http_multi *m, const char *image, const registry_opts *opts,
+                                   registry_done_fn *done, void *ctx, buf *err);
+/* Abandons a lookup: done is not called. Not from inside done. */
+void registry_lookup_cancel(registry_op *op);
 void registry_result_free(registry_result *r);
 
 /* HTTP requests made by this process, and lookups answered from the cache

@@ -1,5 +1,6 @@
 /* registry_http: HTTP GETs to one registry for one repository, with the
- * registry's authentication dance, over libcurl.
+ * registry's authentication dance, over libcurl on the event loop
+ * (lib/http/http_multi: no thread, no blocking call).
  *
  * libcurl (OpenSSL flavour) is used because HTTPS with the system's CA
  * store, redirects and proxies are far better served by a maintained
@@ -17,6 +18,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
+#include "http/http_multi.h"
 #include "oci/docker_config.h"
 #include "oci/image_ref.h"
 #include "oci/registry.h"
@@ -30,18 +32,27 @@ typedef struct reg_response {
     char *docker_digest;     /* Docker-Content-Digest */
 } reg_response;
 
-/* A client for ref's registry and repository. `image` is the string the
- * user gave, for messages. Returns NULL with a reason in err (bad Docker
- * config, out of memory). */
-reg_client *reg_client_new(const char *image, const image_ref *ref, const registry_opts *opts, buf *err);
+/* A client for ref's registry and repository, its transfers run by m.
+ * `image` is the string the user gave, for messages. Returns NULL with a
+ * reason in err (bad Docker config, out of memory). */
+reg_client *reg_client_new(http_multi *m, const char *image, const image_ref *ref, const registry_opts *opts,
+                           buf *err);
+/* Abandons a GET in progress (its fn is not called). Not from inside fn. */
 void reg_client_free(reg_client *c);
 
-/* GET <scheme>://<api_host>/v2/<repository>/<path>, authenticating as
- * needed, reading at most max_body bytes. Returns 0 with the final answer
- * (any status but 401/403), or -1 with a message in err: unreachable
- * (curl's text), body too large, or access denied (401/403 after
- * authenticating; the message says which credentials were tried). */
-int reg_get(reg_client *c, const char *path, const char *accept, size_t max_body, reg_response *resp, buf *err);
+/* The GET ended: rc 0 with the final answer in resp (any status but
+ * 401/403; fn may move it out, else it is freed after fn returns), or -1
+ * with a message in err: unreachable (curl's text), body too large, or
+ * access denied (401/403 after authenticating; the message says which
+ * credentials were tried). fn may start the client's next GET. */
+typedef void reg_get_fn(int rc, reg_response *resp, const buf *err, void *ctx);
+
+/* Starts GET <scheme>://<api_host>/v2/<repository>/<path>, authenticating
+ * as needed (token fetch and retry), reading at most max_body bytes; one
+ * GET at a time per client. fn runs later from the loop, never inside this
+ * call. -1 with err set when it cannot start. */
+int reg_get_start(reg_client *c, const char *path, const char *accept, size_t max_body, reg_get_fn *fn, void *ctx,
+                  buf *err);
 void reg_response_free(reg_response *r);
 
 /* The registry host as the user named it, and the base URL, for messages. */

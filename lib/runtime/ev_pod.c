@@ -41,6 +41,7 @@ typedef struct pod_call {
     buf message;
     Evaluator__EvaluateFunctionResponse *resp;
     int ended;
+    int in_client_cb;          /* inside the gRPC client's callback: do not gc_close now */
 } pod_call;
 
 static void finish(pod_call *c, int code, const char *message)
@@ -61,6 +62,7 @@ static void on_answer(const gc_result *r, void *ctx)
     pod_ev *p = (pod_ev *)c->base.ev;
     if (c->ended)
         return;   /* cancelled: gc_close ends the call with CANCELLED */
+    c->in_client_cb = 1;   /* finish may free c: never read after it */
     pod_cache_used(p->pc, c->image);
     if (r->status != GRPC_OK) {
         if (r->status == GRPC_UNAVAILABLE)
@@ -85,6 +87,7 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
     pod_call *c = ctx;
     pod_ev *p = (pod_ev *)c->base.ev;
     c->dialing = NULL;
+    c->in_client_cb = 1;   /* finish may free c: never read after it */
     if (!conn) {
         pod_cache_forget(p->pc, c->image, c->pod, error);
         return finish(c, GRPC_UNAVAILABLE, error);
@@ -93,6 +96,8 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
     if (gc_call(conn, EVALUATE_PATH, c->packed.data, c->packed.len, p->o.call_timeout_ns, on_answer,
                 c) < 0)
         finish(c, GRPC_RESOURCE_EXHAUSTED, "cannot start the call to the function pod");
+    else
+        c->in_client_cb = 0;
 }
 
 static void on_pod(const pod_answer *a, void *ctx)
@@ -166,15 +171,28 @@ oom:
     return NULL;
 }
 
-static void pod_free_call(ev_call *base)
+static void close_later(loop *l, void *ctx)
+{
+    (void)l;
+    gc_close(ctx);
+}
+
+/* The owner may free the call from inside its done, which then runs inside
+ * the gRPC client's callback (a server replies at once): the connection is
+ * closed next turn, once the client has let go of it; nothing runs on it
+ * any more (one call per connection, answered). Otherwise (cancel, or a
+ * free after done returned) it is closed now. */
+static void call_release(ev_call *base, int defer_close)
 {
     pod_call *c = (pod_call *)base;
     pod_ev *p = (pod_ev *)base->ev;
     pod_cache_cancel(p->pc, c->waiter);
     gc_connect_cancel(c->dialing);
     loop_timer_cancel(p->l, c->deferred);
-    if (c->conn)
-        gc_close(c->conn);   /* after done: nothing is left running on it */
+    if (c->conn && defer_close && !loop_timer_add(p->l, 0, close_later, c->conn))
+        log_warn("function pod %s: out of memory closing its connection; left open", c->pod ? c->pod : "");
+    else if (c->conn && !defer_close)
+        gc_close(c->conn);   /* a running call ends CANCELLED: on_answer ignores it (ended) */
     if (c->resp)
         evaluator__evaluate_function_response__free_unpacked(c->resp, NULL);
     buf_free(&c->packed);
@@ -184,11 +202,13 @@ static void pod_free_call(ev_call *base)
     free(c);
 }
 
+static void pod_free_call(ev_call *base) { call_release(base, ((pod_call *)base)->in_client_cb); }
+
 static void pod_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     pod_call *c = (pod_call *)base;
     c->ended = 1;              /* gc_close ends a running call with CANCELLED: not reported */
-    pod_free_call(base);
+    call_release(base, 0);
     if (gone)
         gone(gone_ctx);
 }

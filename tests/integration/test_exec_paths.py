@@ -179,7 +179,7 @@ def test_exec_runtime_disabled_does_not_check_binaries(tree, start_server):
     cfg = tmp / "fc.yaml"
     cfg.write_text(function_config("elsewhere", "/opt/fns/elsewhere"))
     srv = start_server([], binary=CLIENT_BIN, argv=[
-        "serve", "--port", "{port}", "--disable-runtimes=exec", "--function-config", str(cfg),
+        "serve", "--port", "{port}", "--disable-runtimes=exec,pod", "--function-config", str(cfg),
         "--functions", str(functions / "none")])
     assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
     assert "1 FunctionConfigs" in srv.stderr()

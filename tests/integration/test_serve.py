@@ -100,12 +100,34 @@ def test_unknown_image_is_not_found(runner, image):
 
 
 def test_failing_function_is_internal_not_a_fallback(runner):
-    srv = runner()
+    srv = runner("--disable-runtimes=pod")
     err = srv.evaluate_error(cm_rl(), image="ghcr.io/kptdev/krm-functions-catalog/failing:v1")
     assert err.code() == grpc.StatusCode.INTERNAL
     assert "failed to evaluate function" in err.details()
-    # the pod runtime's absence is said at start-up, not hidden
-    assert "pod runtime is not available" in srv.stderr()
+
+
+def test_pod_runtime_without_a_cluster_fails_at_start(tmp_path, config_file, functions):
+    """The pod runtime is on by default (as Porch's): with no Kubernetes
+    configuration the runner refuses to start, saying where it looked and
+    how to run without pods (tests/e2e/test_serve_pods.py runs it on a
+    cluster)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--function-config", str(config_file),
+                 "--functions", str(functions), "--wrapper-server-image", "localhost:5000/w:1"], env=env)
+    assert r.returncode == 2, r.stderr
+    assert b"no Kubernetes configuration found" in r.stderr, r.stderr
+    assert f"{tmp_path}/.kube/config does not exist".encode() in r.stderr, r.stderr
+    assert b"--disable-runtimes=pod" in r.stderr, r.stderr
+    # a kubeconfig alone is not enough: the wrapper image is named
+    kc = tmp_path / "kc"
+    kc.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+                  "    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: k\n"
+                  "    user: u\nusers:\n- name: u\n  user:\n    token: t\n")
+    env.pop("WRAPPER_SERVER_IMAGE", None)
+    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--kubeconfig", str(kc)], env=env)
+    assert r.returncode == 2, r.stderr
+    assert b"--wrapper-server-image or WRAPPER_SERVER_IMAGE" in r.stderr, r.stderr
 
 
 def test_all_runtimes_disabled(runner):
@@ -175,6 +197,9 @@ def test_bad_config_at_start_exits_2_naming_the_file(tmp_path, functions):
     (["--disable-runtimes", "exec,gpu"], b'invalid value "gpu" for --disable-runtimes'),
     (["--port", "70000"], b'invalid value "70000" for --port'),
     (["--idle-timeout", "soon"], b'invalid value "soon" for --idle-timeout'),
+    (["--dial", "dns"], b'invalid value "dns" for --dial'),
+    (["--namespace", "Bad_NS"], b'invalid value "Bad_NS" for --namespace'),
+    (["--ready-timeout", "soon"], b'invalid value "soon" for --ready-timeout'),
     (["--bogus", "1"], b"--bogus"),
     (["extra"], b"extra"),
 ])

@@ -1,0 +1,95 @@
+/* serve_pod: the pod runtime of `runner-client serve`; see serve_pod.h. */
+#include "serve_pod.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/duration.h"
+#include "kube/kube_client.h"
+#include "kube/kube_pod_cache.h"
+#include "kube/kubeconfig.h"
+#include "kube/pod_id.h"
+#include "oci/image_ref.h"
+#include "runtime/ev_pod.h"
+
+#define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+
+struct serve_pod {
+    kube_config cfg;
+    kube_client *c;
+    pod_cache *pc;
+    loop *l;
+    uint32_t max_message;
+};
+
+int serve_pod_check(const serve_pod_flags *f, buf *err)
+{
+    int64_t ns;
+    if (f->dial && strcmp(f->dial, "service") && strcmp(f->dial, "pod"))
+        return buf_printf(err, "invalid value \"%s\" for --dial: want service or pod", f->dial), -1;
+    if (f->ns && !dns1123_label_valid(f->ns))
+        return buf_printf(err, "invalid value \"%s\" for --namespace: want a DNS-1123 label", f->ns), -1;
+    if (f->ready_timeout && (duration_parse(f->ready_timeout, &ns) < 0 || ns <= 0))
+        return buf_printf(err, "invalid value \"%s\" for --ready-timeout: want a duration such as 60s",
+                          f->ready_timeout), -1;
+    if (f->wrapper && *f->wrapper && image_ref_check(f->wrapper, err) < 0)
+        return -1;
+    return 0;
+}
+
+serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_message, buf *err)
+{
+    serve_pod *p = calloc(1, sizeof *p);
+    if (!p)
+        return buf_printf(err, "out of memory"), NULL;
+    p->l = l;
+    p->max_message = max_message;
+    int64_t ready_ns = POD_READY_TIMEOUT_NS;
+    if (f->ready_timeout)
+        duration_parse(f->ready_timeout, &ready_ns);   /* checked by serve_pod_check */
+    kube_config_opts o = {f->kubeconfig, f->context, f->ns};
+    pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
+                         .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
+                         .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
+                         .keep_watching = 1};
+    buf why = {0};
+    if (kube_config_load(&o, &p->cfg, &why) < 0 || kube_config_exec_credential(&p->cfg, &why) < 0) {
+        buf_printf(err, "the pod runtime needs a Kubernetes cluster: %s; give --kubeconfig, or run "
+                   "without pods with --disable-runtimes=pod", why.data ? why.data : "out of memory");
+        buf_free(&why);
+        serve_pod_close(p);
+        return NULL;
+    }
+    if (!f->wrapper || !*f->wrapper) {
+        buf_printf(err, "the pod runtime needs the wrapper server image: give --wrapper-server-image or "
+                   "WRAPPER_SERVER_IMAGE (the init container's image, as Porch's), or run without pods "
+                   "with --disable-runtimes=pod");
+        serve_pod_close(p);
+        return NULL;
+    }
+    if (!(p->c = kube_client_new(l, &p->cfg, err)) || !(p->pc = pod_cache_new(l, p->c, &po, err))) {
+        serve_pod_close(p);
+        return NULL;
+    }
+    return p;
+}
+
+evaluator *serve_pod_evaluator(serve_pod *p)
+{
+    /* the caller's deadline (grpc-timeout) bounds each call; the pod wait
+     * has --ready-timeout */
+    ev_pod_opts eo = {.max_message = p->max_message};
+    return ev_pod_new(p->l, p->pc, &eo);
+}
+
+void serve_pod_close(serve_pod *p)
+{
+    if (!p)
+        return;
+    if (p->pc)   /* the server has drained: finish the cache's last API calls (a Delete) */
+        pod_cache_settle(p->pc, SERVE_POD_SETTLE_NS);
+    pod_cache_free(p->pc);
+    kube_client_free(p->c);
+    kube_config_free(&p->cfg);
+    free(p);
+}

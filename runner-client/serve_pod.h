@@ -1,0 +1,48 @@
+/* serve_pod: `runner-client serve`'s pod runtime, as Porch's function
+ * runner has it: every image without an exec FunctionConfig runs in its
+ * function pod on the cluster (lib/kube/kube_pod_cache, lib/runtime/ev_pod).
+ * One pod cache for the server's life: a second call reuses the pod, a
+ * deleted pod is replaced on the next call (the cache keeps watching
+ * serving pods), and concurrent first calls for one image wait for the
+ * same pod creation. */
+#ifndef KRM_RC_SERVE_POD_H
+#define KRM_RC_SERVE_POD_H
+
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+#include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
+#include "runtime/evaluator.h"
+
+/* The flags, as eval --kube and pod create take them. */
+typedef struct serve_pod_flags {
+    const char *kubeconfig, *context, *ns, *dial, *wrapper, *ready_timeout;
+} serve_pod_flags;
+
+#define SERVE_POD_FLAGS_HELP \
+    "  --kubeconfig F               the pod runtime's cluster (default $KUBECONFIG,\n" \
+    "                               ~/.kube/config, in-cluster)\n" \
+    "  --context C                  kubeconfig context (default: the current one)\n" \
+    "  --namespace NS               of the function pods (default porch-fn-system)\n" \
+    "  --dial service|pod           the Service once its endpoints list the pod (default, as\n" \
+    "                               Porch), or the pod IP (clusters without kube-proxy)\n" \
+    "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n" \
+    "  --ready-timeout DUR          wait for a pod at most DUR (default 60s, as Porch)\n"
+
+typedef struct serve_pod serve_pod;
+
+/* Checks the flags (exit 2 material): -1 with why in err. */
+int serve_pod_check(const serve_pod_flags *f, buf *err);
+
+/* Loads the Kubernetes configuration (kubectl's search; exec credential
+ * plugins run now) and makes the client and the pod cache. NULL with why in
+ * err: no configuration found says where it looked and that
+ * --disable-runtimes=pod runs without a cluster. */
+serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_message, buf *err);
+/* The pod evaluator (given to ev_multi, which destroys it); NULL: ENOMEM. */
+evaluator *serve_pod_evaluator(serve_pod *p);
+/* After the evaluator is destroyed. */
+void serve_pod_close(serve_pod *p);
+
+#endif
