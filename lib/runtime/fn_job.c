@@ -377,12 +377,13 @@ static int fn_job_is_function(pid_t pid)
     return 0;
 }
 
-/* A job runs, for ownership, until finished: its group is killed then. */
+/* A job runs, for ownership, until finished: its group is killed then. A
+ * waiting job (fn_prespawn) is no call: what it leaves behind has no owner. */
 static int64_t fn_job_oldest_call_ns(void)
 {
     int64_t oldest = INT64_MAX;
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (!j->finished && j->boot_ns < oldest)
+        if (!j->finished && !j->waiting && j->boot_ns < oldest)
             oldest = j->boot_ns;
     return oldest;
 }
@@ -631,6 +632,8 @@ int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void
     if (!job->waiting || job->exited || job->fd_in < 0 || fn_job_spoiled(job))
         return -1;
     job->waiting = 0;
+    /* its call starts now: only processes started from now on are its own */
+    job->boot_ns = orphans_clock_ns();
     job->done = done;
     job->ctx = ctx;
     job->started_ns = loop_now_ns();   /* the call's run starts now */
