@@ -53,7 +53,7 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     cfg.app = ev;
     cfg.on_drain = fn_server_drain;
     cfg.not_ready = fn_server_not_ready;
-    metrics_gauge("krm_function_processes", "", "Function processes not yet reaped.",
+    metrics_gauge("krm_function_processes", "", "Function processes not yet reaped (pre-started ones waiting included).",
                   fn_job_live_count);
     metrics_gauge("krm_function_calls_waiting", "",
                   "Calls waiting for a function slot (--max-concurrent-functions).",
