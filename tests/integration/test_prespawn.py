@@ -77,7 +77,7 @@ def test_call_is_served_by_a_prestarted_process(start_server, tmp_path):
 
 
 def test_exit_status_and_stderr_are_the_calls(start_server):
-    srv = start_server(["sh", "-c", 'cat >/dev/null; echo oops >&2; exit 3'])
+    srv = start_server(["sh", "-c", 'cat >/dev/null; echo oops >&2; exit 3'], options=["--prespawn", "1"])
     time.sleep(0.2)
     err = srv.evaluate_error(simple_rl("x"), image="img")
     assert "oops" in str(err.details())
@@ -116,7 +116,7 @@ def test_crash_while_waiting(start_server, tmp_path):
 
 def test_writing_while_waiting_is_dropped(start_server, tmp_path):
     flag = tmp_path / "quiet"
-    srv = start_server(["sh", "-c", f'[ -e {flag} ] || echo early; cat'])
+    srv = start_server(["sh", "-c", f'[ -e {flag} ] || echo early; cat'], options=["--prespawn", "1"])
     deadline = time.monotonic() + 5
     while "wrote output or closed it" not in srv.stderr() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -147,6 +147,21 @@ def test_no_waiting_function_or_child_survives(start_server, tmp_path):
     pids = [int(p) for p in pidfile.read_text().split()]
     assert srv.stop() == 0
     assert all(process_gone(p, -1) for p in pids), "a waiting function's child outlived the server"
+
+
+def test_default_is_one_waiting_process(pb, binaries, tmp_path):
+    from krmtest import Server, free_port
+    port = free_port()
+    srv = Server(pb, [binaries.server, "--port", str(port), "--", "cat"], port,
+                 stderr_path=str(tmp_path / "err"), stdout_path=str(tmp_path / "out"))
+    try:
+        srv.wait_ready()
+        deadline = time.monotonic() + 5
+        while metric(srv, "krm_prespawn_waiting") != 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert metric(srv, "krm_prespawn_waiting") == 1
+    finally:
+        assert srv.stop() == 0
 
 
 def test_prespawn_0_starts_each_function_on_its_call(start_server, tmp_path):
