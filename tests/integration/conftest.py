@@ -73,7 +73,7 @@ class Launcher:
             # --prespawn N (unless the test sets it), e.g. 0 to check that
             # everything behaves as before without pre-started functions.
             prespawn = os.environ.get("KRM_TEST_PRESPAWN")
-            if prespawn is not None and binary is None and "--prespawn" not in options:
+            if prespawn and binary is None and "--prespawn" not in options:
                 options = ["--prespawn", prespawn, *options]
             args = ["--port", str(port), *options, "--", *entrypoint]
         full = list(wrapper or []) + [binary or SERVER_BIN] + args

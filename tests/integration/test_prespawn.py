@@ -177,3 +177,12 @@ def test_prespawn_0_starts_each_function_on_its_call(start_server, tmp_path):
     assert metric(srv, "krm_prespawn_hits_total") == 0
     assert metric(srv, "krm_prespawn_misses_total") == 0
     assert metric(srv, "krm_prespawn_waiting") == 0
+
+
+def test_deadline_counts_from_the_call(start_server):
+    # the process waited far longer than the call's deadline before its call
+    srv = start_server(["cat"], options=["--prespawn", "1"])
+    time.sleep(1.0)
+    rl = simple_rl("in-time")
+    assert srv.evaluate(rl, image="img", timeout=0.5).resource_list == rl
+    assert metric(srv, "krm_prespawn_hits_total") == 1
