@@ -15,7 +15,8 @@
 # when every measurement ran (missed targets print MISSED), 1 when one
 # failed. Knobs (environment): BENCH_ROUNDS, BENCH_SMALL_CALLS,
 # BENCH_TPUT_CALLS, BENCH_MEM_CALLS, BENCH_DYN_MEM_CALLS, BENCH_LARGE_CALLS,
-# BENCH_NESTED_CALLS; BENCH_ONLY=nested runs section 7 alone.
+# BENCH_NESTED_CALLS; BENCH_ONLY=nested runs section 7 alone, BENCH_ONLY=prespawn
+# the 2 KiB rows with and without --prespawn alone.
 set -eu
 
 BUILD=${1:-build}
@@ -82,11 +83,11 @@ calc() {
 
 # ---- servers --------------------------------------------------------------------
 
-# start_server BINARY: starts BINARY --port 0 -- cat; sets SRV_PID and SRV_PORT
-# once it answers a health Check.
+# start_server BINARY [FLAGS...]: starts BINARY --port 0 FLAGS -- cat; sets
+# SRV_PID and SRV_PORT once it answers a health Check.
 start_server() {
-    local log=$TMP/server-$(basename "$(dirname "$1")").log
-    "$1" --port 0 -- cat 2>"$log" &
+    local log=$TMP/server-$(basename "$(dirname "$1")")$(printf %s "${*:2}" | tr -c 'a-z0-9' -).log
+    "$1" --port 0 "${@:2}" -- cat 2>"$log" &
     SRV_PID=$!
     SERVERS="$SERVERS $SRV_PID"
     SRV_PORT=$(listening_port "$log" "$SRV_PID") || die "$1 did not start listening"
@@ -254,6 +255,41 @@ bench_small() {
     row 4 "throughput, 1 stream (2 KiB, cat)" "$(calc "$s" 0) calls/s" \
         "$(calc "$f" 0) runs/s spawn cat + pipes" "$(calc "$s/$f")x" ">= 0.83x" \
         "$(verdict "$s / $f >= 1 / 1.2")"
+}
+
+# bench_prespawn: the 2 KiB call through cat with and without pre-started
+# functions, two servers side by side, measured in interleaved rounds against
+# the same floor.
+bench_prespawn() {
+    local i on_pid on_port off_pid off_port fl="" on="" off="" f s1 s0
+    start_server "$MAIN_SRV" --prespawn 1
+    on_pid=$SRV_PID on_port=$SRV_PORT
+    start_server "$MAIN_SRV" --prespawn 0
+    off_pid=$SRV_PID off_port=$SRV_PORT
+    for i in $(seq "$ROUNDS"); do
+        tool pipefloor --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        fl="$fl $(get median_us "$LINE")"
+        SRV_PID=$on_pid SRV_PORT=$on_port
+        eval_calls --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        on="$on $(get median_us "$LINE")"
+        SRV_PID=$off_pid SRV_PORT=$off_port
+        eval_calls --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        off="$off $(get median_us "$LINE")"
+    done
+    f=$(median $fl)
+    s1=$(median $on)
+    s0=$(median $off)
+    row 3 "2 KiB call p50, cat, --prespawn 1" "$(calc "$s1/1000") ms" \
+        "$(calc "$f/1000") ms spawn cat + pipes" "$(calc "$s1/$f")x" "-" ""
+    row 3 "2 KiB call p50, cat, --prespawn 0" "$(calc "$s0/1000") ms" \
+        "$(calc "$f/1000") ms spawn cat + pipes" "$(calc "$s0/$f")x" "-" ""
+    note "(two servers at once, $ROUNDS interleaved rounds; --prespawn 1 takes" \
+         "$(calc "$s1/$s0")x the time of --prespawn 0)"
+    CPU_US=0
+    CPU_CALLS=0
+    stop_server
+    SRV_PID=$on_pid
+    stop_server
 }
 
 bench_throughput() {   # CONCURRENCY
@@ -446,6 +482,8 @@ main() {
     say "7. Health/Check while a nested output is judged"
     bench_nested
     stop_server
+    say "3. 2 KiB with and without pre-started functions"
+    bench_prespawn
 
     if [ "$label" != dynamic ]; then
         say "2. memory of the dynamic binary, $DYN_MEM_CALLS calls"
@@ -475,8 +513,19 @@ nested_only() {
     table "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/nested.txt"
 }
 
+# BENCH_ONLY=prespawn: the --prespawn 1 / 0 rows alone, against the dynamic binary.
+prespawn_only() {
+    MAIN_SRV=$BIN/wrapper-server
+    tool loadgen --size 2048 --dump "$TMP/rl-2k.yaml"
+    say "3. 2 KiB with and without pre-started functions"
+    bench_prespawn
+    table "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/prespawn.txt"
+}
+
 if [ "${BENCH_ONLY:-}" = nested ]; then
     nested_only
+elif [ "${BENCH_ONLY:-}" = prespawn ]; then
+    prespawn_only
 else
     main
 fi

@@ -9,6 +9,7 @@
 
 #include "core/duration.h"
 #include "core/numparse.h"
+#include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 
 static const char usage[] =
@@ -29,6 +30,8 @@ static const char usage[] =
     "  --idle-timeout DUR           close connections that had no call for this long;\n"
     "                               0 never (default 5m)\n"
     FN_SERVER_LIMIT_FLAGS_HELP
+    "  --prespawn N                 function processes kept started and waiting for a\n"
+    "                               call, 0-64; 0 starts each on its call (default 1)\n"
     "  -h, --help                   show this help\n"
     "      --version                show the version\n";
 
@@ -77,6 +80,10 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
         if (parse_uint(value, 100000, &v) < 0 || v == 0)
             return bad_value(text, name, value, "a count 1-100000");
         cfg->max_functions = (size_t)v;
+    } else if (!strcmp(name, "--prespawn")) {
+        if (parse_uint(value, FN_PRESPAWN_MAX, &v) < 0)
+            return bad_value(text, name, value, "a count 0-64");
+        cfg->prespawn = (size_t)v;
     } else if (!strcmp(name, "--max-waiting-calls")) {
         if (parse_uint(value, 1000000, &v) < 0)
             return bad_value(text, name, value, "a count 0-1000000");
@@ -101,7 +108,7 @@ static int is_known_flag(const char *name)
     static const char *const known[] = {
         "--port", "--max-request-body-size", "--verbosity", "--shutdown-grace",
         "--max-concurrent-streams", "--idle-timeout", "--stalled-send-timeout",
-        "--max-concurrent-functions",
+        "--max-concurrent-functions", "--prespawn",
         "--max-waiting-calls", "--max-pending-request-bytes",
         "--max-pending-request-bytes-per-connection"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
@@ -120,6 +127,7 @@ enum ws_cli_result ws_cli_parse(int argc, char **argv, ws_config *cfg, buf *text
         .max_streams = 1000,
         .idle_timeout_ns = 5LL * 60 * 1000000000,
         .max_waiting = RPC_LIMIT_DEFAULT,
+        .prespawn = 1,
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

@@ -30,6 +30,7 @@ typedef struct ws_config {
     /* Load limits; 0 (max_waiting: RPC_LIMIT_DEFAULT) until fn_server_run
      * fills in the defaults. */
     size_t max_functions;        /* function processes at once */
+    size_t prespawn;             /* function processes started ahead (fn_prespawn.h) */
     size_t max_waiting;          /* calls waiting for one */
     size_t max_pending_bytes;    /* unfinished requests' bytes, all connections */
     size_t max_pending_conn_bytes; /* ... one connection */

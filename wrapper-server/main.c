@@ -12,6 +12,7 @@
 #include "core/loop.h"
 #include "runtime/ev_exec.h"
 #include "runtime/fn_job.h"
+#include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 #include "runtime/services.h"
 #include "cli.h"
@@ -67,6 +68,9 @@ static int run(const ws_config *cfg)
         log_error("the function cannot be run: %s; every EvaluateFunction call will fail, and "
                   "health is NOT_SERVING", cannot.data);
         health_set_not_serving(cannot.data);
+    } else {
+        /* started from the loop once it runs (none if it cannot run) */
+        fn_prespawn_configure(l, cfg->entrypoint, cfg->prespawn);
     }
     buf_free(&cannot);
     /* "unexpected error:" is how Porch's Go server words a failed listen. */

@@ -53,6 +53,11 @@ static const struct {
     [METRIC_CALLS_REFUSED_BUSY] = {"krm_function_calls_refused_total",
                                    "Calls refused (RESOURCE_EXHAUSTED): every function slot and "
                                    "wait-queue place was taken."},
+    [METRIC_PRESPAWN_HITS] = {"krm_prespawn_hits_total",
+                              "Calls given a function process started before they came (--prespawn)."},
+    [METRIC_PRESPAWN_MISSES] = {"krm_prespawn_misses_total",
+                                "Calls that found no pre-started function waiting (none yet, or "
+                                "prespawning turned off) and started their own."},
 };
 
 void metrics_count(metrics_counter which)

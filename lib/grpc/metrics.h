@@ -24,6 +24,8 @@ typedef enum metrics_counter {
     METRIC_SEND_STALLS,          /* streams reset: the client took no response bytes */
     METRIC_CALLS_QUEUED,         /* calls that waited for a function slot */
     METRIC_CALLS_REFUSED_BUSY,   /* calls refused: every function slot and queue place taken */
+    METRIC_PRESPAWN_HITS,        /* calls served by a pre-started function (--prespawn) */
+    METRIC_PRESPAWN_MISSES,      /* calls that found none waiting and started their own */
     METRIC_COUNTERS
 } metrics_counter;
 

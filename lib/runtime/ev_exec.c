@@ -31,6 +31,7 @@
 #include "core/log.h"
 #include "grpc/grpc_status.h"
 #include "runtime/fn_job.h"
+#include "runtime/fn_prespawn.h"
 #include "runtime/fn_slots.h"
 #include "runtime/fn_verdict.h"
 
@@ -220,7 +221,10 @@ static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_
         .max_stderr = e->cfg.max_stderr,
         .holds_slot = 1,
     };
-    fn_job *job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, why);
+    /* a process of the fixed argv may be waiting already (fn_prespawn.h) */
+    fn_job *job = spec.exec_path ? NULL : fn_prespawn_take(argv, &spec, exec_job_done, c);
+    if (!job)
+        job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, why);
     if (!job)
         fn_slots_give_back();
     return job;

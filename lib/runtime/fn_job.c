@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -311,6 +312,10 @@ static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
     fn_job *job = ctx;
+    if (job->waiting) {   /* wrote before its call: the owner cancels it */
+        job->done(job, job->ctx);
+        return;
+    }
     char chunk[FN_JOB_READ_CHUNK];
     for (;;) {
         ssize_t n = fn_job_read_stdout(job, fd, chunk);
@@ -339,6 +344,10 @@ static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
     fn_job *job = ctx;
+    if (job->waiting) {
+        job->done(job, job->ctx);
+        return;
+    }
     char chunk[FN_JOB_READ_CHUNK];
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof chunk);
@@ -368,12 +377,13 @@ static int fn_job_is_function(pid_t pid)
     return 0;
 }
 
-/* A job runs, for ownership, until finished: its group is killed then. */
+/* A job runs, for ownership, until finished: its group is killed then. A
+ * waiting job (fn_prespawn) is no call: what it leaves behind has no owner. */
 static int64_t fn_job_oldest_call_ns(void)
 {
     int64_t oldest = INT64_MAX;
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (!j->finished && j->boot_ns < oldest)
+        if (!j->finished && !j->waiting && j->boot_ns < oldest)
             oldest = j->boot_ns;
     return oldest;
 }
@@ -449,6 +459,10 @@ static void fn_job_exited(fn_job *job, int status)
 {
     job->exited = 1;
     job->wait_status = status;
+    if (job->waiting) {   /* exited before its call: the owner cancels it */
+        job->done(job, job->ctx);
+        return;
+    }
     if (job->spec.holds_slot)
         fn_slots_give_back();
     fn_job_close_pipe(job, &job->fd_in);
@@ -480,8 +494,35 @@ static int fn_job_watch_pipes(fn_job *job)
     return 0;
 }
 
-fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
-                     buf *why)
+/* Sizes the pipes and the output buffer for spec's input, and takes its
+ * input and limits (argv and exec_path stay the job's). */
+static void fn_job_set_input(fn_job *job, const fn_job_spec *spec)
+{
+    if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
+        (void)fcntl(job->fd_in, F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+        (void)fcntl(job->fd_out, F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
+        /* A function's output is usually about as big as its input: room
+         * for that up front spares the copies of a growing buffer. */
+        size_t guess = spec->input_len + spec->input_len / 8;
+        (void)buf_reserve(&job->out, guess < spec->max_stdout ? guess : spec->max_stdout + 1);
+    }
+    char *const *argv = job->spec.argv;
+    const char *exec_path = job->spec.exec_path;
+    job->spec = *spec;
+    if (argv) {   /* a waiting job keeps what it was started as */
+        job->spec.argv = argv;
+        job->spec.exec_path = exec_path;
+    }
+    job->input_ready = spec->input_growing ? spec->input_ready : spec->input_len;
+    if (job->input_ready > spec->input_len)
+        job->input_ready = spec->input_len;
+    if (spec->input_len == 0)
+        fn_job_close_pipe(job, &job->fd_in);
+}
+
+/* Spawns the process and links the job; its pipes are not watched yet. */
+static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                            buf *why)
 {
     const char *path = spec->exec_path ? spec->exec_path : lookup_path(spec->argv[0]);
     const char *shown = spec->exec_path ? spec->argv[0] : path;   /* in messages */
@@ -495,14 +536,6 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
         buf_printf(why, "cannot create pipes: %s", strerror(errno));
         goto fail;
     }
-    if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
-        (void)fcntl(in[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
-        (void)fcntl(out[1], F_SETPIPE_SZ, FN_JOB_BIG_PIPE);
-        /* A function's output is usually about as big as its input: room
-         * for that up front spares the copies of a growing buffer. */
-        size_t guess = spec->input_len + spec->input_len / 8;
-        (void)buf_reserve(&job->out, guess < spec->max_stdout ? guess : spec->max_stdout + 1);
-    }
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
     int rc = spawn_child(path, spec->argv, in[0], out[1], err[1], &job->pid);
     if (rc) {
@@ -515,34 +548,17 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
     close_fd(&out[1]);
     close_fd(&err[1]);
     job->loop = l;
-    job->spec = *spec;
     job->done = done;
     job->ctx = ctx;
     job->fd_in = in[1];
     job->fd_out = out[0];
     job->fd_err = err[0];
     job->started_ns = loop_now_ns();
-    job->input_ready = spec->input_growing ? spec->input_ready : spec->input_len;
-    if (job->input_ready > spec->input_len)
-        job->input_ready = spec->input_len;
     set_nonblocking(job->fd_in);
     set_nonblocking(job->fd_out);
     set_nonblocking(job->fd_err);
-    if (spec->input_len == 0)
-        close_fd(&job->fd_in);
     job->next = live_jobs;
     live_jobs = job;
-    if (fn_job_watch_pipes(job) < 0) {
-        /* cannot drive it: let it die, it will be reaped as a cancelled job */
-        job->cancelled = 1;
-        job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
-        fn_job_close_pipe(job, &job->fd_in);
-        fn_job_close_pipe(job, &job->fd_out);
-        fn_job_close_pipe(job, &job->fd_err);
-        kill(-job->pid, SIGKILL);
-        buf_append_str(why, "cannot watch the function's pipes");
-        return NULL;
-    }
     log_v(4, "function %d started: %s", (int)job->pid, shown);
     return job;
 fail:
@@ -551,15 +567,86 @@ fail:
         close_fd(&out[i]);
         close_fd(&err[i]);
     }
-    if (job)
-        buf_free(&job->out);
     free(job);
     return NULL;
+}
+
+/* Cannot drive it: let it die, it will be reaped as a cancelled job. */
+static void fn_job_abandon(fn_job *job, buf *why)
+{
+    job->cancelled = 1;
+    job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+    kill(-job->pid, SIGKILL);
+    buf_append_str(why, "cannot watch the function's pipes");
+}
+
+fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                     buf *why)
+{
+    fn_job *job = fn_job_spawn(l, spec, done, ctx, why);
+    if (!job)
+        return NULL;
+    fn_job_set_input(job, spec);
+    if (fn_job_watch_pipes(job) < 0) {
+        fn_job_abandon(job, why);
+        return NULL;
+    }
+    return job;
+}
+
+fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                             buf *why)
+{
+    fn_job_spec argv_only = {.argv = spec->argv, .exec_path = spec->exec_path};
+    fn_job *job = fn_job_spawn(l, &argv_only, done, ctx, why);
+    if (!job)
+        return NULL;
+    job->spec = argv_only;
+    job->waiting = 1;
+    /* stdout and stderr are watched so that a process writing while it
+     * waits is noticed (and dropped) before a call could read that */
+    if (fn_job_watch_pipes(job) < 0) {
+        fn_job_abandon(job, why);
+        return NULL;
+    }
+    return job;
+}
+
+/* Whether a waiting process has exited or written, though neither SIGCHLD
+ * nor the pipes have been serviced yet this round. Two syscalls per call. */
+static int fn_job_spoiled(fn_job *job)
+{
+    siginfo_t info = {0};
+    if (waitid(P_PID, (id_t)job->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid)
+        return 1;
+    struct pollfd fds[2] = {{.fd = job->fd_out, .events = POLLIN},
+                            {.fd = job->fd_err, .events = POLLIN}};
+    return poll(fds, 2, 0) != 0;
+}
+
+int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx)
+{
+    if (!job->waiting || job->exited || job->fd_in < 0 || fn_job_spoiled(job))
+        return -1;
+    job->waiting = 0;
+    /* its call starts now: only processes started from now on are its own */
+    job->boot_ns = orphans_clock_ns();
+    job->done = done;
+    job->ctx = ctx;
+    job->started_ns = loop_now_ns();   /* the call's run starts now */
+    fn_job_set_input(job, spec);
+    if (job->fd_in >= 0 && job->input_ready > 0)
+        fn_job_on_stdin(job->loop, job->fd_in, LOOP_WRITE, job);
+    return 0;
 }
 
 void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *gone_ctx)
 {
     job->cancelled = 1;
+    job->waiting = 0;
     job->gone = gone;
     job->gone_ctx = gone_ctx;
     if (job->exited) {

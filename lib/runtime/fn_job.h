@@ -68,6 +68,7 @@ struct fn_job {
     int output_too_large;   /* stdout passed max_stdout */
     int64_t started_ns;
     int64_t boot_ns;        /* start on the clock of /proc start times (orphans.h) */
+    int waiting;            /* started without a call (fn_job_start_waiting) */
 
     /* private */
     loop *loop;
@@ -97,6 +98,22 @@ struct fn_job {
  * h2_io.c) a page deeper into the stack, and RSS keeps that page. */
 fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                      buf *why);
+
+/* Start the function with no call yet (fn_prespawn.h): the process is
+ * spawned exactly as fn_job_start spawns it and blocks reading stdin.
+ * Only spec's argv and exec_path are read. While it waits, done(job, ctx)
+ * means it exited or wrote to stdout or stderr: its owner must cancel it
+ * then (its output is not read; nobody asked). NULL and *why as
+ * fn_job_start. */
+fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
+                             buf *why);
+
+/* Give a waiting job its call: spec's input, limits and holds_slot apply
+ * from now (argv is the job's), started_ns is now, and done(job, ctx) is
+ * called as for fn_job_start. Returns 0; or -1 when the process has already
+ * exited or written (perhaps not yet told by SIGCHLD or the pipes): the job
+ * is unchanged, still waiting, and the caller cancels it. */
+int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx);
 
 /* Whether argv0 can be run as fn_job_start would run it (found in PATH when
  * it has no '/', an executable file): 0, or -1 with why in the words

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "grpc/metrics.h"
 #include "runtime/fn_job.h"
+#include "runtime/fn_prespawn.h"
 #include "runtime/fn_slots.h"
 #include "runtime/orphans.h"
 #include "runtime/services.h"
@@ -26,6 +27,7 @@ static void fn_server_drain(rpc_drain_phase phase, void *ctx)
 {
     (void)ctx;
     if (phase == RPC_DRAIN_STARTED) {
+        fn_prespawn_stop();   /* no call will take them: first to go */
         health_drain_started();
     } else {
         health_end_watches();
@@ -51,11 +53,17 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     cfg.app = ev;
     cfg.on_drain = fn_server_drain;
     cfg.not_ready = fn_server_not_ready;
-    metrics_gauge("krm_function_processes", "", "Function processes not yet reaped.",
+    metrics_gauge("krm_function_processes", "", "Function processes not yet reaped (pre-started ones waiting included).",
                   fn_job_live_count);
     metrics_gauge("krm_function_calls_waiting", "",
                   "Calls waiting for a function slot (--max-concurrent-functions).",
                   fn_slots_waiting);
+    metrics_gauge("krm_prespawn_waiting", "",
+                  "Function processes started ahead, waiting for a call (--prespawn).",
+                  fn_prespawn_waiting);
+    metrics_gauge("krm_prespawn_disabled", "",
+                  "1 once pre-started functions kept exiting before their call and "
+                  "prespawning turned itself off.", fn_prespawn_disabled);
     buf err = {0};
     if (rpc_server_config_fill(&cfg, &err) < 0) {   /* the CLIs checked already */
         fprintf(stderr, "%s: %s\n", who, err.data);
@@ -86,6 +94,7 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
 out:
     server_free(srv);
     ev_destroy(ev);
+    fn_prespawn_stop();   /* its table points at jobs fn_job_shutdown frees */
     fn_job_shutdown();
     proc_signals_close(sig);
     buf_free(&err);

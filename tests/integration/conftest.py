@@ -69,6 +69,12 @@ class Launcher:
         if argv is not None:
             args = [a.replace("{port}", str(port)) for a in argv]
         else:
+            # KRM_TEST_PRESPAWN=N runs every wrapper-server test with
+            # --prespawn N (unless the test sets it), e.g. 0 to check that
+            # everything behaves as before without pre-started functions.
+            prespawn = os.environ.get("KRM_TEST_PRESPAWN")
+            if prespawn and binary is None and "--prespawn" not in options:
+                options = ["--prespawn", prespawn, *options]
             args = ["--port", str(port), *options, "--", *entrypoint]
         full = list(wrapper or []) + [binary or SERVER_BIN] + args
         n = len(self.servers)

@@ -224,6 +224,26 @@ def children_of(pid):
     return out
 
 
+def prespawn_waiting(port):
+    """krm_prespawn_waiting from the server's /metrics: function processes
+    started ahead and waiting for a call (--prespawn); 0 when absent."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        if line.startswith("krm_prespawn_waiting "):
+            return int(float(line.split()[1]))
+    return 0
+
+
+def call_children(srv):
+    """The server's children, unless they are no more than the pre-started
+    functions waiting for a call (--prespawn): those belong to no call."""
+    kids = children_of(srv.pid)
+    if kids and len(kids) <= prespawn_waiting(srv.port):
+        return []
+    return kids
+
+
 def process_gone(pid, server_pid):
     """True when pid no longer runs. A zombie counts as gone only when its
     parent is not the server: zombies the server is responsible for must be

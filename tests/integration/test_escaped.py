@@ -19,8 +19,8 @@ import urllib.request
 import grpc
 import pytest
 
-from krmtest import children_of, fn, proc_stat, simple_rl
-from test_faults import baseline_fds, close_channels, fd_table, wait_until
+from krmtest import call_children, fn, proc_stat, simple_rl
+from test_faults import baseline_fds, close_channels, fd_table, own_fds, wait_until
 from test_pid1 import find_server_pid, unshare_works
 
 IMAGE = "example.com/escape:1"
@@ -86,9 +86,9 @@ class Escape:
         rl = simple_rl("plain")
         assert self.srv.evaluate(rl, image=IMAGE, timeout=20).resource_list == rl
         close_channels(self.srv)
-        assert wait_until(lambda: not children_of(self.srv.pid), 5), (
-            f"children left under the server: {children_of(self.srv.pid)}")
-        assert wait_until(lambda: len(fd_table(self.srv.pid)) == base_fds, 10), (
+        assert wait_until(lambda: not call_children(self.srv), 5), (
+            f"children left under the server: {call_children(self.srv)}")
+        assert wait_until(lambda: own_fds(self.srv) == base_fds, 10), (
             f"fd leak: {fd_table(self.srv.pid)} (baseline {base_fds})")
         assert self.srv.proc.poll() is None, self.srv.describe()
 

@@ -291,7 +291,10 @@ def test_functions_at_once_are_bounded_and_the_queue_too(start_server, tmp_path)
     with RESOURCE_EXHAUSTED saying why; never more than 2 alive."""
     log = tmp_path / "runs"
     log.write_text("")
-    script = 'echo "start $$ $(date +%s%N)" >> "$0"; sleep 0.5; echo "end $$ $(date +%s%N)" >> "$0"; exec cat'
+    # runs from its call's first line: a pre-started process (--prespawn)
+    # waits without a slot, and is no running function until then
+    script = ('IFS= read -r l; echo "start $$ $(date +%s%N)" >> "$0"; sleep 0.5; '
+              'echo "end $$ $(date +%s%N)" >> "$0"; printf "%s\\n" "$l"; exec cat')
     srv = start_server(["sh", "-c", script, str(log)],
                        options=["--max-concurrent-functions", "2", "--max-waiting-calls", "3"])
     call = srv.evaluate_callable(srv.channel())

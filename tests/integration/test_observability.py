@@ -66,7 +66,8 @@ def test_metrics_count_calls_exits_and_bytes(start_server):
     assert series(text, "grpc_server_handling_seconds_bucket", **labels, le="+Inf") == 4
     assert series(text, "krm_function_exits_total", code="0", signal="") == 4   # cat exits 0 each time
     assert series(text, "krm_calls_in_flight") == 0
-    assert series(text, "krm_function_processes") == 0
+    # none running; pre-started ones waiting for a call (--prespawn) are processes too
+    assert series(text, "krm_function_processes") == series(text, "krm_prespawn_waiting")
     assert series(text, "krm_received_bytes_total") > 3 * len(rl)
     assert series(text, "krm_sent_bytes_total") > 3 * len(rl)
     assert "# TYPE grpc_server_handling_seconds histogram" in text

@@ -15,6 +15,7 @@
 #include "runtime/ev_exec.h"
 #include "runtime/ev_multi.h"
 #include "runtime/fn_job.h"
+#include "runtime/fn_prespawn.h"
 
 /* opened: hand over an open descriptor of this file, named path, as the
  * runner's lookup does; a path "refuse:WHY" is a binary that may not run. */
@@ -104,7 +105,7 @@ static void setup(void)
     signal(SIGPIPE, SIG_IGN);
     lp = loop_new();
 }
-static void teardown(void) { fn_job_shutdown(); loop_free(lp); }
+static void teardown(void) { fn_prespawn_stop(); fn_job_shutdown(); loop_free(lp); }
 
 TestSuite(evaluator, .init = setup, .fini = teardown);
 
@@ -363,4 +364,47 @@ Test(evaluator, streaming_is_refused_where_the_image_must_come_first)
     cr_assert_eq(fn_job_live_count(), 0);
     ev_destroy(lookup);
     ev_destroy(m);
+}
+
+/* --prespawn: the call is given the process started before it (same pid),
+ * a replacement follows from the loop, and one that exits while waiting is
+ * dropped: the call spawns its own; three in a row turn prespawning off. */
+Test(evaluator, fixed_argv_takes_a_prestarted_process)
+{
+    char *argv[] = {"/bin/cat", NULL};
+    evaluator *e = exec_fixed(argv);
+    fn_prespawn_configure(lp, argv, 1);
+    loop_timer_add(lp, 50000000, stop_loop, NULL);
+    cr_assert_eq(loop_run(lp), 0);
+    cr_assert_eq(fn_prespawn_waiting(), 1);
+    size_t live = fn_job_live_count();
+    outcome o = {0};
+    evaluate(e, "img", &o);
+    cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    cr_assert_str_eq(o.out, RL);
+    loop_timer_add(lp, 50000000, stop_loop, NULL);
+    cr_assert_eq(loop_run(lp), 0);
+    cr_assert_eq(fn_prespawn_waiting(), 1, "no replacement");
+    cr_assert_eq(fn_job_live_count(), live);
+    fn_prespawn_stop();
+    cr_assert_eq(fn_prespawn_waiting(), 0);
+    ev_destroy(e);
+}
+
+Test(evaluator, prestarted_processes_that_exit_early_turn_it_off)
+{
+    char *argv[] = {"/bin/true", NULL};
+    evaluator *e = exec_fixed(argv);
+    fn_prespawn_configure(lp, argv, 1);
+    for (int i = 0; i < 50 && !fn_prespawn_disabled(); i++) {
+        fn_job_reap();
+        loop_timer_add(lp, 10000000, stop_loop, NULL);
+        cr_assert_eq(loop_run(lp), 0);
+    }
+    cr_assert_eq(fn_prespawn_disabled(), 1);
+    cr_assert_eq(fn_prespawn_waiting(), 0);
+    outcome o = {0};
+    evaluate(e, "img", &o);   /* spawned for the call: true exits 0, no output */
+    cr_assert_eq(o.calls, 1);
+    ev_destroy(e);
 }

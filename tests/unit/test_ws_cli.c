@@ -71,6 +71,21 @@ Test(ws_cli, load_limits_default_to_zero_until_the_server_fills_them)
     buf_free(&text);
 }
 
+Test(ws_cli, prespawn_defaults_to_one_and_takes_0_to_64)
+{
+    ws_config cfg;
+    buf text = {0};
+    cr_assert_eq(parse(&cfg, &text, ARGV("--", "/fn")), WS_CLI_RUN);
+    cr_assert_eq(cfg.prespawn, 1);
+    cr_assert_eq(parse(&cfg, &text, ARGV("--prespawn", "0", "--", "/fn")), WS_CLI_RUN);
+    cr_assert_eq(cfg.prespawn, 0);
+    cr_assert_eq(parse(&cfg, &text, ARGV("--prespawn=64", "--", "/fn")), WS_CLI_RUN);
+    cr_assert_eq(cfg.prespawn, 64);
+    cr_assert_eq(parse(&cfg, &text, ARGV("--prespawn", "65", "--", "/fn")), WS_CLI_ERROR);
+    cr_assert(strstr(text.data, "--prespawn") && strstr(text.data, "0-64"), "%s", text.data);
+    buf_free(&text);
+}
+
 Test(ws_cli, empty_entrypoint_is_allowed)
 {
     ws_config cfg;

@@ -1,0 +1,188 @@
+"""Pre-started functions (wrapper-server --prespawn N, issue 16): a call is
+given a process started before it came, which sees its own stdin, stdout,
+stderr and exit status; waiting processes that exit or write are dropped
+and the call spawns its own; repeated early exits turn prespawning off;
+SIGTERM kills waiting processes first and none outlives the server."""
+
+import os
+import signal
+import time
+
+from krmtest import process_gone, simple_rl, wait_processes_gone
+from test_observability import curl, series
+
+# Records "<pid> start <ns>" when it starts and "<pid> stdin <ns>" once its
+# input has arrived, then echoes the input.
+RECORDER = r'''
+log="$1"
+echo "$$ start $(date +%s%N)" >> "$log"
+in=$(cat; echo x); in=${in%x}
+echo "$$ stdin $(date +%s%N)" >> "$log"
+printf %s "$in"
+'''
+
+
+def records(path):
+    out = {}
+    try:
+        text = open(path).read()
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        pid, what, ns = line.split()
+        out.setdefault(int(pid), {})[what] = int(ns)
+    return out
+
+
+def wait_started(path, count, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = records(path)
+        if sum(1 for v in r.values() if "start" in v) >= count:
+            return r
+        time.sleep(0.02)
+    raise AssertionError(f"{count} functions did not start within {timeout}s: {records(path)}")
+
+
+def metric(srv, name):
+    code, text = curl(srv.port, "/metrics")
+    assert code == 200
+    return series(text, name)
+
+
+def waiting_pids(recs):
+    return [p for p, v in recs.items() if "stdin" not in v]
+
+
+def test_call_is_served_by_a_prestarted_process(start_server, tmp_path):
+    log = tmp_path / "log"
+    srv = start_server(["sh", "-c", RECORDER, "fn", str(log)], options=["--prespawn", "1"])
+    wait_started(log, 1)
+    time.sleep(0.3)
+    t0 = time.time_ns()
+    rl = simple_rl("pre")
+    assert srv.evaluate(rl, image="img").resource_list == rl
+    served = [v for v in records(log).values() if "stdin" in v]
+    assert len(served) == 1
+    assert served[0]["start"] < t0 - 200_000_000, "the call's process started with the call"
+    assert served[0]["stdin"] >= t0
+    wait_started(log, 2)   # its replacement
+    assert metric(srv, "krm_prespawn_hits_total") == 1
+    assert metric(srv, "krm_prespawn_misses_total") == 0
+    assert metric(srv, "krm_prespawn_waiting") == 1
+    # per call: a second call gets another process, its own output and status
+    rl2 = simple_rl("second")
+    assert srv.evaluate(rl2, image="img").resource_list == rl2
+    assert len([v for v in records(log).values() if "stdin" in v]) == 2
+
+
+def test_exit_status_and_stderr_are_the_calls(start_server):
+    srv = start_server(["sh", "-c", 'cat >/dev/null; echo oops >&2; exit 3'], options=["--prespawn", "1"])
+    time.sleep(0.2)
+    err = srv.evaluate_error(simple_rl("x"), image="img")
+    assert "oops" in str(err.details())
+    assert metric(srv, "krm_prespawn_hits_total") == 1
+
+
+def test_early_exit_falls_back_then_turns_off(start_server, tmp_path):
+    # exits at once while waiting, unless the flag file exists (set per call below)
+    flag = tmp_path / "serve"
+    script = f'[ -e {flag} ] || exit 7; cat'
+    srv = start_server(["sh", "-c", script], options=["--prespawn", "1"], ready=False)
+    srv.wait_ready()
+    deadline = time.monotonic() + 5
+    while metric(srv, "krm_prespawn_disabled") != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metric(srv, "krm_prespawn_disabled") == 1
+    flag.write_text("")
+    rl = simple_rl("fallback")
+    assert srv.evaluate(rl, image="img").resource_list == rl
+    assert metric(srv, "krm_prespawn_misses_total") == 1
+    assert metric(srv, "krm_prespawn_waiting") == 0
+    assert srv.stderr().count("--prespawn turned off") == 1
+
+
+def test_crash_while_waiting(start_server, tmp_path):
+    log = tmp_path / "log"
+    srv = start_server(["sh", "-c", RECORDER, "fn", str(log)], options=["--prespawn", "1"])
+    (pid,) = waiting_pids(wait_started(log, 1))
+    os.kill(pid, signal.SIGKILL)
+    rl = simple_rl("after-crash")
+    assert srv.evaluate(rl, image="img").resource_list == rl   # spawned, or the replacement
+    assert wait_processes_gone([pid], srv.pid) == []
+    assert "before it was given a call" in srv.stderr()
+    assert metric(srv, "krm_prespawn_disabled") == 0
+
+
+def test_writing_while_waiting_is_dropped(start_server, tmp_path):
+    flag = tmp_path / "quiet"
+    srv = start_server(["sh", "-c", f'[ -e {flag} ] || echo early; cat'], options=["--prespawn", "1"])
+    deadline = time.monotonic() + 5
+    while "wrote output or closed it" not in srv.stderr() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    flag.write_text("")
+    time.sleep(0.3)
+    rl = simple_rl("clean")
+    resp = srv.evaluate(rl, image="img")
+    assert resp.resource_list == rl   # never "early"
+
+
+def test_drain_kills_waiting_processes(start_server, tmp_path):
+    log = tmp_path / "log"
+    srv = start_server(["sh", "-c", RECORDER, "fn", str(log)], options=["--prespawn", "3"])
+    pids = waiting_pids(wait_started(log, 3))
+    assert len(pids) == 3
+    assert srv.stop() == 0
+    assert all(process_gone(p, -1) for p in pids), "a waiting function outlived the server"
+
+
+def test_no_waiting_function_or_child_survives(start_server, tmp_path):
+    # each waiting process starts a child that leaves its group
+    pidfile = tmp_path / "pids"
+    srv = start_server(["sh", "-c", f'setsid sleep 30 & echo $! >> {pidfile}; cat'],
+                       options=["--prespawn", "2"])
+    deadline = time.monotonic() + 5
+    while (not pidfile.exists() or len(pidfile.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert srv.stop() == 0
+    assert all(process_gone(p, -1) for p in pids), "a waiting function's child outlived the server"
+
+
+def test_default_is_one_waiting_process(pb, binaries, tmp_path):
+    from krmtest import Server, free_port
+    port = free_port()
+    srv = Server(pb, [binaries.server, "--port", str(port), "--", "cat"], port,
+                 stderr_path=str(tmp_path / "err"), stdout_path=str(tmp_path / "out"))
+    try:
+        srv.wait_ready()
+        deadline = time.monotonic() + 5
+        while metric(srv, "krm_prespawn_waiting") != 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert metric(srv, "krm_prespawn_waiting") == 1
+    finally:
+        assert srv.stop() == 0
+
+
+def test_prespawn_0_starts_each_function_on_its_call(start_server, tmp_path):
+    log = tmp_path / "log"
+    srv = start_server(["sh", "-c", RECORDER, "fn", str(log)], options=["--prespawn", "0"])
+    time.sleep(0.3)
+    assert records(log) == {}
+    t0 = time.time_ns()
+    rl = simple_rl("plain")
+    assert srv.evaluate(rl, image="img").resource_list == rl
+    (rec,) = records(log).values()
+    assert rec["start"] >= t0
+    assert metric(srv, "krm_prespawn_hits_total") == 0
+    assert metric(srv, "krm_prespawn_misses_total") == 0
+    assert metric(srv, "krm_prespawn_waiting") == 0
+
+
+def test_deadline_counts_from_the_call(start_server):
+    # the process waited far longer than the call's deadline before its call
+    srv = start_server(["cat"], options=["--prespawn", "1"])
+    time.sleep(1.0)
+    rl = simple_rl("in-time")
+    assert srv.evaluate(rl, image="img", timeout=0.5).resource_list == rl
+    assert metric(srv, "krm_prespawn_hits_total") == 1
