@@ -102,6 +102,17 @@ static void maybe_free(entry *e)
         entry_free(e);
 }
 
+/* One of e's API calls has come back. 1 when e was dropped meanwhile: the
+ * answer is not wanted, and e goes once nothing else holds it. */
+static int call_back_to_dead(entry *e)
+{
+    e->inflight--, e->pc->inflight--;
+    if (!e->dead)
+        return 0;
+    maybe_free(e);
+    return 1;
+}
+
 static void unwatch_now(loop *l, void *ctx)
 {
     (void)l;
@@ -254,9 +265,8 @@ static void on_deadline(loop *l, void *ctx)
 static void on_log(const kube_result *r, void *ctx)
 {
     entry *e = ctx;
-    e->inflight--, e->pc->inflight--;
-    if (e->dead)
-        return maybe_free(e);
+    if (call_back_to_dead(e))
+        return;
     buf m = {0};
     buf_printf(&m, "function pod %s/%s for %s will not serve: %s", e->pc->o.namespace, e->pod,
                e->image, e->desc);
@@ -527,9 +537,8 @@ static void start_watch(entry *e)
 static void on_pod_created(const kube_result *r, void *ctx)
 {
     entry *e = ctx;
-    e->inflight--, e->pc->inflight--;
-    if (e->dead)
-        return maybe_free(e);
+    if (call_back_to_dead(e))
+        return;
     if (!r->ok)
         return entry_fail(e, r->error, 0);
     if (set_str(&e->pod, kube_path_str(r->obj, "metadata.name")) < 0 || !e->pod ||
@@ -544,9 +553,8 @@ static void on_pod_created(const kube_result *r, void *ctx)
 static void on_service_created(const kube_result *r, void *ctx)
 {
     entry *e = ctx;
-    e->inflight--, e->pc->inflight--;
-    if (e->dead)
-        return maybe_free(e);
+    if (call_back_to_dead(e))
+        return;
     if (!r->ok && !r->already_exists)
         entry_fail(e, r->error, 0);
 }
@@ -600,9 +608,8 @@ static void adopt(entry *e, const json *pod)
 static void on_list(const kube_result *r, void *ctx)
 {
     entry *e = ctx;
-    e->inflight--, e->pc->inflight--;
-    if (e->dead)
-        return maybe_free(e);
+    if (call_back_to_dead(e))
+        return;
     if (!r->ok)
         return entry_fail(e, r->error, 0);
     const json *items = json_get(r->obj, "items"), *pick = NULL;
