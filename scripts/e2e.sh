@@ -17,7 +17,8 @@
 # Settings (environment): E2E_LAB_DIR; the lab's own (K8S_LAB_PORT_BASE,
 # K8S_LAB_REGISTRY_PORT, K8S_LAB_POD_SUBNET, K8S_LAB_CACHE, ...) are passed on;
 # K8S_LAB_HOME, the lab's scripts (default ../shared/k8s-lab or
-# ../../shared/k8s-lab from the project); BUILD (default build);
+# ../../shared/k8s-lab from the project or from the repository it was
+# cloned from); BUILD (default build);
 # E2E_PYTEST_ARGS (e.g. "-k template -x"); E2E_SLOW (deadline factor).
 set -euo pipefail
 
@@ -30,16 +31,29 @@ PYTEST_PID=
 log() { echo "e2e: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# Where the lab's scripts are: K8S_LAB_HOME, else ../shared/k8s-lab (or one
+# level further up) from this checkout, else the same beside the repository
+# this one was cloned from (CI clones into a temporary directory). Prints the
+# directory, or nothing and status 1.
 find_lab() {
+    local d origin
     if [ -n "${K8S_LAB_HOME:-}" ]; then
-        echo "$K8S_LAB_HOME"
-        return
+        [ -x "$K8S_LAB_HOME/up.sh" ] && { (cd "$K8S_LAB_HOME" && pwd); return 0; }
+        return 1
     fi
-    for d in "$ROOT/../shared/k8s-lab" "$ROOT/../../shared/k8s-lab"; do
-        [ -x "$d/up.sh" ] && { (cd "$d" && pwd); return; }
+    origin=$(git -C "$ROOT" config --get remote.origin.url 2>/dev/null || true)
+    origin=${origin#file://}
+    for d in "$ROOT/../shared/k8s-lab" "$ROOT/../../shared/k8s-lab" \
+             ${origin:+"$origin/../shared/k8s-lab" "$origin/../../shared/k8s-lab"}; do
+        [ -x "$d/up.sh" ] && { (cd "$d" && pwd); return 0; }
     done
-    die "no k8s lab found (../shared/k8s-lab); set K8S_LAB_HOME, or KUBECONFIG and REGISTRY for another cluster"
+    return 1
 }
+
+if [ "${1:-}" = "--find-lab" ]; then   # for .ci/run: is there a lab to run on?
+    find_lab
+    exit
+fi
 
 # The manifest digest of a one-image OCI layout.
 layout_digest() {
@@ -83,7 +97,7 @@ if [ -n "${KUBECONFIG:-}" ] && [ -n "${REGISTRY:-}" ]; then
     unset K8S_LAB_DIR
 else
     [ "$(id -u)" -eq 0 ] || die "the lab needs root (or give KUBECONFIG and REGISTRY of another cluster)"
-    LAB=$(find_lab)
+    LAB=$(find_lab) || die "no k8s lab found (K8S_LAB_HOME, ../shared/k8s-lab, or beside the repository this was cloned from); set K8S_LAB_HOME, or KUBECONFIG and REGISTRY for another cluster"
     TLS_VERIFY=false
     "$LAB/build-kubernetes.sh" >/dev/null          # cached after the first build
     log "starting the lab in $LAB_DIR"
