@@ -82,12 +82,17 @@ ifneq ($(COPIER_SRCS),)
 BINS += $(BUILD)/bin/copier
 endif
 
-.PHONY: all deps test unit integration demo clean static images bench
+.PHONY: all deps deps-build test unit integration demo clean static images bench
 .SECONDARY:   # keep generated protobuf sources
 all: $(BINS)
 
+# The Debian packages: deps for everything the tests use, deps-build for
+# building and the demo only (scripts/deps.sh).
 deps:
-	@./scripts/deps.sh
+	@./scripts/deps.sh test
+
+deps-build:
+	@./scripts/deps.sh build
 
 $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
@@ -190,7 +195,7 @@ soak: deps all $(BUILD)/bin/bench-soak
 valgrind: deps all
 	./scripts/valgrind.sh $(BUILD)
 
-demo: deps all
+demo: deps-build all
 	./scripts/demo.sh $(BUILD)
 
 # Not part of make test: the end-to-end tests on a real Kubernetes cluster,
@@ -229,7 +234,8 @@ help:
 	@echo '  soak           many calls of every kind against one server, checking memory and fds'
 	@echo '  valgrind       the integration tests under valgrind memcheck'
 	@echo '  e2e            end-to-end tests on a Kubernetes cluster (scripts/e2e.sh)'
-	@echo '  deps           install (as root) or name the Debian packages the build needs'
+	@echo '  deps           install (as root) or name the Debian packages the tests need'
+	@echo '  deps-build     the same for building and make demo only'
 	@echo '  clean          remove build/'
 
 -include $(shell find $(BUILD)/obj $(BUILD)/gen -name '*.d' 2>/dev/null)
