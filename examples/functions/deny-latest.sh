@@ -2,8 +2,9 @@
 # deny-latest: a small KRM validator. It passes the ResourceList it reads on
 # stdin through unchanged and adds an error result for every container image
 # that has no tag or the tag :latest (a moving target a package should not
-# pin), naming the resource and the field; no result when every image is
-# pinned, and then exits 1 (as the KRM function spec asks). A validator in a Kptfile pipeline, as kpt's catalog has them.
+# pin), naming the resource and the field, and then exits 1 (as the KRM
+# function spec asks); no result and exit 0 when every image is pinned. A
+# validator in a Kptfile pipeline, as kpt's catalog has them.
 #
 # It reads the block-style YAML our clients and kpt send (items only, no
 # existing results); it is an example, not a YAML parser.
