@@ -44,6 +44,10 @@ PROTOS    := evaluator health reflection
 # v1alpha reflection one too (its messages are reflection.proto's, so it
 # needs no C code), embedded as a byte array by scripts/embed.sh.
 DESC_PROTOS := $(PROTOS) reflection_v1alpha
+# reflection_v1alpha.proto is reflection.proto under its older package name,
+# made at build time rather than kept as a second copy.
+V1ALPHA_PROTO = sed -e 's/^package grpc\.reflection\.v1;$$/package grpc.reflection.v1alpha;/' $< > $@
+desc_srcs = $(PROTOS:%=proto/%.proto) $(1)/reflection_v1alpha.proto
 GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
 LIB_SRCS  := $(wildcard lib/*/*.c)
@@ -103,10 +107,14 @@ $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -MMD -MP -c -o $@ $<
 
-$(BUILD)/gen/descriptor_set.pb: $(DESC_PROTOS:%=proto/%.proto)
+$(BUILD)/gen/reflection_v1alpha.proto: proto/reflection.proto
+	@mkdir -p $(BUILD)/gen
+	$(Q)$(V1ALPHA_PROTO)
+
+$(BUILD)/gen/descriptor_set.pb: $(call desc_srcs,$(BUILD)/gen)
 	@mkdir -p $(BUILD)/gen
 	$(call say,PROTOC,$@)
-	$(Q)protoc --proto_path=proto --include_imports --descriptor_set_out=$@ $^
+	$(Q)protoc --proto_path=proto --proto_path=$(BUILD)/gen --include_imports --descriptor_set_out=$@ $^
 
 $(BUILD)/gen/descriptor_set.c: $(BUILD)/gen/descriptor_set.pb scripts/embed.sh
 	$(call say,EMBED,$<)
@@ -286,10 +294,14 @@ $(FUZZ)/gen/%.pb-c.c $(FUZZ)/gen/%.pb-c.h: proto/%.proto
 $(FUZZ)/gen/%.pb-c.o: $(FUZZ)/gen/%.pb-c.c
 	$(FUZZ_CC) -I$(FUZZ)/gen $(FUZZ_CFLAGS) -c -o $@ $<
 
-$(FUZZ)/gen/descriptor_set.c: $(DESC_PROTOS:%=proto/%.proto) scripts/embed.sh
+$(FUZZ)/gen/reflection_v1alpha.proto: proto/reflection.proto
 	@mkdir -p $(FUZZ)/gen
-	protoc --proto_path=proto --include_imports --descriptor_set_out=$(FUZZ)/gen/descriptor_set.pb \
-	    $(DESC_PROTOS:%=proto/%.proto)
+	$(V1ALPHA_PROTO)
+
+$(FUZZ)/gen/descriptor_set.c: $(call desc_srcs,$(FUZZ)/gen) scripts/embed.sh
+	@mkdir -p $(FUZZ)/gen
+	protoc --proto_path=proto --proto_path=$(FUZZ)/gen --include_imports \
+	    --descriptor_set_out=$(FUZZ)/gen/descriptor_set.pb $(call desc_srcs,$(FUZZ)/gen)
 	./scripts/embed.sh krm_descriptor_set $(FUZZ)/gen/descriptor_set.pb > $@
 
 $(FUZZ)/gen/descriptor_set.o: $(FUZZ)/gen/descriptor_set.c

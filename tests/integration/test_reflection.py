@@ -3,6 +3,7 @@
 servers. The client is grpcio's stream-stream call with modules protoc
 generates from proto/reflection*.proto (Debian has no grpcurl)."""
 
+import os
 import importlib
 import subprocess
 import sys
@@ -24,8 +25,13 @@ NOT_FOUND = grpc.StatusCode.NOT_FOUND.value[0]
 def refl(tmp_path_factory):
     """reflection_pb2 (v1) and reflection_v1alpha_pb2, generated at test time."""
     out = tmp_path_factory.mktemp("refl")
-    subprocess.run(["protoc", "--proto_path=proto", f"--python_out={out}",
-                    "proto/reflection.proto", "proto/reflection_v1alpha.proto"], cwd=ROOT, check=True)
+    # v1alpha is v1 under its older package, as the build makes it.
+    v1 = open(os.path.join(ROOT, "proto", "reflection.proto")).read()
+    assert "\npackage grpc.reflection.v1;\n" in v1
+    (out / "reflection_v1alpha.proto").write_text(
+        v1.replace("\npackage grpc.reflection.v1;\n", "\npackage grpc.reflection.v1alpha;\n"))
+    subprocess.run(["protoc", "--proto_path=proto", f"--proto_path={out}", f"--python_out={out}",
+                    "proto/reflection.proto", f"{out}/reflection_v1alpha.proto"], cwd=ROOT, check=True)
     sys.path.insert(0, str(out))
     try:
         return {"v1": importlib.import_module("reflection_pb2"),
