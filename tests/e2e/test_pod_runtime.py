@@ -119,6 +119,26 @@ def test_crashing_init_container_fails_fast(api, runner, images, namespace, tmp_
     assert elapsed <= FAIL_FAST * SLOW, r.stderr
 
 
+def test_crashing_function_container_fails_fast(api, runner, images, namespace, tmp_path, figures):
+    # The pod starts (the init container copies the wrapper), then its
+    # function container exits 3 at every start, after two stderr lines
+    # (tests/e2e/crash_image.py): the kubelet shows Error, then
+    # CrashLoopBackOff. The wait ends at the first exit, and the error names
+    # the pod, the container, the reason, the exit code and the log lines.
+    r, elapsed = eval_kube(runner, tmp_path, namespace, images.fn,
+                           "--wrapper-server-image", images.crash_wrapper)
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.split("runner-client: UNAVAILABLE: ", 1)[-1]
+    assert f"function pod {namespace}/" in err and "will not serve" in err, r.stderr
+    assert 'container "function": ' in err and ("Error" in err or "CrashLoopBackOff" in err), r.stderr
+    assert "exit code 3" in err, r.stderr
+    assert 'last log lines of container "function"' in err, r.stderr
+    assert "crash-wrapper: cannot serve: simulated start-up failure" in err, r.stderr
+    assert "crash-wrapper: started as: /wrapper-server-tools/wrapper-server --port 9446" in err, r.stderr
+    figures.append(f"eval --kube, function container exiting at start: failed in {elapsed:.2f} s")
+    assert elapsed <= FAIL_FAST * SLOW, r.stderr
+
+
 def test_bad_token_401(runner, images, tmp_path):
     cfg = yaml.safe_load(open(os.environ["KUBECONFIG"]))
     for u in cfg["users"]:
