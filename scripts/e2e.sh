@@ -121,7 +121,7 @@ E2E_CRASH_WRAPPER_IMAGE=$(push "$OUT/crash-wrapper:e2e" krm-e2e-crash-wrapper)
 export E2E_INIT_IMAGE E2E_FN_IMAGE E2E_EMBEDDED_IMAGE E2E_CRASH_WRAPPER_IMAGE BUILD
 export WRAPPER_SERVER_IMAGE=$E2E_INIT_IMAGE     # runner-client's default, as Porch's
 export E2E_FIGURES=$OUT/figures.txt
-log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE"
+log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE $E2E_CRASH_WRAPPER_IMAGE"
 
 # ---- 4. the tests ------------------------------------------------------------------------
 # In the background, so a SIGTERM to this script takes the lab down at once
