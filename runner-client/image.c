@@ -10,85 +10,45 @@
 #include "core/duration.h"
 #include "core/json.h"
 #include "oci/image_ref.h"
-#include "oci/oci_manifest.h"
 #include "oci/registry.h"
 #include "commands.h"
 #include "flags.h"
+#include "registry_flags.h"
 
 #define MAX_IMAGES 64
-#define MAX_INSECURE 32
 
 static const char image_usage[] =
     "Usage: runner-client image [flags] IMAGE...\n"
     "Prints the digest of IMAGE's linux/amd64 manifest and its entrypoint\n"
     "(config Entrypoint if non-empty, else Cmd), read from its registry.\n"
     "\n"
-    "  --docker-config FILE     credentials (default $DOCKER_CONFIG/config.json or ~/.docker/config.json)\n"
-    "  --insecure-registry H    speak http:// to registry H (repeatable, or a comma list);\n"
-    "                           localhost, 127.0.0.1 and [::1] always are\n"
-    "  --platform OS/ARCH       the index entry to follow (default linux/amd64)\n"
-    "  --output json|text       output format (default text)\n"
-    "  --timeout DUR            per HTTP request (default 30s; connecting: at most 10s of it)\n"
-    "  --debug                  print request and cache counts on stderr\n"
+    REGISTRY_FLAGS_HELP
+    "  --output json|text           output format (default text)\n"
+    "  --timeout DUR                per HTTP request (default 30s; connecting: at most 10s of it)\n"
+    "  --debug                      print request and cache counts on stderr\n"
     "Exit status: 0 found, 1 lookup failed, 2 bad usage (including an invalid IMAGE).\n";
 
 typedef struct image_cli {
-    const char *docker_config, *platform, *output, *timeout;
-    const char *insecure[MAX_INSECURE];
-    size_t n_insecure;
-    char *copies[MAX_INSECURE];   /* the strings insecure[] points into */
-    size_t n_copies;
+    registry_flags reg;
+    const char *output, *timeout;
     int debug;
     const char *images[MAX_IMAGES];
     int n_images;
 } image_cli;
 
-/* Splits a --insecure-registry value on commas into cli->insecure. */
-static int add_insecure(image_cli *cli, const char *value, buf *err)
-{
-    char *copy = strdup(value), *save = NULL;
-    if (!copy || cli->n_copies >= MAX_INSECURE)
-        return free(copy), buf_printf(err, "too many --insecure-registry values"), -1;
-    cli->copies[cli->n_copies++] = copy;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (cli->n_insecure >= MAX_INSECURE)
-            return buf_printf(err, "too many --insecure-registry values"), -1;
-        cli->insecure[cli->n_insecure++] = tok;
-    }
-    return 0;
-}
-
-/* flags_parse keeps one value per flag; --insecure-registry and --debug
- * are taken out first. Returns the remaining argc (args in rest). */
-static int take_repeated(image_cli *cli, int argc, char **argv, char **rest, buf *err)
-{
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--debug")) {
-            cli->debug = 1;
-        } else if (!strncmp(a, "--insecure-registry=", 20)) {
-            if (add_insecure(cli, a + 20, err) < 0)
-                return -1;
-        } else if (!strcmp(a, "--insecure-registry")) {
-            if (i + 1 >= argc)
-                return buf_printf(err, "flag --insecure-registry needs a value"), -1;
-            if (add_insecure(cli, argv[++i], err) < 0)
-                return -1;
-        } else {
-            rest[n++] = argv[i];
-        }
-    }
-    return n;
-}
-
 static int parse_cli(image_cli *cli, int argc, char **argv, int *help, buf *err)
 {
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int n = rest ? take_repeated(cli, argc, argv, rest, err) : -1;
-    flag_def defs[] = {{"--docker-config", &cli->docker_config}, {"--platform", &cli->platform},
-                       {"--output", &cli->output}, {"--timeout", &cli->timeout}, {0}};
-    int rc = n < 0 ? -1 : flags_parse(n, rest, defs, cli->images, MAX_IMAGES, &cli->n_images, help, err);
+    int n = rest ? registry_flags_take(&cli->reg, argc, argv, rest, err) : -1;
+    int kept = 0;
+    for (int i = 0; i < n; i++) {   /* --debug is bare */
+        if (!strcmp(rest[i], "--debug"))
+            cli->debug = 1;
+        else
+            rest[kept++] = rest[i];
+    }
+    flag_def defs[] = {{"--output", &cli->output}, {"--timeout", &cli->timeout}, {0}};
+    int rc = n < 0 ? -1 : flags_parse(kept, rest, defs, cli->images, MAX_IMAGES, &cli->n_images, help, err);
     free(rest);
     if (rc < 0 || *help)
         return rc;
@@ -99,8 +59,7 @@ static int parse_cli(image_cli *cli, int argc, char **argv, int *help, buf *err)
     for (int i = 0; i < cli->n_images; i++)
         if (image_ref_check(cli->images[i], err) < 0)
             return -1;
-    oci_platform p;
-    return oci_platform_parse(cli->platform, &p, err);
+    return 0;
 }
 
 static void print_json_strings(buf *out, char **v, size_t n)
@@ -172,7 +131,7 @@ static int run_lookups(const image_cli *cli, const registry_opts *opts)
 
 int cmd_image(int argc, char **argv)
 {
-    image_cli cli = {.output = "text", .timeout = "30s", .platform = "linux/amd64"};
+    image_cli cli = {.output = "text", .timeout = "30s"};
     int help = 0, rc = 2;
     int64_t timeout_ns = 0;
     buf err = {0};
@@ -184,13 +143,10 @@ int cmd_image(int argc, char **argv)
         fputs(image_usage, stdout);
         rc = 0;
     } else {
-        registry_opts opts = {.docker_config = cli.docker_config, .insecure = cli.insecure,
-                              .n_insecure = cli.n_insecure, .platform = cli.platform,
-                              .timeout_ms = (long)(timeout_ns / 1000000)};
+        registry_opts opts = registry_flags_opts(&cli.reg, (long)(timeout_ns / 1000000));
         rc = run_lookups(&cli, &opts);
     }
-    for (size_t i = 0; i < cli.n_copies; i++)
-        free(cli.copies[i]);
+    registry_flags_free(&cli.reg);
     buf_free(&err);
     return rc;
 }

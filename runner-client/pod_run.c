@@ -26,6 +26,7 @@
 #include "call_opts.h"
 #include "commands.h"
 #include "flags.h"
+#include "registry_flags.h"
 #include "rl_input.h"
 
 static const char eval_kube_usage[] =
@@ -45,13 +46,15 @@ static const char eval_kube_usage[] =
     "  --timeout DUR                deadline of the call (default 5m; 0: none)\n"
     "  --ready-timeout DUR          wait for the pod at most DUR (default 60s, as Porch)\n"
     "  --max-message BYTES          largest answer accepted (default 6291456)\n"
+    REGISTRY_FLAGS_HELP
     "The answer goes to stdout, the function's log and the pod's progress to stderr.\n"
     "Exit status: 0 success, 1 failure (the pod or the call), 2 bad usage or input.\n";
 
 static const char pod_create_usage[] =
     "Usage: runner-client pod create --image IMG [--kubeconfig F] [--context C]\n"
     "           [--namespace NS] [--dial service|pod] [--wrapper-server-image W]\n"
-    "           [--ready-timeout DUR]\n"
+    "           [--ready-timeout DUR] [--docker-config F] [--insecure-registry H]...\n"
+    "           [--platform OS/ARCH]\n"
     "Finds or creates IMG's function pod and its Service, waits until it is Ready\n"
     "(and, with --dial service, listed by the Service's endpoints), and prints\n"
     "\"pod NAME\", \"uid UID\" and \"address HOST:PORT\" on stdout.\n"
@@ -61,6 +64,7 @@ typedef struct kube_cli {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *image, *timeout, *ready_timeout;
     const char *max_text, *input;
     int kube;
+    registry_flags reg;      /* the image's registry lookup */
 } kube_cli;
 
 typedef struct pod_run {
@@ -77,18 +81,21 @@ static int usage(const char *cmd, const char *msg)
     return 2;
 }
 
-/* --kube is bare: take it out; the rest goes to flags_parse. */
+/* The registry flags and the bare --kube are taken out; the rest goes to
+ * flags_parse. */
 static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help, buf *err)
 {
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int n = 0;
+    int taken = rest ? registry_flags_take(&k->reg, argc, argv, rest, err) : -1, n = 0;
     if (!rest)
         return buf_printf(err, "out of memory"), -1;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--kube"))
+    if (taken < 0)
+        return free(rest), -1;
+    for (int i = 0; i < taken; i++) {
+        if (!strcmp(rest[i], "--kube"))
             k->kube = 1;
         else
-            rest[n++] = argv[i];
+            rest[n++] = rest[i];
     }
     flag_def defs[] = {{"--kubeconfig", &k->kubeconfig}, {"--context", &k->context},
                        {"--namespace", &k->ns}, {"--dial", &k->dial},
@@ -133,7 +140,7 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
     kube_config_opts o = {k->kubeconfig, k->context, k->ns};
     pod_cache_opts po = {.namespace = k->ns, .wrapper_image = k->wrapper,
                          .dial = strcmp(k->dial, "pod") ? POD_DIAL_SERVICE : POD_DIAL_POD,
-                         .ready_timeout_ns = ready_ns};
+                         .ready_timeout_ns = ready_ns, .registry = registry_flags_opts(&k->reg, 0)};
     if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
         !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err)) ||
         !(r->pc = pod_cache_new(r->l, r->c, &po, &err))) {
@@ -184,29 +191,36 @@ static int ready_timeout(const kube_cli *k, int64_t *ns, buf *err)
     return 0;
 }
 
-int cmd_pod_create(int argc, char **argv)
+static int pod_create(kube_cli *k, int argc, char **argv)
 {
-    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE")};
     int help = 0;
     int64_t ready_ns;
     buf err = {0};
-    if (parse("pod create", argc, argv, &k, &help, &err) < 0 ||
-        (!help && ready_timeout(&k, &ready_ns, &err) < 0)) {
+    if (parse("pod create", argc, argv, k, &help, &err) < 0 ||
+        (!help && ready_timeout(k, &ready_ns, &err) < 0)) {
         int rc = usage("pod create", err.data ? err.data : "out of memory");
         buf_free(&err);
         return rc;
     }
     if (help)
         return fputs(pod_create_usage, stdout), 0;
-    if (k.kube)
+    if (k->kube)
         return usage("pod create", "--kube is for eval (pod create always uses the cluster)");
     pod_run r = {.rc = 1};
-    if (run_open(&r, "pod create", &k, ready_ns) < 0) {
+    if (run_open(&r, "pod create", k, ready_ns) < 0) {
         run_close(&r);
         return 1;
     }
-    int rc = pod_cache_get(r.pc, k.image, on_created, &r) ? run_loop(&r, "pod create") : 1;
+    int rc = pod_cache_get(r.pc, k->image, on_created, &r) ? run_loop(&r, "pod create") : 1;
     run_close(&r);
+    return rc;
+}
+
+int cmd_pod_create(int argc, char **argv)
+{
+    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE")};
+    int rc = pod_create(&k, argc, argv);
+    registry_flags_free(&k.reg);
     return rc;
 }
 
@@ -239,20 +253,18 @@ static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
     loop_stop(r->l);
 }
 
-int cmd_eval_kube(int argc, char **argv)
+static int eval_kube(kube_cli *k, int argc, char **argv)
 {
-    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = "-",
-                  .max_text = "6291456"};
     int help = 0;
     int64_t ready_ns;
     unsigned long long max_message = 0;
     gc_unary_opts call = {0};
     buf err = {0};
-    if (parse("eval", argc, argv, &k, &help, &err) < 0 ||
-        (!help && (ready_timeout(&k, &ready_ns, &err) < 0 ||
-                   call_opts_timeouts(k.timeout, CALL_EVAL_TIMEOUT_NS, &call, &err) < 0 ||
-                   ((parse_uint(k.max_text, 2147483647ULL, &max_message) < 0 || !max_message) &&
-                    buf_printf(&err, "invalid --max-message \"%s\"", k.max_text) >= 0)))) {
+    if (parse("eval", argc, argv, k, &help, &err) < 0 ||
+        (!help && (ready_timeout(k, &ready_ns, &err) < 0 ||
+                   call_opts_timeouts(k->timeout, CALL_EVAL_TIMEOUT_NS, &call, &err) < 0 ||
+                   ((parse_uint(k->max_text, 2147483647ULL, &max_message) < 0 || !max_message) &&
+                    buf_printf(&err, "invalid --max-message \"%s\"", k->max_text) >= 0)))) {
         int rc = usage("eval", err.data ? err.data : "out of memory");
         buf_free(&err);
         return rc;
@@ -261,7 +273,7 @@ int cmd_eval_kube(int argc, char **argv)
         return fputs(eval_kube_usage, stdout), 0;
     buf rl = {0};
     char why[1024];
-    if (rl_input_build(k.input, &rl, why, sizeof why) < 0) {
+    if (rl_input_build(k->input, &rl, why, sizeof why) < 0) {
         fprintf(stderr, "runner-client eval: %s\n", why);
         return 2;
     }
@@ -269,11 +281,11 @@ int cmd_eval_kube(int argc, char **argv)
     evaluator *ev = NULL;
     ev_call *c = NULL;
     int rc = 1;
-    if (run_open(&r, "eval", &k, ready_ns) == 0) {
+    if (run_open(&r, "eval", k, ready_ns) == 0) {
         ev_pod_opts eo = {.connect_timeout_ns = call.connect_timeout_ns,
                           .call_timeout_ns = call.timeout_ns, .max_message = (uint32_t)max_message};
         eval_run er = {&r, loop_now_ns()};
-        ev_request req = {k.image, (const uint8_t *)rl.data, rl.len};
+        ev_request req = {k->image, (const uint8_t *)rl.data, rl.len};
         if (!(ev = ev_pod_new(r.l, r.pc, &eo)) || !(c = ev_call_start(ev, &req, on_evaluated, &er)))
             fprintf(stderr, "runner-client eval: out of memory\n");
         else
@@ -284,5 +296,14 @@ int cmd_eval_kube(int argc, char **argv)
         ev_destroy(ev);
     run_close(&r);
     buf_free(&rl);
+    return rc;
+}
+
+int cmd_eval_kube(int argc, char **argv)
+{
+    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = "-",
+                  .max_text = "6291456"};
+    int rc = eval_kube(&k, argc, argv);
+    registry_flags_free(&k.reg);
     return rc;
 }

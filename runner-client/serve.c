@@ -407,6 +407,40 @@ static int serve_run(runner *r)
     return rc;
 }
 
+/* cmd_serve past the flag tables: reg holds the registry flags (freed by
+ * the caller). */
+static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, int argc, char **argv)
+{
+    int n_pos, help;
+    buf err = {0};
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int n = rest ? registry_flags_take(reg, argc, argv, rest, &err) : -1;
+    if (n < 0 || flags_parse(n, rest, defs, NULL, 0, &n_pos, &help, &err) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        free(rest);
+        buf_free(&err);
+        return 2;
+    }
+    free(rest);
+    if (help) {
+        fputs(serve_usage, stdout);
+        return 0;
+    }
+    runner r = {0};
+    if (serve_configure(&r, o) < 0)
+        return 2;
+    if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
+        fprintf(stderr, "runner-client serve: %s\n", err.data);
+        buf_free(&err);
+        return 2;
+    }
+    int rc = serve_run(&r);
+    fnconfig_free(&r.cfg);
+    if (r.functions_fd >= 0)
+        close(r.functions_fd);
+    return rc;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     serve_opts o = {.pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
@@ -425,28 +459,9 @@ int cmd_serve(int argc, char **argv)
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
         {0},
     };
-    int n_pos, help;
-    buf err = {0};
-    if (flags_parse(argc, argv, defs, NULL, 0, &n_pos, &help, &err) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", err.data);
-        buf_free(&err);
-        return 2;
-    }
-    if (help) {
-        fputs(serve_usage, stdout);
-        return 0;
-    }
-    runner r = {0};
-    if (serve_configure(&r, &o) < 0)
-        return 2;
-    if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", err.data);
-        buf_free(&err);
-        return 2;
-    }
-    int rc = serve_run(&r);
-    fnconfig_free(&r.cfg);
-    if (r.functions_fd >= 0)
-        close(r.functions_fd);
+    registry_flags reg = {0};
+    o.pod.registry = &reg;
+    int rc = serve_with(&o, defs, &reg, argc, argv);
+    registry_flags_free(&reg);
     return rc;
 }

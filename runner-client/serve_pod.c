@@ -52,6 +52,8 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
                          .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
                          .keep_watching = 1};
+    if (f->registry)
+        po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};
     if (kube_config_load(&o, &p->cfg, &why) < 0 || kube_config_exec_credential(&p->cfg, &why) < 0) {
         buf_printf(err, "the pod runtime needs a Kubernetes cluster: %s; give --kubeconfig, or run "

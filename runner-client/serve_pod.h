@@ -14,10 +14,13 @@
 #include "core/loop.h"
 #include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
 #include "runtime/evaluator.h"
+#include "registry_flags.h"
 
-/* The flags, as eval --kube and pod create take them. */
+/* The flags, as eval --kube and pod create take them (the registry flags
+ * through registry_flags, the same parser). */
 typedef struct serve_pod_flags {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *ready_timeout;
+    const registry_flags *registry;   /* the images' lookups; NULL: defaults */
 } serve_pod_flags;
 
 #define SERVE_POD_FLAGS_HELP \
@@ -28,7 +31,8 @@ typedef struct serve_pod_flags {
     "  --dial service|pod           the Service once its endpoints list the pod (default, as\n" \
     "                               Porch), or the pod IP (clusters without kube-proxy)\n" \
     "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n" \
-    "  --ready-timeout DUR          wait for a pod at most DUR (default 60s, as Porch)\n"
+    "  --ready-timeout DUR          wait for a pod at most DUR (default 60s, as Porch)\n" \
+    REGISTRY_FLAGS_HELP
 
 typedef struct serve_pod serve_pod;
 

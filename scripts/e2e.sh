@@ -88,6 +88,8 @@ mkdir -p "$OUT"
 rm -rf "$OUT/fn" "$OUT/fn-embedded"
 python3 tests/e2e/fn_image.py --tag e2e "$OUT/fn" >/dev/null
 python3 images/embed --tag e2e "oci:$OUT/fn:e2e" "$OUT/fn-embedded" >/dev/null
+rm -rf "$OUT/crash-wrapper"
+python3 tests/e2e/crash_image.py --tag e2e "$OUT/crash-wrapper" >/dev/null
 
 # ---- 2. the cluster ----------------------------------------------------------------------
 LAB=
@@ -99,6 +101,9 @@ else
     [ "$(id -u)" -eq 0 ] || die "the lab needs root (or give KUBECONFIG and REGISTRY of another cluster)"
     LAB=$(find_lab) || die "no k8s lab found (K8S_LAB_HOME, ../shared/k8s-lab, or beside the repository this was cloned from); set K8S_LAB_HOME, or KUBECONFIG and REGISTRY for another cluster"
     TLS_VERIFY=false
+    # RBAC enforced, as on real clusters (tests/e2e/test_rbac.py needs it; the
+    # lab's admin token is in system:masters, so the rest does not notice)
+    export K8S_LAB_AUTHORIZATION_MODE=${K8S_LAB_AUTHORIZATION_MODE:-RBAC}
     "$LAB/build-kubernetes.sh" >/dev/null          # cached after the first build
     log "starting the lab in $LAB_DIR"
     lab_env=$("$LAB/up.sh" --dir "$LAB_DIR")      # on failure it cleans up itself
@@ -126,10 +131,11 @@ push() {   # push LAYOUT:TAG NAME -> prints REGISTRY/NAME:e2e-<digest prefix>
 E2E_INIT_IMAGE=$(push build/images/wrapper-server:latest krm-e2e-wrapper-server)
 E2E_FN_IMAGE=$(push "$OUT/fn:e2e" krm-e2e-fn)
 E2E_EMBEDDED_IMAGE=$(push "$OUT/fn-embedded:e2e" krm-e2e-fn-embedded)
-export E2E_INIT_IMAGE E2E_FN_IMAGE E2E_EMBEDDED_IMAGE BUILD
+E2E_CRASH_WRAPPER_IMAGE=$(push "$OUT/crash-wrapper:e2e" krm-e2e-crash-wrapper)
+export E2E_INIT_IMAGE E2E_FN_IMAGE E2E_EMBEDDED_IMAGE E2E_CRASH_WRAPPER_IMAGE BUILD
 export WRAPPER_SERVER_IMAGE=$E2E_INIT_IMAGE     # runner-client's default, as Porch's
 export E2E_FIGURES=$OUT/figures.txt
-log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE"
+log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE $E2E_CRASH_WRAPPER_IMAGE"
 
 # ---- 4. the tests ------------------------------------------------------------------------
 # In the background, so a SIGTERM to this script takes the lab down at once

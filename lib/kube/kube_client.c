@@ -67,13 +67,36 @@ const char *kube_path_str(const json *v, const char *dotted) { return json_str(k
 /* ------------------------------------------------------------------------ */
 /* Error text                                                                */
 
+/* A subresource travels in the name ("POD/log"): RBAC names it with the
+ * resource ("pods/log"), and so do the messages. */
 static void describe_target(const kube_ref *ref, buf *out)
 {
+    const char *sub = ref->name ? strchr(ref->name, '/') : NULL;
     buf_append_str(out, ref->resource);
+    if (sub)
+        buf_append_str(out, sub);
     if (ref->name)
-        buf_printf(out, " \"%s\"", ref->name);
+        buf_printf(out, " \"%.*s\"", sub ? (int)(sub - ref->name) : (int)strlen(ref->name), ref->name);
     if (ref->namespace)
         buf_printf(out, " in namespace \"%s\"", ref->namespace);
+}
+
+/* The RBAC rule a 403 says is missing: apiGroups from the path ("/api/v1"
+ * is the core group ""; "/apis/discovery.k8s.io/v1" is discovery.k8s.io),
+ * the resource with its subresource, the verb. */
+static void describe_rule(const char *verb, const kube_ref *ref, buf *out)
+{
+    const char *group = "";
+    int glen = 0;
+    if (!strncmp(ref->api, "/apis/", 6)) {
+        group = ref->api + 6;
+        glen = (int)strcspn(group, "/");
+    }
+    const char *sub = ref->name ? strchr(ref->name, '/') : NULL;
+    buf_printf(out, "missing RBAC rule: a %s with apiGroups [\"%.*s\"], resources [\"%s%s\"], "
+               "verbs [\"%s\"], bound to this user by a %s", ref->namespace ? "Role" : "ClusterRole",
+               glen, group, ref->resource, sub ? sub : "", verb,
+               ref->namespace ? "RoleBinding in that namespace" : "ClusterRoleBinding");
 }
 
 static int is_tls_error(int code)
@@ -111,9 +134,8 @@ void kube_error_text(const kube_config *cfg, const char *verb, const kube_ref *r
     case 403:
         buf_printf(out, "forbidden: the API server refused to %s ", verb);
         describe_target(ref, out);
-        buf_printf(out, " (%s): %s; grant the user a Role%s with verbs [\"%s\"] on resource \"%s\"",
-                   cfg->source, msg ? msg : "403 Forbidden",
-                   ref->namespace ? " in that namespace" : " (ClusterRole)", verb, ref->resource);
+        buf_printf(out, " (%s): %s; ", cfg->source, msg ? msg : "403 Forbidden");
+        describe_rule(verb, ref, out);
         return;
     case 404: {
         const char *kind = kube_path_str(body, "details.kind");

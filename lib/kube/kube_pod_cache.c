@@ -21,6 +21,7 @@
 #include "kube/pod_id.h"
 #include "kube/pod_status.h"
 #include "kube/pod_template.h"
+#include "kube/svc_endpoints.h"
 
 #define ENDPOINTS_POLL_NS (200LL * 1000000)   /* Porch polls every 100 ms; one GET each */
 
@@ -56,6 +57,7 @@ struct entry {
     char desc[512];            /* the pod's last status line, for logs and the timeout */
     char fail_container[254];
     int fail_previous;
+    int said_endpoints_wait;   /* "waiting for the endpoints" logged */
 };
 
 struct pod_cache {
@@ -65,6 +67,7 @@ struct pod_cache {
     entry *entries;
     pod_waiter *pending;       /* waiters not attached yet */
     int inflight;              /* API calls of all entries, dropped ones included */
+    svc_endpoints_api ep_api;  /* how Services' endpoints are read (asked once) */
 };
 
 static void entry_start(entry *e);
@@ -353,20 +356,6 @@ static int join_addr(char **dst, const char *host, int v6)
 
 static void poll_endpoints(loop *l, void *ctx);
 
-static int endpoints_list(const json *ep, const char *ip)
-{
-    const json *subsets = json_get(ep, "subsets");
-    for (size_t i = 0; subsets && subsets->type == JSON_ARRAY && i < subsets->len; i++) {
-        const json *addrs = json_get(subsets->items[i], "addresses");
-        for (size_t j = 0; addrs && addrs->type == JSON_ARRAY && j < addrs->len; j++) {
-            const char *a = json_get_str(addrs->items[j], "ip");
-            if (a && !strcmp(a, ip))
-                return 1;
-        }
-    }
-    return 0;
-}
-
 static void poll_again(entry *e)
 {
     if (!(e->poll = loop_timer_add(e->pc->l, ENDPOINTS_POLL_NS, poll_endpoints, e)))
@@ -381,7 +370,9 @@ static void on_endpoints(const kube_result *r, void *ctx)
         return maybe_free(e);
     if (!r->ok && !r->not_found)
         return entry_fail(e, r->error, 0);
-    if (r->ok && endpoints_list(r->obj, e->ip)) {
+    if (r->ok && svc_endpoints_list_ip(e->pc->ep_api, r->obj, e->ip)) {
+        log_info("pod %s: listed by the %s of Service %s", e->pod,
+                 svc_endpoints_api_name(e->pc->ep_api), e->pod_id);
         buf n = {0};
         buf_printf(&n, "%s.%s.svc.cluster.local:%d", e->pod_id, e->pc->o.namespace, POD_WRAPPER_PORT);
         free(e->name);
@@ -411,20 +402,46 @@ static void on_service(const kube_result *r, void *ctx)
     poll_endpoints(e->pc->l, e);
 }
 
-/* Service first (its ClusterIP), then its Endpoints until they list the pod. */
+/* The discovery document of discovery.k8s.io: which endpoints to read. */
+static void on_discovery(const kube_result *r, void *ctx)
+{
+    entry *e = ctx;
+    e->inflight--, e->pc->inflight--;
+    if (e->dead || e->state != POD_WAITING_READY)
+        return maybe_free(e);
+    if (!r->ok && !r->not_found)
+        return entry_fail(e, r->error, 0);
+    e->pc->ep_api = svc_endpoints_pick(r->ok ? r->obj : NULL);
+    poll_endpoints(e->pc->l, e);
+}
+
+/* Service first (its ClusterIP), then (once per cache) which endpoints API
+ * the cluster has, then its endpoints until they list the pod. */
 static void poll_endpoints(loop *l, void *ctx)
 {
     (void)l;
     entry *e = ctx;
     e->poll = NULL;
-    buf err = {0};
-    kube_ref ref = {"/api/v1", e->cluster_ip ? "endpoints" : "services", e->pc->o.namespace,
-                    e->pod_id, NULL};
-    if (kube_get(e->pc->c, &ref, e->cluster_ip ? on_endpoints : on_service, e, &err) == 0)
+    buf err = {0}, q = {0};
+    kube_ref ref = {"/api/v1", "services", e->pc->o.namespace, e->pod_id, NULL};
+    kube_result_fn *fn = on_service;
+    int rc = 0;
+    if (e->cluster_ip && e->pc->ep_api == SVC_EP_UNKNOWN) {
+        ref = svc_endpoints_discovery_ref;
+        fn = on_discovery;
+    } else if (e->cluster_ip) {
+        rc = svc_endpoints_ref(e->pc->ep_api, e->pc->o.namespace, e->pod_id, &ref, &q);
+        fn = on_endpoints;
+        if (rc == 0 && !e->said_endpoints_wait++)   /* where a cluster that never fills them waits */
+            log_info("pod %s: Ready; waiting for the %s of Service %s to list %s", e->pod,
+                     svc_endpoints_api_name(e->pc->ep_api), e->pod_id, e->ip);
+    }
+    if (rc == 0 && (ref.name || fn != on_endpoints ? kube_get : kube_list)(e->pc->c, &ref, fn, e, &err) == 0)
         e->inflight++, e->pc->inflight++;
     else
         entry_fail(e, err.data ? err.data : "out of memory", 0);
     buf_free(&err);
+    buf_free(&q);
 }
 
 static void on_ready(entry *e, const char *ip)

@@ -14,8 +14,9 @@
  *
  * The address: POD_DIAL_POD, the pod IP and port 9446 (clusters without
  * kube-proxy or cluster DNS, like the lab); POD_DIAL_SERVICE (default, as
- * Porch) waits, as Porch does, until the Service's Endpoints list the pod's
- * IP, then names <podId>.<ns>.svc.cluster.local:9446 and dials the
+ * Porch) waits, as Porch does, until the Service's endpoints list the pod's
+ * IP (its EndpointSlices, v1 or v1beta1, where the cluster has them, else
+ * Endpoints: svc_endpoints), then names <podId>.<ns>.svc.cluster.local:9446 and dials the
  * Service's ClusterIP, which that name resolves to: resolving the name on
  * the loop would block it.
  *

@@ -9,6 +9,14 @@
 #define BACKOFF_MIN_NS 250000000LL      /* 250 ms */
 #define BACKOFF_MAX_NS 30000000000LL    /* 30 s */
 #define WATCH_TIMEOUT_S 290             /* server-side end of one watch request (kubectl: 5-10 min) */
+/* The client's own end of a watch request: a connection that died without
+ * a FIN or RST (a NAT or load balancer dropping it) carries nothing, and the
+ * server's end never arrives; past this the stream is reopened. */
+#define WATCH_CLIENT_TIMEOUT_MS ((WATCH_TIMEOUT_S + 30) * 1000L)
+/* A stream the server ended cleanly after at least this long is a normal
+ * end (its timeoutSeconds): reopened at once, quiet or not. A shorter one
+ * backs off, so a server that ends every watch at once is not hammered. */
+#define WATCH_MIN_CLEAN_NS 1000000000LL
 
 /* ------------------------------------------------------------------------ */
 /* Decoding                                                                  */
@@ -109,6 +117,8 @@ struct kube_watch {
     char *rv;              /* last resourceVersion seen */
     kube_lines lines;
     kube_req *stream;      /* the watch request in flight */
+    int64_t stream_started_ns;
+    json *refusal;         /* the Status the server answered instead of a stream (403...) */
     loop_timer *retry;
     unsigned attempt;
     int listing, listed, relist, events_seen, stopped;
@@ -156,6 +166,7 @@ static void schedule(kube_watch *w)
 
 static void watch_free(kube_watch *w)
 {
+    json_free(w->refusal);
     kube_lines_free(&w->lines);
     free(w->api);
     free(w->resource);
@@ -212,6 +223,17 @@ static int on_line(const char *line, size_t len, void *ctx)
     kube_event ev;
     buf err = {0};
     if (kube_event_parse(line, len, &ev, &err) < 0) {
+        /* A refused watch (403, 404...) answers a Status, not events: keep
+         * it for the error its end reports. */
+        json *doc = json_parse(line, len, NULL);
+        const char *kind = json_get_str(doc, "kind");
+        if (kind && !strcmp(kind, "Status") && !json_get(doc, "type")) {
+            json_free(w->refusal);
+            w->refusal = doc;
+            buf_free(&err);
+            return -1;
+        }
+        json_free(doc);
         log_warn("watch %s: %s", w->resource, err.data ? err.data : "out of memory");
         buf_free(&err);
         return -1;   /* the stream is broken: reopen it */
@@ -219,9 +241,12 @@ static int on_line(const char *line, size_t len, void *ctx)
     w->attempt = 0;
     w->events_seen = 1;
     if (ev.type == KUBE_ERROR) {
-        if (ev.code == 410)
+        if (ev.code == 410) {
             w->relist = 1;   /* our version is too old: list again */
-        else
+            log_info("watch %s: resourceVersion %s is too old (410 Gone: %s); listing again",
+                     w->resource, w->rv ? w->rv : "?",
+                     json_get_str(ev.object, "message") ? json_get_str(ev.object, "message") : "expired");
+        } else
             log_warn("watch %s: error event: %s", w->resource,
                      json_get_str(ev.object, "message") ? json_get_str(ev.object, "message") : "?");
         kube_event_free(&ev);
@@ -245,10 +270,40 @@ static void on_stream_done(const kube_resp *resp, void *ctx)
     kube_watch *w = ctx;
     w->stream = NULL;
     buf_reset(&w->lines.partial);
-    if (resp->status == 410)
+    if (w->refusal) {
+        /* The list was allowed, the watch is not (an RBAC Role without
+         * "watch"), or the namespace went: retrying cannot help, so a client
+         * error ends the watch. */
+        const json *c = json_get(w->refusal, "code");
+        long code = c && c->type == JSON_NUMBER ? (long)c->number : resp->status;
+        int fatal = code >= 400 && code < 500 && code != 410 && code != 429;
+        buf text = {0};
+        kube_ref ref = ref_of(w, NULL);
+        kube_error_text(kube_client_config(w->c), "watch", &ref, code, 0, NULL, w->refusal, &text);
+        json_free(w->refusal);
+        w->refusal = NULL;
+        if (code == 410)
+            w->relist = 1;
+        else if (w->fns.on_error)
+            w->fns.on_error(text.data ? text.data : "watch refused", fatal, w->ctx);
+        buf_free(&text);
+        if (fatal)
+            return;   /* the caller stops the watch */
+        schedule(w);
+        return;
+    }
+    if (resp->status == 410) {
         w->relist = 1;
-    if (resp->curl_code == 0 && resp->status == 200 && w->events_seen) {
-        w->attempt = 0;   /* the server ended a healthy watch (its timeout): reopen at once */
+        log_info("watch %s: resourceVersion %s is too old (410 Gone); listing again", w->resource,
+                 w->rv ? w->rv : "?");
+    }
+    if (resp->curl_code == 0 && resp->status == 200 &&
+        (w->events_seen || loop_now_ns() - w->stream_started_ns >= WATCH_MIN_CLEAN_NS)) {
+        /* the server ended a healthy watch (its timeoutSeconds), with events
+         * or quiet: reopen at once. Backing off here would leave a quiet
+         * watch closed longer after each end, up to 30 s in which a pod's
+         * change waits unseen. */
+        w->attempt = 0;
         open_stream(w);
         return;
     }
@@ -271,7 +326,9 @@ static void open_stream(kube_watch *w)
                WATCH_TIMEOUT_S, w->rv, w->query ? "&" : "", w->query ? w->query : "");
     kube_ref ref = ref_of(w, q.data);
     if (q.data && kube_ref_path(&ref, &path) == 0) {
-        kube_http_req rq = {"GET", path.data, NULL, NULL, 0, 0, on_stream_data, on_stream_done, w};
+        kube_http_req rq = {"GET", path.data, NULL, NULL, 0, WATCH_CLIENT_TIMEOUT_MS, on_stream_data,
+                            on_stream_done, w};
+        w->stream_started_ns = loop_now_ns();
         w->stream = kube_http_start(kube_client_http(w->c), &rq, &err);
     }
     if (!w->stream) {

@@ -6,11 +6,13 @@
  * bounded (KUBE_WATCH_MAX_LINE): a longer one ends the stream, which is then
  * reopened. The watch asks for bookmarks (allowWatchBookmarks), so the
  * resourceVersion it resumes from stays fresh; when the stream ends it is
- * reopened from the last resourceVersion seen, after a backoff doubling from
- * 250 ms to 30 s (reset once events flow). A 410 Gone (an ERROR event or
- * the status) means that version is too old: the watch lists again and
- * tells the caller through on_list (relisted = 1), so it can rebuild its
- * view. */
+ * reopened from the last resourceVersion seen: at once when the server ended
+ * it cleanly (its timeoutSeconds, quiet or not), else after a backoff
+ * doubling from 250 ms to 30 s (reset once events flow). The client ends a
+ * request itself 30 s after the server should have (a connection that died
+ * silently). A 410 Gone (an ERROR event or the status) means that version
+ * is too old: the watch lists again (logged) and tells the caller through
+ * on_list (relisted = 1), so it can rebuild its view. */
 #ifndef KRM_KUBE_WATCH_H
 #define KRM_KUBE_WATCH_H
 
@@ -69,8 +71,9 @@ typedef struct kube_watch_fns {
     void (*on_list)(const json *list, int relisted, void *ctx);
     /* Each ADDED / MODIFIED / DELETED (bookmarks are handled inside). */
     void (*on_event)(kube_event_type type, const json *object, void *ctx);
-    /* A failure; fatal = 1 when the watch stopped (the first list failed
-     * with an error the user must fix, such as 401 or 403). */
+    /* A failure; fatal = 1 when the watch stopped: the first list, or a
+     * watch request, failed with an error the user must fix, such as 401,
+     * 403 (an RBAC Role that allows list but not watch) or 404. */
     void (*on_error)(const char *message, int fatal, void *ctx);
 } kube_watch_fns;
 

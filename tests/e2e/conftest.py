@@ -10,6 +10,7 @@ pytest by hand works too once the variables are exported:
     E2E_INIT_IMAGE    our init-container image (make images), pushed to REGISTRY
     E2E_FN_IMAGE      a plain busybox function image (tests/e2e/fn_image.py)
     E2E_EMBEDDED_IMAGE  the same image through images/embed
+    E2E_CRASH_WRAPPER_IMAGE  a wrapper image whose server exits 3 at start (crash_image.py)
     WRAPPER_SERVER_IMAGE  = E2E_INIT_IMAGE (runner-client's default, as Porch's)
     BUILD             build tree of runner-client (default build)
     K8S_LAB_*         set when the cluster is the lab (the k8s fixture's is_lab)
@@ -80,9 +81,10 @@ def api(k8s):
 @pytest.fixture(scope="session")
 def images(k8s):
     """The image names scripts/e2e.sh pushed, plus one that does not exist."""
-    _need(["E2E_INIT_IMAGE", "E2E_FN_IMAGE", "E2E_EMBEDDED_IMAGE"])
+    _need(["E2E_INIT_IMAGE", "E2E_FN_IMAGE", "E2E_EMBEDDED_IMAGE", "E2E_CRASH_WRAPPER_IMAGE"])
     return types.SimpleNamespace(
         init=os.environ["E2E_INIT_IMAGE"],
+        crash_wrapper=os.environ["E2E_CRASH_WRAPPER_IMAGE"],
         fn=os.environ["E2E_FN_IMAGE"],
         embedded=os.environ["E2E_EMBEDDED_IMAGE"],
         missing=f"{k8s.registry}/krm-e2e-no-such-image:{secrets.token_hex(4)}",

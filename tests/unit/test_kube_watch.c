@@ -151,8 +151,23 @@ Test(kube_client, error_texts)
              "\\\"pods\\\" in API group \\\"\\\" in the namespace \\\"fns\\\"\",\"reason\":\"Forbidden\"}");
     cr_assert_str_eq(t, "forbidden: the API server refused to create pods in namespace \"fns\" (kubeconfig /k, "
                      "context \"lab\", user \"dev\"): pods is forbidden: User \"dev\" cannot create resource "
-                     "\"pods\" in API group \"\" in the namespace \"fns\"; grant the user a Role in that "
-                     "namespace with verbs [\"create\"] on resource \"pods\"");
+                     "\"pods\" in API group \"\" in the namespace \"fns\"; missing RBAC rule: a Role with apiGroups "
+                     "[\"\"], resources [\"pods\"], verbs [\"create\"], bound to this user by a RoleBinding "
+                     "in that namespace");
+    free(t);
+    /* a subresource (pods/log), a named group (discovery.k8s.io), a cluster-scoped list */
+    kube_ref log = {"/api/v1", "pods", "fns", "p1/log", NULL};
+    t = text("get", log, 403, 0, NULL, "{\"kind\":\"Status\",\"reason\":\"Forbidden\"}");
+    cr_assert_str_eq(t, "forbidden: the API server refused to get pods/log \"p1\" in namespace \"fns\" "
+                     "(kubeconfig /k, context \"lab\", user \"dev\"): 403 Forbidden; missing RBAC rule: a Role "
+                     "with apiGroups [\"\"], resources [\"pods/log\"], verbs [\"get\"], bound to this user by "
+                     "a RoleBinding in that namespace");
+    free(t);
+    kube_ref slices = {"/apis/discovery.k8s.io/v1beta1", "endpointslices", NULL, NULL, NULL};
+    t = text("list", slices, 403, 0, NULL, NULL);
+    cr_assert(strstr(t, "refused to list endpointslices (kubeconfig"), "%s", t);
+    cr_assert(strstr(t, "a ClusterRole with apiGroups [\"discovery.k8s.io\"], resources "
+                     "[\"endpointslices\"], verbs [\"list\"], bound to this user by a ClusterRoleBinding"), "%s", t);
     free(t);
     t = text("create", pods, 404, 0, NULL,
              "{\"kind\":\"Status\",\"message\":\"namespaces \\\"fns\\\" not found\",\"reason\":\"NotFound\","
