@@ -498,3 +498,33 @@ def test_insecure_registry_flag(tmp_path):
             assert out["entrypoint"] == ["/fn"]
     finally:
         f.close()
+
+
+# ------------------------------------------------------------ serve's pod runtime
+
+DEAD_KUBECONFIG = ("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
+                   "    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: k\n"
+                   "    user: u\nusers:\n- name: u\n  user:\n    token: t\n")
+
+
+@pytest.mark.parametrize("with_creds", [True, False])
+def test_serve_looks_images_up_with_its_registry_flags(start_server, auth_registry, tmp_path, with_creds):
+    """`serve --docker-config` reaches the pod runtime's registry lookup: with
+    the credentials the private image is found and the call goes on to the
+    cluster (here an API server that cannot be reached); without them the
+    registry's 401 is the answer."""
+    addr, _ = auth_registry
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(DEAD_KUBECONFIG)
+    cfg = docker_config(tmp_path / "config.json", addr if with_creds else "other.example", USER, PASSWORD)
+    env = {k: v for k, v in os.environ.items() if k not in ("DOCKER_CONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    srv = start_server([], binary=CLIENT_BIN, env=env, argv=[
+        "serve", "--port", "{port}", "--kubeconfig", str(kc), "--docker-config", str(cfg),
+        "--wrapper-server-image", f"{addr}/wrapper-server:v1"])
+    err = srv.evaluate_error(krmtest.simple_rl(), image=f"{addr}/private/fn:v1", timeout=30)
+    if with_creds:
+        assert "requires credentials" not in err.details(), err.details()
+        assert "127.0.0.1:1" in err.details(), err.details()
+    else:
+        assert "requires credentials (Basic authentication)" in err.details(), err.details()
