@@ -135,9 +135,13 @@ void pod_status_describe(const json *pod, const pod_status *st, buf *out)
     buf_append_str(out, st->reason ? st->reason : "failed");
     if (st->message && *st->message)
         buf_printf(out, ": %s", st->message);
+    /* The termination's reason only when it says more than the reason shown
+     * ("CrashLoopBackOff ... (last exit code 3, Error)", not "Error (exit code 3, Error)"). */
+    const char *exit_reason = st->exit_reason && !(st->reason && !strcmp(st->reason, st->exit_reason))
+                                  ? st->exit_reason : NULL;
     if (st->exit_code >= 0)
         buf_printf(out, " (%sexit code %ld%s%s)", st->previous ? "last " : "", st->exit_code,
-                   st->exit_reason ? ", " : "", st->exit_reason ? st->exit_reason : "");
+                   exit_reason ? ", " : "", exit_reason ? exit_reason : "");
 }
 
 const char *pod_verdict_name(pod_verdict v)

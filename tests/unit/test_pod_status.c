@@ -129,7 +129,7 @@ Test(pod_status, init_container_done_is_fine_failed_is_not)
                   "\"message\":\"exec: cp: not found\"}}}]}}");
     cr_assert_eq(st.verdict, POD_VERDICT_FAIL);
     cr_assert_str_eq(describe(&st),
-                     "init container \"i\": StartError: exec: cp: not found (exit code 128, StartError)");
+                     "init container \"i\": StartError: exec: cp: not found (exit code 128)");
 }
 
 Test(pod_status, phase_failed_and_terminating)
