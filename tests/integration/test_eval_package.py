@@ -14,7 +14,7 @@ import re
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, fn, run_cli
+from krmtest import explain, fn, runner_client as client, serving
 
 IMAGE = "example.com/edit:v1"
 
@@ -26,15 +26,7 @@ metadata:
   name: shop
 """
 
-MULTI = """\
-# settings and the service, and an old secret
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-data:
-  size: large   # changed by the function
----
+SERVICE = """\
 apiVersion: v1
 kind: Service
 metadata:
@@ -42,12 +34,13 @@ metadata:
 spec:
   ports:
   - port: 80
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: old-secret
 """
+
+SETTINGS_HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n"
+
+MULTI = ("# settings and the service, and an old secret\n" + SETTINGS_HEAD
+         + "  size: large   # changed by the function\n---\n" + SERVICE
+         + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: old-secret\n")
 
 DEPLOY = """\
 # nested, untouched: comments and the wide list indent stay
@@ -76,23 +69,7 @@ metadata:
 README = "# not KRM\nitems: [not, a, resource]\n"
 
 # What the package holds after edit-package.py, file by file.
-MULTI_AFTER = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-data:
-  size: large
-  color: blue
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web
-spec:
-  ports:
-  - port: 80
-"""
+MULTI_AFTER = SETTINGS_HEAD + "  size: large\n  color: blue\n---\n" + SERVICE
 
 ADDED = """\
 apiVersion: v1
@@ -116,29 +93,14 @@ spec:
 BOOKKEEPING = ("config.kubernetes.io/", "config.k8s.io/")
 
 
-def client(*args, input=None, timeout=30):
-    res = run_cli([CLIENT_BIN, *args], input=input, timeout=timeout)
-    res.out = res.stdout.decode("utf-8", "replace")
-    res.err = res.stderr.decode("utf-8", "replace")
-    return res
-
-
-def explain(res):
-    return f"exit {res.returncode}\nstdout: {res.out[:3000]}\nstderr: {res.err[:3000]}"
-
-
 @pytest.fixture(scope="module")
 def edit(module_launcher):
-    srv = module_launcher.start([fn("edit-package.py")])
-    srv.addr = f"localhost:{srv.port}"
-    return srv
+    return serving(module_launcher, fn("edit-package.py"))
 
 
 @pytest.fixture(scope="module")
 def multi(module_launcher):
-    srv = module_launcher.start([fn("multi-fn.py")])
-    srv.addr = f"localhost:{srv.port}"
-    return srv
+    return serving(module_launcher, fn("multi-fn.py"))
 
 
 @pytest.fixture
@@ -320,16 +282,12 @@ def test_results_dir(edit, package, tmp_path):
 
 @pytest.fixture(scope="module")
 def failing(module_launcher):
-    srv = module_launcher.start([fn("fail-with-results.sh"), "1"])
-    srv.addr = f"localhost:{srv.port}"
-    return srv
+    return serving(module_launcher, fn("fail-with-results.sh"), "1")
 
 
 @pytest.fixture(scope="module")
 def error_results(module_launcher):
-    srv = module_launcher.start([fn("fail-with-results.sh"), "0"])
-    srv.addr = f"localhost:{srv.port}"
-    return srv
+    return serving(module_launcher, fn("fail-with-results.sh"), "0")
 
 
 def test_failing_function_leaves_the_package(failing, package, tmp_path):

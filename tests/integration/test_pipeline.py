@@ -11,17 +11,10 @@ import re
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, fn, pkg, run_cli
+from krmtest import explain, fn, pkg, runner_client as client, serving
 
 STEP = "fn.kpt.dev/step"
 IMAGE = "fn.kpt.dev/image"
-
-
-def client(*args, input=None, timeout=30):
-    res = run_cli([CLIENT_BIN, *args], input=input, timeout=timeout)
-    res.out = res.stdout.decode("utf-8", "replace")
-    res.err = res.stderr.decode("utf-8", "replace")
-    return res
 
 
 def rl_of(res):
@@ -38,15 +31,9 @@ def tags(doc):
     return [(r["tags"][STEP], r["tags"][IMAGE]) for r in doc.get("results") or []]
 
 
-def explain(res):
-    return f"exit {res.returncode}\nstdout: {res.out[:3000]}\nstderr: {res.err[:3000]}"
-
-
 @pytest.fixture(scope="module")
 def multi(module_launcher):
-    srv = module_launcher.start([fn("multi-fn.py")])
-    srv.addr = f"localhost:{srv.port}"
-    return srv
+    return serving(module_launcher, fn("multi-fn.py"))
 
 
 # ------------------------------------------------------------------ --fn
