@@ -176,9 +176,11 @@ def test_truncate_output_false_shows_every_line(edit, package):
     assert "truncated" not in res.err
 
 
-def test_unchanged_package_is_not_rewritten(multi, package):
+@pytest.mark.parametrize("op", ["none", "reverse"])
+def test_unchanged_package_is_not_rewritten(multi, package, op):
+    # reversed, the items still carry their files' indexes: same files
     before = snapshot(package)
-    res = client("eval", "--addr", multi.addr, "--fn", "example.com/noop:v1=op=none",
+    res = client("eval", "--addr", multi.addr, "--fn", f"example.com/fn:v1=op={op}",
                  str(package))
     assert res.returncode == 0, explain(res)
     assert snapshot(package) == before
@@ -214,6 +216,17 @@ def test_output_unwrap_has_no_bookkeeping(edit, package):
     assert res.out.endswith(ADDED + "---\n" + EXTRA), res.out
     # the objects that had annotations of their own keep them
     assert docs[3]["metadata"]["annotations"] == {"owner": "shop-team"}
+
+
+def test_object_without_metadata_comes_back_without(multi, tmp_path):
+    # the reader had to create metadata.annotations for its bookkeeping:
+    # both go again, the object is written as it was read
+    text = "apiVersion: example.com/v1\nkind: Settings\nspec:\n  a: 1\n"
+    (tmp_path / "settings.yaml").write_text(text)
+    res = client("eval", "--addr", multi.addr, "--fn", "example.com/fn:v1=op=none", "-o", "unwrap",
+                 str(tmp_path))
+    assert res.returncode == 0, explain(res)
+    assert res.out == text
 
 
 def test_output_dir_writes_a_new_package(edit, package, tmp_path):
