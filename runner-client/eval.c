@@ -1,7 +1,9 @@
-/* eval: `runner-client eval` sends a ResourceList to a function endpoint's
- * EvaluateFunction. With `--image` (or no function flag) it makes one call
- * and prints the answer verbatim; with `--fn` (repeated) or `--pipeline
- * KPTFILE` it runs the functions as a pipeline (see pipeline_run.h). */
+/* eval: `runner-client eval` runs functions on a package through a function
+ * endpoint's EvaluateFunction, as kpt fn eval does. With `--image` (or no
+ * function flag) it makes one call; with `--fn` (repeated) or `--pipeline
+ * KPTFILE` it runs the functions as a pipeline (see pipeline_run.h). What
+ * happens around the calls (progress, results, output) is eval_run's, the
+ * same for eval --kube (pod_run.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,38 +17,50 @@
 #include "commands.h"
 #include "flags.h"
 #include "fn_call.h"
+#include "eval_output.h"
+#include "eval_run.h"
 #include "pipeline.h"
 #include "pipeline_run.h"
 #include "rl_input.h"
 
 static const char eval_usage[] =
-    "Usage: runner-client eval --addr HOST:PORT [--image IMG] [--timeout DUR]\n"
-    "                          [--max-message BYTES] [FILE|DIR|-]\n"
-    "       runner-client eval --addr HOST:PORT --fn IMG[=KEY=VALUE,...]... [flags] [FILE|DIR|-]\n"
-    "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [FILE|DIR|-]\n"
-    "       runner-client eval --kube --image IMG [flags] [FILE|DIR|-]   (see eval --kube --help)\n"
-    "Builds a ResourceList from a YAML file, a directory of YAML files or stdin\n"
-    "(an existing ResourceList passes through) and evaluates it. A directory\n"
-    "without any KRM object is an error (no resources found).\n"
+    "Usage: runner-client eval --addr HOST:PORT [--image IMG] [flags] [DIR|FILE|-]\n"
+    "       runner-client eval --addr HOST:PORT --fn IMG[=KEY=VALUE,...]... [flags] [DIR|FILE|-]\n"
+    "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [DIR|FILE|-]\n"
+    "       runner-client eval --kube --image IMG [flags] [DIR|FILE|-]   (see eval --kube --help)\n"
+    "Runs functions on a package, as kpt fn eval does: a directory's YAML files\n"
+    "(or a YAML file, or stdin) become a ResourceList (an existing ResourceList\n"
+    "passes through), each function's answer the next input. A directory without\n"
+    "any KRM object is an error (no resources found).\n"
     "\n"
-    "  --image IMG          one call with this image; the answer is written to stdout\n"
-    "                       verbatim and the function's log to stderr\n"
+    "  --image IMG          one call with this image\n"
     "  --fn IMG[=K=V,...]   a pipeline step (repeatable, run in order); the pairs become\n"
     "                       its functionConfig, a ConfigMap named function-input\n"
     "  --pipeline KPTFILE   the steps of a Kptfile's pipeline: mutators, then validators,\n"
     "                       each {image, name, configMap | configPath}\n"
     "  --stop-on-error[=false]  stop at the first failed step (default true)\n"
+    "  -o, --output OUT     where the result goes (default: a DIR is updated in place,\n"
+    "                       FILE and - print the ResourceList): stdout (the ResourceList),\n"
+    "                       unwrap (the resources as YAML documents), or a new directory\n"
+    "  --results-dir DIR    write the functions' results to DIR/results.yaml (kpt's\n"
+    "                       FunctionResultList), also when a function fails\n"
+    "  --truncate-output[=false]  at most 4 lines of results and stderr per function in\n"
+    "                       the progress (default true)\n"
     "  --timeout DUR        deadline of each call (default 5m; 0: none), e.g. 30s;\n"
     "                       connecting may take at most 10s, or DUR when shorter\n"
     "  --max-message BYTES  largest answer accepted (default 6291456)\n"
     "\n"
-    "A pipeline feeds each mutator's output items to the next step; validators\n"
-    "run last and cannot change items. A step fails on a call error or on\n"
-    "results of severity error. The final ResourceList (written also after a\n"
-    "failure) holds every step's results, tagged fn.kpt.dev/step and\n"
-    "fn.kpt.dev/image; logs go to stderr as \"[step N IMG] line\".\n"
-    "Exit status: 0 success, 1 the call or a step failed (a deadline passed, the server\n"
-    "could not be reached: DEADLINE_EXCEEDED, UNAVAILABLE), 2 bad usage or input.\n";
+    "Progress goes to stderr, per function: [RUNNING] \"IMG\", then [PASS] or [FAIL]\n"
+    "\"IMG\" in TIME, its results, its stderr and, on failure, the error. A function\n"
+    "fails on a call error, an answer that is not a ResourceList, or results of\n"
+    "severity error; a package is then left as it was. In place, files whose\n"
+    "resources did not change are not touched, changed ones are rewritten (their\n"
+    "comments are lost), new resources go to new files (KIND_NAME.yaml), and a file\n"
+    "left without resources is removed. A pipeline's ResourceList holds every\n"
+    "step's results, tagged fn.kpt.dev/step and fn.kpt.dev/image.\n"
+    "Exit status: 0 success, 1 a function failed or the output could not be written\n"
+    "(a deadline passed, the server could not be reached: DEADLINE_EXCEEDED,\n"
+    "UNAVAILABLE), 2 bad usage or input.\n";
 
 static int usage_error(buf *err)
 {
@@ -71,7 +85,7 @@ static int takes_value(const flag_def *defs, const char *arg)
 {
     for (; defs->name; defs++)
         if (!strcmp(defs->name, arg))
-            return 1;
+            return defs->value != NULL;
     return 0;
 }
 
@@ -123,41 +137,34 @@ static int build_pipeline(const eval_args *a, const char *kptfile, pipeline *p, 
     return 0;
 }
 
-/* ---- one call ------------------------------------------------------------------- */
-
-static int eval_single(const char *addr, const char *image, const buf *rl,
-                       const gc_unary_opts *opts)
-{
-    fn_call_result r;
-    if (fn_call(addr, image, rl->data, rl->len, opts, &r) < 0) {
-        fprintf(stderr, "runner-client eval: out of memory\n");
-        return 1;
-    }
-    int rc = 1;
-    if (r.status != GRPC_OK)
-        fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
-    else if (fd_write_all(STDERR_FILENO, r.log.data, r.log.len) < 0 ||
-             fd_write_all(STDOUT_FILENO, r.resource_list.data, r.resource_list.len) < 0)
-        perror("runner-client: write");
-    else
-        rc = 0;
-    fn_call_result_free(&r);
-    return rc;
-}
-
 /* ---- the command ---------------------------------------------------------------- */
 
 typedef struct eval_opts {
     const char *addr, *image, *timeout, *max_text, *kptfile, *input;
+    eval_cli_out out;
     gc_unary_opts call;
     unsigned long long max_message;
 } eval_opts;
+
+/* eval_call_fn over gRPC: the endpoint and the call's limits. */
+typedef struct grpc_caller {
+    const char *addr;
+    gc_unary_opts call;
+} grpc_caller;
+
+static int call_grpc(void *ctx, const char *image, const char *rl, size_t len,
+                     fn_call_result *out)
+{
+    const grpc_caller *g = ctx;
+    return fn_call(g->addr, image, rl, len, &g->call, out);
+}
 
 /* Parses and checks the flags; 0, 1 for --help (printed), or -1 with err set. */
 static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *err)
 {
     flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"--timeout", &o->timeout},
-                       {"--max-message", &o->max_text}, {"--pipeline", &o->kptfile}, {0}};
+                       {"--max-message", &o->max_text}, {"--pipeline", &o->kptfile},
+                       EVAL_CLI_OUT_FLAGS(&o->out), {0}};
     int n_pos, help;
     if (split_args(argc, argv, defs, a, err) < 0 ||
         flags_parse(a->n_rest, a->rest, defs, &o->input, 1, &n_pos, &help, err) < 0)
@@ -188,16 +195,19 @@ int cmd_eval(int argc, char **argv)
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--kube"))
             return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
-    eval_opts o = {.max_text = "6291456", .input = "-"};
+    eval_opts o = {.max_text = "6291456", .input = "-", .out = EVAL_CLI_OUT_INIT};
     eval_args a = {.stop_on_error = 1, .fns = calloc((size_t)argc + 1, sizeof *a.fns),
                    .rest = calloc((size_t)argc + 1, sizeof *a.rest)};
     buf err = {0};
     pipeline p = {0};
+    eval_output out;
     int rc = !a.fns || !a.rest ? (buf_printf(&err, "out of memory"), -1)
                                : parse_eval(argc, argv, &a, &o, &err);
     int piped = a.n_fns > 0 || o.kptfile;
     if (rc == 0 && piped)
         rc = build_pipeline(&a, o.kptfile, &p, &err);
+    if (rc == 0)
+        rc = eval_output_choose(&out, o.input, o.out.output, &err);
     if (rc != 0) {
         free(a.fns);
         free(a.rest);
@@ -205,19 +215,26 @@ int cmd_eval(int argc, char **argv)
         return rc > 0 ? 0 : usage_error(&err);
     }
 
-    buf rl = {0};
+    buf rl = {0}, final = {0};
     char why[1024];
-    gc_unary_opts call = o.call;
-    call.max_message = (uint32_t)o.max_message;
+    grpc_caller g = {.addr = o.addr, .call = o.call};
+    g.call.max_message = (uint32_t)o.max_message;
+    eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
+                    .truncate = o.out.truncate, .results_dir = o.out.results_dir};
     if (rl_input_build(o.input, &rl, why, sizeof why) < 0) {
         fprintf(stderr, "runner-client eval: %s\n", why);
         rc = 2;
+    } else if (eval_cli_out_prepare(&o.out, &err) < 0) {
+        rc = usage_error(&err);
     } else if (piped) {
-        pl_run_opts run = {.addr = o.addr, .call = call, .stop_on_error = a.stop_on_error};
-        rc = pipeline_run(&p, rl.data, rl.len, &run);
+        rc = pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
+        if (rc != 2)
+            rc = eval_run_finish(&run, &out, &rl, final.data, final.len) || rc ? 1 : 0;
     } else {
-        rc = eval_single(o.addr, o.image ? o.image : "", &rl, &call);
+        rc = eval_run_single(&run, o.image, &rl, &out);
     }
+    eval_run_free(&run);
+    buf_free(&final);
     buf_free(&rl);
     free(a.fns);
     free(a.rest);

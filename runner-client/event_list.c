@@ -162,6 +162,8 @@ const char *event_node_kind(const yaml_event_t *ev)
     switch (ev->type) {
     case YAML_SEQUENCE_START_EVENT:
         return "a sequence";
+    case YAML_MAPPING_START_EVENT:
+        return "a mapping";
     case YAML_ALIAS_EVENT:
         return "an alias";
     default:

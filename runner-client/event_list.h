@@ -55,8 +55,8 @@ int event_scalar_is(const yaml_event_t *ev, const char *text);
  * spellings), or anything tagged !!null. */
 int event_is_null(const yaml_event_t *ev);
 
-/* "a sequence", "an alias" or "a scalar", for messages about a node found
- * where a mapping was expected. */
+/* "a sequence", "a mapping", "an alias" or "a scalar", for messages about
+ * a node found where another kind was expected. */
 const char *event_node_kind(const yaml_event_t *ev);
 
 #endif

@@ -38,7 +38,17 @@ int flags_parse(int argc, char **argv, const flag_def *defs, const char **positi
             buf_printf(err, "unknown flag %.*s", (int)len, name);
             return -1;
         }
-        if (eq) {
+        if (def->on) {
+            const char *v = eq ? eq + 1 : "true";
+            if (!strcmp(v, "true") || !strcmp(v, "1")) {
+                *def->on = 1;
+            } else if (!strcmp(v, "false") || !strcmp(v, "0")) {
+                *def->on = 0;
+            } else {
+                buf_printf(err, "invalid %s \"%s\": want true or false", def->name, v);
+                return -1;
+            }
+        } else if (eq) {
             *def->value = eq + 1;
         } else if (i + 1 < argc) {
             *def->value = argv[++i];

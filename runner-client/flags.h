@@ -8,6 +8,8 @@
 typedef struct flag_def {
     const char *name;     /* "--addr" */
     const char **value;   /* where the value goes */
+    int *on;              /* instead of value: a boolean flag, bare (true) or
+                           * =true/=false (=1/=0), as Go's flag package takes them */
 } flag_def;
 
 /* Parses argv[0..argc) (the subcommand's arguments). Positional arguments

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char PATH_KEY[] = "internal.config.kubernetes.io/path";
-static const char INDEX_KEY[] = "internal.config.kubernetes.io/index";
-static const char LEGACY_PATH_KEY[] = "config.kubernetes.io/path";
-static const char LEGACY_INDEX_KEY[] = "config.kubernetes.io/index";
+static const char PATH_KEY[] = KPT_PATH_KEY;
+static const char INDEX_KEY[] = KPT_INDEX_KEY;
+static const char LEGACY_PATH_KEY[] = KPT_LEGACY_PATH_KEY;
+static const char LEGACY_INDEX_KEY[] = KPT_LEGACY_INDEX_KEY;
 
 /* Annotation pairs kyaml keeps in sync between the two forms. Index is not
  * listed: the reader always sets both of its forms. */

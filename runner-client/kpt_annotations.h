@@ -24,6 +24,12 @@
 #include "event_list.h"
 #include "rl_writer.h"
 
+/* The reader's keys (pkg_item reads them back from a function's output). */
+#define KPT_PATH_KEY "internal.config.kubernetes.io/path"
+#define KPT_INDEX_KEY "internal.config.kubernetes.io/index"
+#define KPT_LEGACY_PATH_KEY "config.kubernetes.io/path"
+#define KPT_LEGACY_INDEX_KEY "config.kubernetes.io/index"
+
 /* Emits into w the object (a mapping) whose events are [root, end) of
  * list, with the reader annotations for `rel_path` (NULL: none) and
  * `index`. Returns 0, or -1 with a message located at w's current

@@ -17,10 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/fdio.h"
-#include "grpc/grpc_status.h"
 #include "krm/rl_edit.h"
-#include "fn_call.h"
 
 #define PREFIX "runner-client eval: "
 
@@ -51,100 +48,70 @@ static void report_failure(const step_ctx *c, const char *what)
         fprintf(stderr, PREFIX "step %zu \"%s\" failed: %s\n", c->number, c->step->image, what);
 }
 
-/* A failure without results of the function's own: reported on stderr and
- * kept as an error result. Returns 1 (the step failed) or -1 (out of memory). */
+/* A failure without results of the function's own, kept as an error
+ * result. Returns 1 (the step failed) or -1 (out of memory). */
 static int fail_step(rl_doc *state, const step_ctx *c, const char *what)
 {
-    report_failure(c, what);
     return rl_doc_add_result(state, "error", what, c->tags, c->n_tags) < 0 ? -1 : 1;
 }
 
-/* The function's log, each line prefixed with "[step N IMAGE] ". */
-static void write_log(const step_ctx *c, const buf *log)
+/* The same for a failure the step's progress did not show. */
+static int fail_step_unseen(rl_doc *state, const step_ctx *c, const char *what)
 {
-    const char *p = log->data, *end = log->data + log->len;
-    while (p && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        fprintf(stderr, "[step %zu %s] %.*s\n", c->number, c->step->image, (int)len, p);
-        p += len + 1;
-    }
+    report_failure(c, what);
+    return fail_step(state, c, what);
 }
 
-/* What an answer with status OK means for the state. */
-static int take_output(rl_doc *state, const step_ctx *c, const fn_call_result *r)
+/* What a judged answer means for the state. */
+static int take_output(rl_doc *state, const step_ctx *c, const eval_step *s)
 {
+    const fn_call_result *r = &s->answer;
+    if (s->error[0])
+        return fail_step(state, c, s->error); /* the call or the output failed */
     char why[1024];
     rl_doc *out = rl_doc_load_resource_list(r->resource_list.data, r->resource_list.len, why,
                                             sizeof why);
     if (!out) {
         char what[1200];
         snprintf(what, sizeof what, "the output is not a valid ResourceList: %s", why);
-        return fail_step(state, c, what);
+        return fail_step_unseen(state, c, what);
     }
-    const char *first = NULL;
-    size_t errors = rl_doc_error_results(out, &first);
-    char what[1200];
-    snprintf(what, sizeof what, "%zu error result%s, the first: %s", errors,
-             errors == 1 ? "" : "s", first ? first : "(no message)");
     int rc = 0;
     if (rl_doc_append_results(state, out, c->tags, c->n_tags, why, sizeof why) < 0)
-        rc = fail_step(state, c, why);
-    else if (errors) {
-        report_failure(c, what);
+        rc = fail_step_unseen(state, c, why);
+    else if (s->failed) /* error results, shown with the step */
         rc = 1;
-    } else if (!c->step->validator && (rl_doc_set_items(state, out, why, sizeof why) < 0 ||
-                                       rl_doc_compact(state, why, sizeof why) < 0))
-        rc = fail_step(state, c, why);
+    else if (!c->step->validator && (rl_doc_set_items(state, out, why, sizeof why) < 0 ||
+                                     rl_doc_compact(state, why, sizeof why) < 0))
+        rc = fail_step_unseen(state, c, why);
     rl_doc_free(out);
     return rc;
 }
 
 /* Runs one step: 0 passed, 1 failed, -1 out of memory. */
-static int run_step(rl_doc *state, const step_ctx *c, const pl_run_opts *o)
+static int run_step(rl_doc *state, const step_ctx *c, eval_run *run)
 {
     char why[1024];
     buf request = { 0 };
     if (rl_doc_set_function_config(state, c->step->config, why, sizeof why) < 0 ||
         rl_doc_emit(state, "results", &request, why, sizeof why) < 0) {
         buf_free(&request);
-        return fail_step(state, c, why);
+        run->failed = 1;
+        return fail_step_unseen(state, c, why);
     }
-    fn_call_result r;
-    int called = fn_call(o->addr, c->step->image, request.data, request.len, &o->call, &r);
+    eval_step s;
+    int rc = eval_step_run(run, c->step->image, request.data, request.len, &s);
     buf_free(&request);
-    if (called < 0)
-        return -1;
-    int rc;
-    if (r.status != GRPC_OK) {
-        buf what = { 0 };
-        rc = buf_printf(&what, "%s: %s", grpc_code_name(r.status), r.message) < 0
-                 ? -1
-                 : fail_step(state, c, what.data);
-        buf_free(&what);
-    } else {
-        write_log(c, &r.log);
-        rc = take_output(state, c, &r);
-    }
-    fn_call_result_free(&r);
+    if (rc == 0)
+        rc = take_output(state, c, &s);
+    if (rc > 0)
+        run->failed = 1;
+    eval_step_free(&s);
     return rc;
 }
 
-/* Prints the final ResourceList; 0 or -1 (reported). */
-static int print_state(const rl_doc *state)
-{
-    buf out = { 0 };
-    char why[1024];
-    int rc = rl_doc_emit(state, "functionConfig", &out, why, sizeof why);
-    if (rc < 0)
-        fprintf(stderr, PREFIX "cannot write the output: %s\n", why);
-    else if ((rc = fd_write_all(STDOUT_FILENO, out.data, out.len)) < 0)
-        perror(PREFIX "write");
-    buf_free(&out);
-    return rc;
-}
-
-int pipeline_run(const pipeline *p, const char *input, size_t len, const pl_run_opts *o)
+int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run,
+                 int stop_on_error, buf *final)
 {
     char why[1024];
     rl_doc *state = rl_doc_load_resource_list(input, len, why, sizeof why);
@@ -154,17 +121,19 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, const pl_run_
     }
     rl_doc_remove(state, "results"); /* the output holds the steps' results only */
     int failed = 0, rc = 0;
-    for (size_t i = 0; i < p->n_steps && rc >= 0 && !(failed && o->stop_on_error); i++) {
+    for (size_t i = 0; i < p->n_steps && rc >= 0 && !(failed && stop_on_error); i++) {
         step_ctx c;
         step_ctx_init(&c, &p->steps[i], i + 1);
-        rc = run_step(state, &c, o);
+        rc = run_step(state, &c, run);
         if (rc > 0)
             failed = 1;
     }
-    if (rc < 0)
-        fprintf(stderr, PREFIX "out of memory\n");
-    else if (print_state(state) < 0)
+    if (rc >= 0 && rl_doc_emit(state, "functionConfig", final, why, sizeof why) < 0) {
+        fprintf(stderr, PREFIX "cannot write the output: %s\n", why);
         rc = -1;
+    } else if (rc < 0) {
+        fprintf(stderr, PREFIX "out of memory\n");
+    }
     rl_doc_free(state);
     return rc < 0 || failed ? 1 : 0;
 }

@@ -25,6 +25,8 @@
 #include "runtime/ev_pod.h"
 #include "call_opts.h"
 #include "commands.h"
+#include "eval_output.h"
+#include "eval_run.h"
 #include "flags.h"
 #include "registry_flags.h"
 #include "rl_input.h"
@@ -46,8 +48,10 @@ static const char eval_kube_usage[] =
     "  --timeout DUR                deadline of the call (default 5m; 0: none)\n"
     "  --ready-timeout DUR          wait for the pod at most DUR (default 60s, as Porch)\n"
     "  --max-message BYTES          largest answer accepted (default 6291456)\n"
+    "  -o, --output OUT, --results-dir DIR, --truncate-output[=false]   as for eval\n"
     REGISTRY_FLAGS_HELP
-    "The answer goes to stdout, the function's log and the pod's progress to stderr.\n"
+    "The output and the progress are eval's (see eval --help): a DIR is updated in\n"
+    "place, FILE and - print the answer; the pod's progress also goes to stderr.\n"
     "Exit status: 0 success, 1 failure (the pod or the call), 2 bad usage or input.\n";
 
 static const char pod_create_usage[] =
@@ -65,6 +69,7 @@ typedef struct kube_cli {
     const char *max_text, *input;
     int kube;
     registry_flags reg;      /* the image's registry lookup */
+    eval_cli_out out;        /* eval's -o, --results-dir, --truncate-output */
 } kube_cli;
 
 typedef struct pod_run {
@@ -101,13 +106,15 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
                        {"--namespace", &k->ns}, {"--dial", &k->dial},
                        {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image},
                        {"--timeout", &k->timeout}, {"--ready-timeout", &k->ready_timeout},
-                       {"--max-message", &k->max_text}, {0}};
+                       {"--max-message", &k->max_text}, EVAL_CLI_OUT_FLAGS(&k->out), {0}};
     int n_pos = 0;
     int is_eval = !strcmp(cmd, "eval");
     int rc = flags_parse(n, rest, defs, &k->input, is_eval ? 1 : 0, &n_pos, help, err);
     free(rest);
     if (rc < 0 || *help)
         return rc;
+    if (!is_eval && (k->out.output || k->out.results_dir))
+        return buf_printf(err, "-o and --results-dir are for eval"), -1;
     if (!k->image || !*k->image)
         return buf_printf(err, "--image IMG is required"), -1;
     if (image_ref_check(k->image, err) < 0)
@@ -226,31 +233,66 @@ int cmd_pod_create(int argc, char **argv)
 
 /* ---- eval --kube ----------------------------------------------------------------- */
 
-typedef struct eval_run {
+/* eval_call_fn through a function pod: starts the call on the loop and runs
+ * the loop until its answer. */
+typedef struct kube_caller {
     pod_run *r;
+    evaluator *ev;
     int64_t t0;
-} eval_run;
+    fn_call_result *out;
+    int oom;
+} kube_caller;
+
+static int copy_answer(const ev_result *res, fn_call_result *out)
+{
+    out->status = res->code;
+    out->message = strdup(res->code != GRPC_OK && res->message ? res->message : "");
+    if (!out->message)
+        return -1;
+    if (res->code != GRPC_OK)
+        return 0;
+    return buf_append(&out->resource_list, res->out, res->out_len) < 0 ||
+                   buf_append(&out->log, res->log, res->log_len) < 0
+               ? -1
+               : 0;
+}
 
 static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
 {
-    eval_run *er = ctx;
-    pod_run *r = er->r;
+    kube_caller *k = ctx;
     const ev_pod_last *last = ev_pod_last_call(call->ev);
-    if (res->code != GRPC_OK) {
-        fprintf(stderr, "runner-client: %s: %s\n", grpc_code_name(res->code), res->message);
-        r->rc = 1;
-    } else if (fd_write_all(STDERR_FILENO, res->log, res->log_len) < 0 ||
-               fd_write_all(STDOUT_FILENO, res->out, res->out_len) < 0) {
-        perror("runner-client: write");
-        r->rc = 1;
-    } else {
-        r->rc = 0;
-    }
+    k->oom = copy_answer(res, k->out) < 0;
     if (last)
         fprintf(stderr, "runner-client: pod %s (%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
                 last->pod, last->created ? "created" : "reused", last->addr,
-                (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - er->t0) / 1e9);
-    loop_stop(r->l);
+                (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - k->t0) / 1e9);
+    k->r->rc = 0;
+    loop_stop(k->r->l);
+}
+
+static int call_kube(void *ctx, const char *image, const char *rl, size_t len,
+                     fn_call_result *out)
+{
+    kube_caller *k = ctx;
+    *out = (fn_call_result){ 0 };
+    k->out = out;
+    k->oom = 0;
+    k->r->rc = 1;
+    ev_request req = {image, (const uint8_t *)rl, len};
+    ev_call *c = ev_call_start(k->ev, &req, on_evaluated, k);
+    if (!c)
+        return -1;
+    if (loop_run(k->r->l) < 0 || k->r->rc != 0) {
+        fn_call_result_free(out);
+        out->status = GRPC_INTERNAL;
+        out->message = strdup("the event loop failed");
+    }
+    ev_call_free(c);
+    if (k->oom || !out->message) {
+        fn_call_result_free(out);
+        return -1;
+    }
+    return 0;
 }
 
 static int eval_kube(kube_cli *k, int argc, char **argv)
@@ -260,11 +302,14 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
     unsigned long long max_message = 0;
     gc_unary_opts call = {0};
     buf err = {0};
+    eval_output out;
     if (parse("eval", argc, argv, k, &help, &err) < 0 ||
         (!help && (ready_timeout(k, &ready_ns, &err) < 0 ||
                    call_opts_timeouts(k->timeout, CALL_EVAL_TIMEOUT_NS, &call, &err) < 0 ||
                    ((parse_uint(k->max_text, 2147483647ULL, &max_message) < 0 || !max_message) &&
-                    buf_printf(&err, "invalid --max-message \"%s\"", k->max_text) >= 0)))) {
+                    buf_printf(&err, "invalid --max-message \"%s\"", k->max_text) >= 0) ||
+                   eval_output_choose(&out, k->input, k->out.output, &err) < 0 ||
+                   eval_cli_out_prepare(&k->out, &err) < 0))) {
         int rc = usage("eval", err.data ? err.data : "out of memory");
         buf_free(&err);
         return rc;
@@ -279,19 +324,21 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
     }
     pod_run r = {.rc = 1};
     evaluator *ev = NULL;
-    ev_call *c = NULL;
     int rc = 1;
     if (run_open(&r, "eval", k, ready_ns) == 0) {
         ev_pod_opts eo = {.connect_timeout_ns = call.connect_timeout_ns,
                           .call_timeout_ns = call.timeout_ns, .max_message = (uint32_t)max_message};
-        eval_run er = {&r, loop_now_ns()};
-        ev_request req = {k->image, (const uint8_t *)rl.data, rl.len};
-        if (!(ev = ev_pod_new(r.l, r.pc, &eo)) || !(c = ev_call_start(ev, &req, on_evaluated, &er)))
+        kube_caller kc = {.r = &r, .t0 = loop_now_ns()};
+        eval_run run = {.call = call_kube, .call_ctx = &kc, .unnamed = k->image,
+                        .truncate = k->out.truncate, .results_dir = k->out.results_dir};
+        if (!(ev = kc.ev = ev_pod_new(r.l, r.pc, &eo))) {
             fprintf(stderr, "runner-client eval: out of memory\n");
-        else
-            rc = run_loop(&r, "eval");
+        } else {
+            rc = eval_run_single(&run, k->image, &rl, &out);
+            pod_cache_settle(r.pc, SETTLE_MAX_NS);
+        }
+        eval_run_free(&run);
     }
-    ev_call_free(c);
     if (ev)
         ev_destroy(ev);
     run_close(&r);
@@ -302,7 +349,7 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
 int cmd_eval_kube(int argc, char **argv)
 {
     kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = "-",
-                  .max_text = "6291456"};
+                  .max_text = "6291456", .out = EVAL_CLI_OUT_INIT};
     int rc = eval_kube(&k, argc, argv);
     registry_flags_free(&k.reg);
     return rc;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "krm/yaml_v3.h"
 #include "err_line.h"
 
 static const char RL_API_VERSION[] = "config.kubernetes.io/v1";
@@ -100,6 +101,17 @@ int rl_writer_emit_quoted(rl_writer *w, const char *text)
     return emit_scalar(w, text, 0, YAML_SINGLE_QUOTED_SCALAR_STYLE);
 }
 
+int rl_writer_emit_string(rl_writer *w, const char *text)
+{
+    yaml_v3_number num;
+    int plain = yaml_v3_resolve_plain(text, strlen(text), &num) == YAML_V3_STR;
+    yaml_event_t ev;
+    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (const yaml_char_t *)text,
+                                      (int)strlen(text), plain, 1, YAML_ANY_SCALAR_STYLE))
+        return rl_writer_fail(w, "%s: out of memory", w->name);
+    return emit_event(w, &ev);
+}
+
 int rl_writer_copy(rl_writer *w, event_list *list, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++)
@@ -119,7 +131,7 @@ void rl_writer_init(rl_writer *w, buf *out, char *err, size_t errlen, const char
                       .name = name };
 }
 
-int rl_writer_open(rl_writer *w)
+int rl_writer_open_stream(rl_writer *w)
 {
     if (!yaml_emitter_initialize(&w->emitter))
         return rl_writer_fail(w, "%s: out of memory", w->name);
@@ -128,7 +140,13 @@ int rl_writer_open(rl_writer *w)
     yaml_emitter_set_unicode(&w->emitter, 1);
     yaml_emitter_set_width(&w->emitter, -1); /* never fold long scalars */
     yaml_emitter_set_indent(&w->emitter, 2);
-    if (rl_writer_emit_new(w, YAML_STREAM_START_EVENT) < 0 ||
+    return rl_writer_emit_new(w, YAML_STREAM_START_EVENT);
+}
+
+int rl_writer_open(rl_writer *w)
+{
+    w->framed = 1;
+    if (rl_writer_open_stream(w) < 0 ||
         rl_writer_emit_new(w, YAML_DOCUMENT_START_EVENT) < 0 ||
         rl_writer_emit_new(w, YAML_MAPPING_START_EVENT) < 0 ||
         rl_writer_emit_plain(w, "apiVersion") < 0 || rl_writer_emit_plain(w, RL_API_VERSION) < 0 ||
@@ -140,9 +158,10 @@ int rl_writer_open(rl_writer *w)
 
 int rl_writer_close(rl_writer *w, int rc)
 {
-    if (rc == 0 && (rl_writer_emit_new(w, YAML_MAPPING_END_EVENT) < 0 ||
-                    rl_writer_emit_new(w, YAML_DOCUMENT_END_EVENT) < 0 ||
-                    rl_writer_emit_new(w, YAML_STREAM_END_EVENT) < 0))
+    if (rc == 0 && w->framed && (rl_writer_emit_new(w, YAML_MAPPING_END_EVENT) < 0 ||
+                                 rl_writer_emit_new(w, YAML_DOCUMENT_END_EVENT) < 0))
+        rc = -1;
+    if (rc == 0 && rl_writer_emit_new(w, YAML_STREAM_END_EVENT) < 0)
         rc = -1;
     if (rc == 0 && !yaml_emitter_flush(&w->emitter))
         rc = fail_emit(w);

@@ -35,6 +35,7 @@ typedef struct rl_writer {
     size_t doc_position; /* its document being wrapped, counting empty ones */
     size_t doc_line;     /* 1-based line where that document's object starts */
     size_t objects;      /* objects wrapped into items so far */
+    int framed;          /* opened with rl_writer_open (not _open_stream) */
 } rl_writer;
 
 /* Prepares w to append to out; `name` names the input in messages (the
@@ -44,7 +45,12 @@ void rl_writer_init(rl_writer *w, buf *out, char *err, size_t errlen, const char
 /* Starts the ResourceList and emits everything up to the `items` key. */
 int rl_writer_open(rl_writer *w);
 
-/* Ends the ResourceList when rc is 0, releases the emitter, and on failure
+/* Starts a bare YAML stream instead: no wrapper; the caller emits each
+ * document (DOCUMENT_START, a node, DOCUMENT_END). For the files of a
+ * package, unwrapped items and results.yaml. */
+int rl_writer_open_stream(rl_writer *w);
+
+/* Ends the ResourceList (or the stream) when rc is 0, releases the emitter, and on failure
  * takes back whatever was appended to out. Returns rc, or -1 if closing
  * failed. Call it after rl_writer_open whatever that returned. */
 int rl_writer_close(rl_writer *w, int rc);
@@ -59,6 +65,10 @@ int rl_writer_emit_plain(rl_writer *w, const char *text);
 /* A string value, single-quoted as kyaml writes annotation values ('0'),
  * so it can never be read back as a number or boolean. */
 int rl_writer_emit_quoted(rl_writer *w, const char *text);
+
+/* A string value: plain when a YAML reader takes it back as a string
+ * (yaml.v3's resolution), else quoted, so "007" or "true" stay strings. */
+int rl_writer_emit_string(rl_writer *w, const char *text);
 
 /* Hands events [from, to) of list to the emitter, as they are. */
 int rl_writer_copy(rl_writer *w, event_list *list, size_t from, size_t to);

@@ -43,7 +43,7 @@ static int append_ref_text(const rl_result *r, buf *out)
     return rc;
 }
 
-static int append_result_text(const rl_result *r, buf *out)
+int rl_result_text(const rl_result *r, buf *out)
 {
     int rc = buf_printf(out, "[%s]", is_set(r->severity) ? r->severity : "info");
     if (r->has_resource_ref)
@@ -60,7 +60,7 @@ int rl_results_text(const rl_list *rl, buf *out)
     for (size_t i = 0; i < rl->n_results; i++) {
         if (i)
             rc |= buf_append_str(out, "\n\n");
-        rc |= append_result_text(&rl->results[i], out);
+        rc |= rl_result_text(&rl->results[i], out);
     }
     if (rl->n_results_omitted)
         rc |= buf_printf(out, "\n\n(%zu more results not shown)", rl->n_results_omitted);

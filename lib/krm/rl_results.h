@@ -19,6 +19,10 @@
 /* Number of results whose severity is exactly "error" (the SDK's ExitCode rule). */
 size_t rl_error_count(const rl_list *rl);
 
+/* Appends one result as the Go SDK's Result.String() prints it (also kpt's
+ * line for it under "Results:"): "[<severity>] <ref> <field.path>: <message>". */
+int rl_result_text(const rl_result *r, buf *out);
+
 /* Appends the results as the Go SDK's Results.Error() prints them:
  * "[<severity>] <apiVersion>/<kind>/<namespace>/<name> <field.path>: <message>"
  * per result (absent parts and their separators left out, empty severity

@@ -440,6 +440,27 @@ def run_cli(args, timeout=10, input=None, env=None, cwd=None):
     return res
 
 
+def runner_client(*args, input=None, timeout=30):
+    """runner-client run to completion, its output also as text (.out, .err)."""
+    res = run_cli([CLIENT_BIN, *args], input=input, timeout=timeout)
+    res.out = res.stdout.decode("utf-8", "replace")
+    res.err = res.stderr.decode("utf-8", "replace")
+    return res
+
+
+def explain(res):
+    """A finished command's exit status and output, for assertion messages."""
+    return f"exit {res.returncode}\nstdout: {res.out[:3000]}\nstderr: {res.err[:3000]}"
+
+
+def serving(launcher, *argv):
+    """A wrapper-server started by `launcher` (conftest's module_launcher)
+    running argv, with .addr to give runner-client."""
+    srv = launcher.start(list(argv))
+    srv.addr = f"localhost:{srv.port}"
+    return srv
+
+
 # ---------------------------------------------------------------- registries
 
 def start_registry(work, extra_config=""):

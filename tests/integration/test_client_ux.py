@@ -189,7 +189,8 @@ def test_eval_against_a_silent_peer_ends_deadline_exceeded(peer):
     res = client("eval", "--addr", p.addr, "--timeout", "1s", pkg("app", "configmap.yaml"))
     took = time.monotonic() - t0
     assert res.returncode == 1, res.err
-    assert res.err.startswith("runner-client: DEADLINE_EXCEEDED: context deadline exceeded"), res.err
+    assert res.err.startswith(f'[RUNNING] "{p.addr}"\n[FAIL] "{p.addr}" in '), res.err
+    assert "\n  Error: DEADLINE_EXCEEDED: context deadline exceeded" in res.err, res.err
     assert (f"(is {p.addr} a gRPC server? It accepted the connection but sent no HTTP/2 "
             "SETTINGS within 2s)") in res.err
     assert took < 8, took
@@ -201,7 +202,8 @@ def test_pipeline_against_a_silent_peer_ends_deadline_exceeded(peer):
     res = client("eval", "--addr", p.addr, "--timeout", "1s", "--fn", "example.com/a:v1",
                  pkg("app", "configmap.yaml"))
     assert res.returncode == 1, res.err
-    assert 'step 1 "example.com/a:v1" failed: DEADLINE_EXCEEDED' in res.err, res.err
+    assert '[FAIL] "example.com/a:v1"' in res.err, res.err
+    assert "\n  Error: DEADLINE_EXCEEDED: " in res.err, res.err
 
 
 def test_health_has_a_default_deadline(peer):
@@ -273,7 +275,7 @@ def test_http1_server_gets_a_hint(peer):
     p = peer(http1)
     res = client("eval", "--addr", p.addr, pkg("app", "configmap.yaml"))
     assert res.returncode == 1, res.err
-    assert re.match(r"runner-client: UNAVAILABLE: connection (closed by the server|lost) \(is "
+    assert re.search(r"\n  Error: UNAVAILABLE: connection (closed by the server|lost) \(is "
                     + re.escape(p.addr) + r' a gRPC server\? It answers HTTP/1.x: "HTTP/1.1 400 Bad Request"\)',
                     res.err), res.err
     res = client("health", "--addr", p.addr)
@@ -365,7 +367,7 @@ def test_eval_directory_with_only_a_kptfile_is_evaluated(cat_server, tmp_path):
     d = tmp_path / "pkg"
     d.mkdir()
     (d / "Kptfile").write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n")
-    res = client("eval", "--addr", f"localhost:{cat_server.port}", str(d))
+    res = client("eval", "--addr", f"localhost:{cat_server.port}", "-o", "stdout", str(d))
     assert res.returncode == 0, res.err
     assert "kind: Kptfile" in res.out
 

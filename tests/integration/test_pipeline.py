@@ -6,20 +6,15 @@ with tests/fixtures/functions/multi-fn.py, which does what its
 functionConfig's `op` says; each step picks its behaviour with op=...
 (the image names are only labels here: the server ignores them)."""
 
+import re
+
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, fn, pkg, run_cli
+from krmtest import explain, fn, pkg, runner_client as client, serving
 
 STEP = "fn.kpt.dev/step"
 IMAGE = "fn.kpt.dev/image"
-
-
-def client(*args, input=None, timeout=30):
-    res = run_cli([CLIENT_BIN, *args], input=input, timeout=timeout)
-    res.out = res.stdout.decode("utf-8", "replace")
-    res.err = res.stderr.decode("utf-8", "replace")
-    return res
 
 
 def rl_of(res):
@@ -36,15 +31,9 @@ def tags(doc):
     return [(r["tags"][STEP], r["tags"][IMAGE]) for r in doc.get("results") or []]
 
 
-def explain(res):
-    return f"exit {res.returncode}\nstdout: {res.out[:3000]}\nstderr: {res.err[:3000]}"
-
-
 @pytest.fixture(scope="module")
 def multi(module_launcher):
-    srv = module_launcher.start([fn("multi-fn.py")])
-    srv.addr = f"localhost:{srv.port}"
-    return srv
+    return serving(module_launcher, fn("multi-fn.py"))
 
 
 # ------------------------------------------------------------------ --fn
@@ -53,7 +42,7 @@ def test_two_mutators_chained(multi):
     res = client("eval", "--addr", multi.addr,
                  "--fn", "example.com/append:v1=op=append,key=notes,value=first",
                  "--fn", "example.com/append:v1=op=append,key=notes,value=second",
-                 pkg("app"))
+                 "-o", "stdout", pkg("app"))
     assert res.returncode == 0, explain(res)
     items = by_name(rl_of(res))
     assert set(items) == {"web", "web-svc", "web-config"}
@@ -68,14 +57,13 @@ def test_two_mutators_chained(multi):
     assert "results" not in rl_of(res)
 
 
-def test_step_logs_are_prefixed(multi):
+def test_each_step_prints_its_progress(multi):
     res = client("eval", "--addr", multi.addr, "--fn", "img-one=op=none", "--fn=img-two",
                  pkg("app", "configmap.yaml"))
     assert res.returncode == 0, explain(res)
-    lines = res.err.splitlines()
-    assert "[step 1 img-one] op none: 1 items" in lines, res.err
-    assert "[step 1 img-one] done" in lines, res.err
-    assert "[step 2 img-two] op none: 1 items" in lines, res.err
+    block = ('\[RUNNING\] "{0}"\n\[PASS\] "{0}" in [0-9.]+m?s\n'
+             '  Stderr:\n    "op none: 1 items"\n    "done"\n')
+    assert re.fullmatch(block.format("img-one") + block.format("img-two"), res.err), res.err
 
 
 def test_failing_mutator_stops_the_pipeline(multi, tmp_path):
@@ -84,10 +72,11 @@ def test_failing_mutator_stops_the_pipeline(multi, tmp_path):
                  "--fn", f"img-a=op=set-label,key=a,value=yes,trace={trace}",
                  "--fn", f"img-b=op=fail,trace={trace}",
                  "--fn", f"img-c=op=set-label,key=c,value=yes,trace={trace}",
-                 pkg("app"))
+                 "-o", "stdout", pkg("app"))
     assert res.returncode == 1, explain(res)
     assert trace.read_text().split() == ["set-label", "fail"]  # step 3 never ran
-    assert 'runner-client eval: step 2 "img-b" failed: INTERNAL: failed to evaluate function "img-b"' in res.err
+    assert '[PASS] "img-a"' in res.err and '[FAIL] "img-b"' in res.err and "img-c" not in res.err
+    assert '\n  Error: INTERNAL: failed to evaluate function "img-b"' in res.err
     doc = rl_of(res)
     for item in doc["items"]:  # step 1's changes are kept, nothing else
         assert item["metadata"]["labels"].get("a") == "yes", item
@@ -106,7 +95,8 @@ def test_error_results_with_exit_0_fail_the_step(multi, tmp_path):
                  pkg("app", "configmap.yaml"))
     assert res.returncode == 1, explain(res)
     assert trace.read_text().split() == ["error-results"]
-    assert 'step 1 "img-a" failed: 1 error result, the first: error-results was asked for' in res.err
+    assert re.match('\\[RUNNING\\] "img-a"\n\\[FAIL\\] "img-a" in [0-9.]+m?s\n'
+                    "  Results:\n    \\[error\\]: error-results was asked for\n", res.err), res.err
     doc = rl_of(res)
     assert tags(doc) == [("1", "img-a")]
     assert "labels" not in doc["items"][0]["metadata"]
@@ -121,7 +111,8 @@ def test_continue_after_failure(multi, tmp_path):
                  pkg("app", "configmap.yaml"))
     assert res.returncode == 1, explain(res)  # a step failed
     assert trace.read_text().split() == ["fail", "set-label", "warn"]
-    assert 'step 1 "img-a" failed' in res.err
+    assert '[FAIL] "img-a"' in res.err and '[PASS] "img-b"' in res.err
+    assert '[PASS] "img-w"' in res.err and "    [warning]: just a warning\n" in res.err
     doc = rl_of(res)
     assert doc["items"][0]["metadata"]["labels"] == {"b": "x"}
     assert tags(doc) == [("1", "img-a"), ("3", "img-w")]
@@ -145,7 +136,7 @@ def test_unreachable_endpoint_is_a_failed_step(binaries):
     res = client("eval", "--addr", f"127.0.0.1:{free_port()}", "--timeout", "3s",
                  "--fn", "img-a", pkg("app", "configmap.yaml"))
     assert res.returncode == 1, explain(res)
-    assert 'step 1 "img-a" failed: UNAVAILABLE' in res.err
+    assert '[FAIL] "img-a"' in res.err and "\n  Error: UNAVAILABLE: " in res.err
     doc = rl_of(res)
     assert doc["items"][0]["metadata"]["name"] == "web-config"
     assert doc["results"][0]["message"].startswith("UNAVAILABLE")
@@ -190,7 +181,8 @@ def test_kptfile_pipeline(multi, tmp_path):
   - image: example.com/sneaky:v1
     configMap: {{op: set-label, key: sneaky, value: "yes", trace: {trace}}}
 """)
-    res = client("eval", "--addr", multi.addr, "--pipeline", str(kptfile), pkg("app"))
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(kptfile), "-o", "stdout",
+                 pkg("app"))
     assert res.returncode == 0, explain(res)
     assert trace.read_text().split() == ["set-label", "set-label", "validate", "set-label"]
     doc = rl_of(res)
@@ -198,7 +190,8 @@ def test_kptfile_pipeline(multi, tmp_path):
         # validators' output items are discarded: no "sneaky" label
         assert item["metadata"]["labels"] == {"team": "shop", "tier": "web"}, item
     assert tags(doc) == [("3", "example.com/validate:v1")]
-    assert "[step 2 example.com/label-it:v1] op set-label: 3 items" in res.err.splitlines()
+    assert ('[RUNNING] "example.com/label-it:v1"\n[PASS] "example.com/label-it:v1" in '
+            in res.err), res.err
 
 
 def test_kptfile_directory_and_validator_errors(multi, tmp_path):
@@ -212,10 +205,12 @@ def test_kptfile_directory_and_validator_errors(multi, tmp_path):
     name: needs-owner
     configMap: {op: validate, key: owner}
 """)
-    res = client("eval", "--addr", multi.addr, "--pipeline", str(tmp_path), pkg("app"))
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(tmp_path), "-o", "stdout",
+                 pkg("app"))
     assert res.returncode == 1, explain(res)
-    assert ('runner-client eval: step 2 "example.com/validate:v1" (needs-owner) failed: '
-            "3 error results, the first: label owner is missing") in res.err
+    assert ('[FAIL] "example.com/validate:v1" in ' in res.err
+            and "  Results:\n    [error] v1/ConfigMap/web-config: label owner is missing\n"
+            in res.err), res.err
     doc = rl_of(res)
     errors = [r for r in doc["results"] if r["severity"] == "error"]
     assert len(errors) == 3
@@ -276,5 +271,5 @@ def test_single_image_unchanged(multi):
     """--image keeps making one call whose answer is printed verbatim."""
     res = client("eval", "--addr", multi.addr, "--image", "img", pkg("resourcelist.yaml"))
     assert res.returncode == 0, explain(res)
-    assert "[step" not in res.err
-    assert "op none" in res.err
+    assert '[PASS] "img"' in res.err
+    assert '    "op none: 1 items"' in res.err

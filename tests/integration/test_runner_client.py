@@ -36,7 +36,7 @@ def test_eval_multi_object_file(binaries, cat_server):
 
 
 def test_eval_directory(binaries, cat_server):
-    res = client("eval", "--addr", addr(cat_server), pkg("app"))
+    res = client("eval", "--addr", addr(cat_server), "-o", "stdout", pkg("app"))
     assert_ok(res)
     assert "kind: ResourceList" in res.out
     for name in ("name: web\n", "name: web-svc\n", "name: web-config\n"):

@@ -1,0 +1,353 @@
+/* pkg_write: a function's output back into package files; see pkg_write.h. */
+#include "pkg_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fdio.h"
+#include "err_line.h"
+#include "event_list.h"
+#include "pkg_item.h"
+#include "rl_writer.h"
+
+/* ---- the items of a ResourceList ------------------------------------------- */
+
+/* Parses rl and finds its items: *items is the sequence's start event, or
+ * EVENT_NONE when there are none. */
+static int find_items(const char *rl, size_t len, const char *name, event_list *list,
+                      size_t *items, char *err, size_t errlen)
+{
+    if (event_list_parse(rl, len, name, list, err, errlen) < 0)
+        return -1;
+    const size_t root = 2; /* STREAM_START, DOCUMENT_START, root */
+    if (list->count < 4 || list->events[root].type != YAML_MAPPING_START_EVENT) {
+        err_line_set(err, errlen, "%s: not a ResourceList (a mapping with items)", name);
+        return -1;
+    }
+    *items = event_list_find_key(list, root, "items");
+    if (*items != EVENT_NONE && event_is_null(&list->events[*items]))
+        *items = EVENT_NONE;
+    if (*items != EVENT_NONE && list->events[*items].type != YAML_SEQUENCE_START_EVENT) {
+        err_line_set(err, errlen, "%s: items is %s, not a sequence", name,
+                     event_node_kind(&list->events[*items]));
+        return -1;
+    }
+    return 0;
+}
+
+/* Calls each(ctx, list, root, end, position) for every item of the
+ * sequence at `items` (EVENT_NONE: none). */
+typedef int (*item_fn)(void *ctx, event_list *list, size_t root, size_t end, size_t position);
+
+static int walk_items(event_list *list, size_t items, const char *name, item_fn each, void *ctx,
+                      char *err, size_t errlen)
+{
+    if (items == EVENT_NONE)
+        return 0;
+    size_t position = 0;
+    for (size_t at = items + 1; list->events[at].type != YAML_SEQUENCE_END_EVENT; position++) {
+        size_t end = event_list_node_end(list, at);
+        if (list->events[at].type != YAML_MAPPING_START_EVENT) {
+            err_line_set(err, errlen, "%s: items[%zu] is %s, not a KRM object", name, position,
+                         event_node_kind(&list->events[at]));
+            return -1;
+        }
+        if (each(ctx, list, at, end, position) < 0)
+            return -1;
+        at = end;
+    }
+    return 0;
+}
+
+/* ---- unwrap ------------------------------------------------------------------ */
+
+static int unwrap_item(void *ctx, event_list *list, size_t root, size_t end, size_t position)
+{
+    (void)position;
+    return pkg_item_emit(ctx, list, root, end);
+}
+
+int pkg_unwrap(const char *rl, size_t len, const char *name, buf *out, char *err, size_t errlen)
+{
+    event_list list = { 0 };
+    size_t items;
+    if (find_items(rl, len, name, &list, &items, err, errlen) < 0)
+        return -1;
+    rl_writer w;
+    rl_writer_init(&w, out, err, errlen, name);
+    int rc = rl_writer_open_stream(&w);
+    if (rc == 0)
+        rc = walk_items(&list, items, name, unwrap_item, &w, err, errlen);
+    rc = rl_writer_close(&w, rc);
+    event_list_free(&list);
+    return rc;
+}
+
+/* ---- layout ------------------------------------------------------------------ */
+
+typedef struct layout_build {
+    const char *name;
+    pkg_item *items;
+    size_t n, cap;
+    char *err;
+    size_t errlen;
+} layout_build;
+
+static int by_place(const void *a, const void *b)
+{
+    const pkg_item *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c)
+        return c;
+    unsigned long xi = x->has_index ? x->index : ULONG_MAX, yi = y->has_index ? y->index : ULONG_MAX;
+    if (xi != yi)
+        return xi < yi ? -1 : 1;
+    return x->position < y->position ? -1 : x->position > y->position;
+}
+
+static int collect_item(void *ctx, event_list *list, size_t root, size_t end, size_t position)
+{
+    layout_build *b = ctx;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        pkg_item *grown = realloc(b->items, cap * sizeof *grown);
+        if (!grown) {
+            err_line_set(b->err, b->errlen, "%s: out of memory", b->name);
+            return -1;
+        }
+        b->items = grown;
+        b->cap = cap;
+    }
+    if (pkg_item_locate(list, root, end, position, &b->items[b->n], b->err, b->errlen) < 0) {
+        /* err names the item; say whose it is */
+        char why[1024];
+        err_line_set(why, sizeof why, "%s", b->err);
+        err_line_set(b->err, b->errlen, "%s: %s", b->name, why);
+        return -1;
+    }
+    b->n++;
+    return 0;
+}
+
+/* Two items numbered alike for one file: kpt refuses the output. */
+static int check_unique(const layout_build *b)
+{
+    for (size_t i = 1; i < b->n; i++) {
+        const pkg_item *p = &b->items[i - 1], *q = &b->items[i];
+        if (p->has_index && q->has_index && p->index == q->index && !strcmp(p->path, q->path)) {
+            err_line_set(b->err, b->errlen,
+                         "%s: resource at path \"%s\" and index \"%lu\" already exists", b->name,
+                         q->path, q->index);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Emits the items of each file, in order, into the layout's files. */
+static int emit_files(layout_build *b, event_list *list, pkg_layout *out)
+{
+    for (size_t i = 0; i < b->n;) {
+        size_t j = i;
+        while (j < b->n && !strcmp(b->items[j].path, b->items[i].path))
+            j++;
+        pkg_file *f = &out->files[out->n];
+        *f = (pkg_file){ .path = strdup(b->items[i].path) };
+        if (!f->path)
+            return err_line_set(b->err, b->errlen, "%s: out of memory", b->name), -1;
+        out->n++;
+        rl_writer w;
+        rl_writer_init(&w, &f->text, b->err, b->errlen, b->name);
+        int rc = rl_writer_open_stream(&w);
+        for (size_t k = i; rc == 0 && k < j; k++)
+            rc = pkg_item_emit(&w, list, b->items[k].root, b->items[k].end);
+        if (rl_writer_close(&w, rc) < 0)
+            return -1;
+        i = j;
+    }
+    return 0;
+}
+
+int pkg_layout_build(const char *rl, size_t len, const char *name, pkg_layout *out, char *err,
+                     size_t errlen)
+{
+    *out = (pkg_layout){ 0 };
+    layout_build b = { .name = name, .err = err, .errlen = errlen };
+    event_list list = { 0 };
+    size_t items;
+    int rc = find_items(rl, len, name, &list, &items, err, errlen);
+    if (rc == 0)
+        rc = walk_items(&list, items, name, collect_item, &b, err, errlen);
+    if (rc == 0 && b.n)
+        qsort(b.items, b.n, sizeof *b.items, by_place);
+    if (rc == 0)
+        rc = check_unique(&b);
+    if (rc == 0 && b.n && !(out->files = calloc(b.n, sizeof *out->files)))
+        rc = (err_line_set(err, errlen, "%s: out of memory", name), -1);
+    if (rc == 0)
+        rc = emit_files(&b, &list, out);
+    for (size_t i = 0; i < b.n; i++)
+        pkg_item_free(&b.items[i]);
+    free(b.items);
+    event_list_free(&list);
+    if (rc < 0)
+        pkg_layout_free(out);
+    return rc;
+}
+
+void pkg_layout_free(pkg_layout *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->files[i].path);
+        buf_free(&l->files[i].text);
+    }
+    free(l->files);
+    *l = (pkg_layout){ 0 };
+}
+
+/* ---- files --------------------------------------------------------------------- */
+
+static int fail_errno(char *err, size_t errlen, const char *path)
+{
+    err_line_set(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+}
+
+/* Makes the directories of `path` (dir/rel) below dir that are missing. */
+static int make_parents(buf *path, size_t dir_len, char *err, size_t errlen)
+{
+    for (size_t i = dir_len + 1; i < path->len; i++) {
+        if (path->data[i] != '/')
+            continue;
+        path->data[i] = '\0';
+        int rc = mkdir(path->data, 0777);
+        int saved = errno;
+        struct stat st;
+        if (rc < 0 && !(saved == EEXIST && stat(path->data, &st) == 0 && S_ISDIR(st.st_mode))) {
+            errno = saved == EEXIST ? ENOTDIR : saved;
+            fail_errno(err, errlen, path->data);
+            path->data[i] = '/';
+            return -1;
+        }
+        path->data[i] = '/';
+    }
+    return 0;
+}
+
+static mode_t new_file_mode(void)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+/* Replaces (or creates) dir/rel with text: a temporary file in the same
+ * directory renamed over it, with the old file's mode. */
+static int write_file(const char *dir, const char *rel, const buf *text, char *err, size_t errlen)
+{
+    buf path = { 0 }, tmp = { 0 };
+    int rc = -1, fd = -1;
+    const char *slash = strrchr(rel, '/');
+    struct stat st;
+    if (buf_printf(&path, "%s/%s", dir, rel) < 0 ||
+        buf_printf(&tmp, "%s/%.*s.%s.krm-XXXXXX", dir, slash ? (int)(slash - rel + 1) : 0, rel,
+                   slash ? slash + 1 : rel) < 0) {
+        err_line_set(err, errlen, "%s/%s: out of memory", dir, rel);
+        goto out;
+    }
+    if (make_parents(&path, strlen(dir), err, errlen) < 0)
+        goto out;
+    int exists = stat(path.data, &st) == 0;
+    mode_t mode = exists ? st.st_mode & 07777 : new_file_mode();
+    if (exists && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        fail_errno(err, errlen, path.data);
+        goto out;
+    }
+    if ((fd = mkstemp(tmp.data)) < 0) {
+        fail_errno(err, errlen, tmp.data);
+        goto out;
+    }
+    if (fd_write_all(fd, text->data, text->len) < 0 || fchmod(fd, mode) < 0 || close(fd) < 0) {
+        fd = -1;
+        fail_errno(err, errlen, path.data);
+        unlink(tmp.data);
+        goto out;
+    }
+    fd = -1;
+    if (rename(tmp.data, path.data) < 0) {
+        fail_errno(err, errlen, path.data);
+        unlink(tmp.data);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    buf_free(&path);
+    buf_free(&tmp);
+    return rc;
+}
+
+static int remove_file(const char *dir, const char *rel, char *err, size_t errlen)
+{
+    buf path = { 0 };
+    int rc = 0;
+    if (buf_printf(&path, "%s/%s", dir, rel) < 0)
+        rc = (err_line_set(err, errlen, "%s/%s: out of memory", dir, rel), -1);
+    else if (unlink(path.data) < 0 && errno != ENOENT)
+        rc = fail_errno(err, errlen, path.data);
+    buf_free(&path);
+    return rc;
+}
+
+static const pkg_file *find_file(const pkg_layout *l, const char *path)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcmp(l->files[i].path, path))
+            return &l->files[i];
+    return NULL;
+}
+
+static int same_text(const pkg_file *a, const pkg_file *b)
+{
+    return a && b && a->text.len == b->text.len &&
+           (a->text.len == 0 || memcmp(a->text.data, b->text.data, a->text.len) == 0);
+}
+
+int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *out, char *err,
+                       size_t errlen)
+{
+    for (size_t i = 0; i < out->n; i++)
+        if (!same_text(&out->files[i], find_file(in, out->files[i].path)) &&
+            write_file(dir, out->files[i].path, &out->files[i].text, err, errlen) < 0)
+            return -1;
+    for (size_t i = 0; i < in->n; i++)
+        if (!find_file(out, in->files[i].path) &&
+            remove_file(dir, in->files[i].path, err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+int pkg_make_dirs(const char *dir, char *err, size_t errlen)
+{
+    buf top = { 0 };
+    int rc = buf_printf(&top, "%s/", dir) < 0
+                 ? (err_line_set(err, errlen, "%s: out of memory", dir), -1)
+                 : make_parents(&top, 0, err, errlen);
+    buf_free(&top);
+    return rc;
+}
+
+int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errlen)
+{
+    int rc = pkg_make_dirs(dir, err, errlen);
+    for (size_t i = 0; rc == 0 && i < out->n; i++)
+        rc = write_file(dir, out->files[i].path, &out->files[i].text, err, errlen);
+    return rc;
+}

@@ -1,0 +1,158 @@
+/* results_file: kpt's results.yaml; see results_file.h. */
+#include "results_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/fdio.h"
+#include "err_line.h"
+#include "rl_writer.h"
+
+static const char HEADER[] = "apiVersion: kpt.dev/v1\n"
+                             "kind: FunctionResultList\n"
+                             "metadata:\n"
+                             "  name: fnresults\n";
+
+/* key: "value" (skipped when value is NULL or empty, omitempty). */
+static int pair(rl_writer *w, const char *key, const char *value)
+{
+    if (!value || !*value)
+        return 0;
+    return rl_writer_emit_plain(w, key) < 0 ? -1 : rl_writer_emit_string(w, value);
+}
+
+/* A field value with the type it was written with. */
+static int typed_pair(rl_writer *w, const char *key, const char *value, rl_value_type type)
+{
+    if (!value)
+        return 0;
+    if (type == RL_VALUE_STRING)
+        return rl_writer_emit_plain(w, key) < 0 ? -1 : rl_writer_emit_string(w, value);
+    return rl_writer_emit_plain(w, key) < 0 ? -1 : rl_writer_emit_plain(w, value);
+}
+
+static int open_map(rl_writer *w, const char *key)
+{
+    return rl_writer_emit_plain(w, key) < 0 ? -1
+                                            : rl_writer_emit_new(w, YAML_MAPPING_START_EVENT);
+}
+
+static int close_map(rl_writer *w)
+{
+    return rl_writer_emit_new(w, YAML_MAPPING_END_EVENT);
+}
+
+static int emit_result(rl_writer *w, const rl_result *r)
+{
+    int rc = rl_writer_emit_new(w, YAML_MAPPING_START_EVENT);
+    rc |= pair(w, "message", r->message);
+    rc |= pair(w, "severity", r->severity);
+    if (rc == 0 && r->has_resource_ref) {
+        rc |= open_map(w, "resourceRef");
+        rc |= pair(w, "apiVersion", r->ref_api_version);
+        rc |= pair(w, "kind", r->ref_kind);
+        rc |= pair(w, "name", r->ref_name);
+        rc |= pair(w, "namespace", r->ref_namespace);
+        rc |= close_map(w);
+    }
+    if (rc == 0 && r->has_field) {
+        rc |= open_map(w, "field");
+        rc |= pair(w, "path", r->field_path);
+        rc |= typed_pair(w, "currentValue", r->field_current_value, r->field_current_type);
+        rc |= typed_pair(w, "proposedValue", r->field_proposed_value, r->field_proposed_type);
+        rc |= close_map(w);
+    }
+    if (rc == 0 && r->has_file) {
+        char index[24];
+        snprintf(index, sizeof index, "%ld", r->file_index);
+        rc |= open_map(w, "file");
+        rc |= pair(w, "path", r->file_path);
+        if (r->file_index)
+            rc |= rl_writer_emit_plain(w, "index") < 0 || rl_writer_emit_plain(w, index) < 0;
+        rc |= close_map(w);
+    }
+    if (rc == 0 && r->n_tags) {
+        rc |= open_map(w, "tags");
+        for (size_t i = 0; rc == 0 && i < r->n_tags; i++)
+            rc |= pair(w, r->tags[i].key, r->tags[i].value);
+        rc |= close_map(w);
+    }
+    return rc ? -1 : close_map(w);
+}
+
+static int emit_entry(rl_writer *w, const char *image, int failed, const rl_list *results,
+                      const char *error, const char *log, size_t log_len)
+{
+    int rc = rl_writer_emit_new(w, YAML_DOCUMENT_START_EVENT);
+    rc |= rl_writer_emit_new(w, YAML_SEQUENCE_START_EVENT);
+    rc |= rl_writer_emit_new(w, YAML_MAPPING_START_EVENT);
+    rc |= pair(w, "image", image);
+    if (rc == 0 && failed && log_len) {
+        buf text = { 0 };
+        rc = buf_append(&text, log, log_len) < 0 ? -1 : pair(w, "stderr", text.data);
+        buf_free(&text);
+    }
+    rc |= rl_writer_emit_plain(w, "exitCode");
+    rc |= rl_writer_emit_plain(w, failed ? "1" : "0");
+    size_t n = (results ? results->n_results : 0) + (error ? 1 : 0);
+    if (rc == 0 && n) {
+        rc |= rl_writer_emit_plain(w, "results");
+        rc |= rl_writer_emit_new(w, YAML_SEQUENCE_START_EVENT);
+        for (size_t i = 0; rc == 0 && results && i < results->n_results; i++)
+            rc = emit_result(w, &results->results[i]);
+        if (rc == 0 && error) {
+            rl_result r = { .message = (char *)error, .severity = "error" };
+            rc = emit_result(w, &r);
+        }
+        rc |= rl_writer_emit_new(w, YAML_SEQUENCE_END_EVENT);
+    }
+    rc |= rl_writer_emit_new(w, YAML_MAPPING_END_EVENT);
+    rc |= rl_writer_emit_new(w, YAML_SEQUENCE_END_EVENT);
+    return rc ? -1 : rl_writer_emit_new(w, YAML_DOCUMENT_END_EVENT);
+}
+
+int results_file_add(results_file *rf, const char *image, int failed, const rl_list *results,
+                     const char *error, const char *log, size_t log_len)
+{
+    char why[256];
+    rl_writer w;
+    rl_writer_init(&w, &rf->items, why, sizeof why, "results");
+    int rc = rl_writer_open_stream(&w);
+    if (rc == 0)
+        rc = emit_entry(&w, image, failed, results, error, log, log_len);
+    if (rl_writer_close(&w, rc) < 0)
+        return -1;
+    rf->n++;
+    return 0;
+}
+
+int results_file_write(const results_file *rf, const char *dir, int exit_code, buf *path,
+                       char *err, size_t errlen)
+{
+    buf text = { 0 };
+    int rc = -1, fd = -1;
+    if (buf_printf(path, "%s/results.yaml", dir) < 0 ||
+        buf_printf(&text, "%sexitCode: %d\n%s", HEADER, exit_code, rf->n ? "items:\n" : "") < 0 ||
+        buf_append(&text, rf->items.data, rf->items.len) < 0)
+        err_line_set(err, errlen, "%s/results.yaml: out of memory", dir);
+    else if ((fd = open(path->data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0 ||
+             fd_write_all(fd, text.data, text.len) < 0)
+        err_line_set(err, errlen, "%s: %s", path->data, strerror(errno));
+    else
+        rc = 0;
+    if (fd >= 0 && close(fd) < 0 && rc == 0) {
+        err_line_set(err, errlen, "%s: %s", path->data, strerror(errno));
+        rc = -1;
+    }
+    buf_free(&text);
+    return rc;
+}
+
+void results_file_free(results_file *rf)
+{
+    buf_free(&rf->items);
+    rf->n = 0;
+}
