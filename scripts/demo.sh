@@ -65,7 +65,7 @@ echo "== the server (pid $PID) is listening on :$PORT"
 status=$("$RC" health --addr "$ADDR" --timeout 5s)
 echo "== health: $status"
 echo "== evaluating examples/package through the server:"
-"$RC" eval --addr "$ADDR" --image example/search-replace:v1 -o stdout examples/package
+"$RC" eval --addr "$ADDR" --image example/search-replace:v1 -o unwrap examples/package
 echo "== stopping the server (SIGTERM drains it)"
 kill -TERM "$PID"
 wait "$PID"

@@ -162,7 +162,7 @@ def test_demo_uses_its_own_server_on_a_free_port(decoy):
     assert f"Listening on :{port}" in res.stdout
     assert "== health: SERVING" in res.stdout
     output = res.stdout.split("== evaluating")[1].split("== stopping")[0]
-    assert "environment: production" in output and "staging" not in output, output
+    assert "environment: production" in output and "namespace: staging" not in output, output
 
 
 def test_demo_with_a_free_demo_port_uses_it(binaries):
