@@ -212,98 +212,130 @@ void pkg_layout_free(pkg_layout *l)
 
 /* ---- files --------------------------------------------------------------------- */
 
-static int fail_errno(char *err, size_t errlen, const char *path)
+/* Files are written through descriptors: the package directory is opened
+ * once, and every directory below it is entered with O_NOFOLLOW, so a
+ * symbolic link inside the package (to a directory elsewhere) never takes
+ * a function's output outside it. The paths themselves were cleaned by
+ * pkg_item: relative, no "..", no ".". */
+
+static int fail_errno(char *err, size_t errlen, const char *dir, const char *rel)
 {
-    err_line_set(err, errlen, "%s: %s", path, strerror(errno));
+    err_line_set(err, errlen, "%s/%s: %s", dir, rel, strerror(errno));
     return -1;
 }
 
-/* Makes the directories of `path` (dir/rel) below dir that are missing. */
-static int make_parents(buf *path, size_t dir_len, char *err, size_t errlen)
+/* Opens the directory that holds rel (beneath root_fd), making the missing
+ * ones; *name is rel's last part. A descriptor, or -1 with err set. */
+static int open_parent(int root_fd, const char *dir, const char *rel, const char **name,
+                       char *err, size_t errlen)
 {
-    for (size_t i = dir_len + 1; i < path->len; i++) {
-        if (path->data[i] != '/')
-            continue;
-        path->data[i] = '\0';
-        int rc = mkdir(path->data, 0777);
-        int saved = errno;
+    char part[PATH_MAX];
+    int fd = dup(root_fd);
+    const char *p = rel, *slash;
+    if (fd < 0)
+        return fail_errno(err, errlen, dir, rel);
+    while ((slash = strchr(p, '/'))) {
+        size_t n = (size_t)(slash - p);
+        if (n >= sizeof part) {
+            close(fd);
+            errno = ENAMETOOLONG;
+            return fail_errno(err, errlen, dir, rel);
+        }
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (mkdirat(fd, part, 0777) < 0 && errno != EEXIST) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return fail_errno(err, errlen, dir, rel);
+        }
+        int next = openat(fd, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
-        if (rc < 0 && !(saved == EEXIST && stat(path->data, &st) == 0 && S_ISDIR(st.st_mode))) {
-            errno = saved == EEXIST ? ENOTDIR : saved;
-            fail_errno(err, errlen, path->data);
-            path->data[i] = '/';
+        if (next < 0 && fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+            close(fd);
+            err_line_set(err, errlen, "%s/%s: %.*s is a symbolic link: files are written only "
+                         "beneath the package, never through a link", dir, rel, (int)(slash - rel), rel);
             return -1;
         }
-        path->data[i] = '/';
+        close(fd);
+        if (next < 0)
+            return fail_errno(err, errlen, dir, rel);
+        fd = next;
+        p = slash + 1;
     }
-    return 0;
+    *name = p;
+    return fd;
 }
 
-static mode_t new_file_mode(void)
+/* A new file beside `name` in dir_fd, created exclusively. */
+static int create_temporary(int dir_fd, const char *name, char *tmp, size_t tmplen, mode_t mode)
 {
-    mode_t mask = umask(0);
-    umask(mask);
-    return 0666 & ~mask;
+    static unsigned counter;
+    for (int tries = 0; tries < 100; tries++) {
+        err_line_set(tmp, tmplen, ".%s.krm-%ld-%u", name, (long)getpid(), counter++);
+        int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
 }
 
-/* Replaces (or creates) dir/rel with text: a temporary file in the same
+/* Replaces (or creates) root/rel with text: a temporary file in the same
  * directory renamed over it, with the old file's mode. */
-static int write_file(const char *dir, const char *rel, const buf *text, char *err, size_t errlen)
+static int write_file(int root_fd, const char *dir, const char *rel, const buf *text, char *err,
+                      size_t errlen)
 {
-    buf path = { 0 }, tmp = { 0 };
-    int rc = -1, fd = -1;
-    const char *slash = strrchr(rel, '/');
+    const char *name;
+    char tmp[NAME_MAX + 1];
+    int dir_fd = open_parent(root_fd, dir, rel, &name, err, errlen);
+    if (dir_fd < 0)
+        return -1;
     struct stat st;
-    if (buf_printf(&path, "%s/%s", dir, rel) < 0 ||
-        buf_printf(&tmp, "%s/%.*s.%s.krm-XXXXXX", dir, slash ? (int)(slash - rel + 1) : 0, rel,
-                   slash ? slash + 1 : rel) < 0) {
-        err_line_set(err, errlen, "%s/%s: out of memory", dir, rel);
-        goto out;
-    }
-    if (make_parents(&path, strlen(dir), err, errlen) < 0)
-        goto out;
-    int exists = stat(path.data, &st) == 0;
-    mode_t mode = exists ? st.st_mode & 07777 : new_file_mode();
+    int exists = fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    int rc = -1;
     if (exists && S_ISDIR(st.st_mode)) {
         errno = EISDIR;
-        fail_errno(err, errlen, path.data);
+        fail_errno(err, errlen, dir, rel);
         goto out;
     }
-    if ((fd = mkstemp(tmp.data)) < 0) {
-        fail_errno(err, errlen, tmp.data);
+    int fd = create_temporary(dir_fd, name, tmp, sizeof tmp, 0666);
+    if (fd < 0) {
+        fail_errno(err, errlen, dir, rel);
         goto out;
     }
-    if (fd_write_all(fd, text->data, text->len) < 0 || fchmod(fd, mode) < 0 || close(fd) < 0) {
-        fd = -1;
-        fail_errno(err, errlen, path.data);
-        unlink(tmp.data);
-        goto out;
-    }
-    fd = -1;
-    if (rename(tmp.data, path.data) < 0) {
-        fail_errno(err, errlen, path.data);
-        unlink(tmp.data);
+    /* A symbolic link in the package is replaced by a file, not followed. */
+    int ok = fd_write_all(fd, text->data, text->len) == 0 &&
+             (!exists || S_ISLNK(st.st_mode) || fchmod(fd, st.st_mode & 07777) == 0);
+    if (close(fd) < 0)
+        ok = 0;
+    if (!ok || renameat(dir_fd, tmp, dir_fd, name) < 0) {
+        fail_errno(err, errlen, dir, rel);
+        unlinkat(dir_fd, tmp, 0);
         goto out;
     }
     rc = 0;
 out:
-    if (fd >= 0)
-        close(fd);
-    buf_free(&path);
-    buf_free(&tmp);
+    close(dir_fd);
     return rc;
 }
 
-static int remove_file(const char *dir, const char *rel, char *err, size_t errlen)
+static int remove_file(int root_fd, const char *dir, const char *rel, char *err, size_t errlen)
 {
-    buf path = { 0 };
-    int rc = 0;
-    if (buf_printf(&path, "%s/%s", dir, rel) < 0)
-        rc = (err_line_set(err, errlen, "%s/%s: out of memory", dir, rel), -1);
-    else if (unlink(path.data) < 0 && errno != ENOENT)
-        rc = fail_errno(err, errlen, path.data);
-    buf_free(&path);
+    const char *name;
+    int dir_fd = open_parent(root_fd, dir, rel, &name, err, errlen);
+    if (dir_fd < 0)
+        return -1;
+    int rc = unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT ? fail_errno(err, errlen, dir, rel) : 0;
+    close(dir_fd);
     return rc;
+}
+
+static int open_root(const char *dir, char *err, size_t errlen)
+{
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        err_line_set(err, errlen, "%s: %s", dir, strerror(errno));
+    return fd;
 }
 
 static const pkg_file *find_file(const pkg_layout *l, const char *path)
@@ -323,31 +355,54 @@ static int same_text(const pkg_file *a, const pkg_file *b)
 int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *out, char *err,
                        size_t errlen)
 {
-    for (size_t i = 0; i < out->n; i++)
-        if (!same_text(&out->files[i], find_file(in, out->files[i].path)) &&
-            write_file(dir, out->files[i].path, &out->files[i].text, err, errlen) < 0)
-            return -1;
-    for (size_t i = 0; i < in->n; i++)
-        if (!find_file(out, in->files[i].path) &&
-            remove_file(dir, in->files[i].path, err, errlen) < 0)
-            return -1;
-    return 0;
+    int root = open_root(dir, err, errlen), rc = root < 0 ? -1 : 0;
+    for (size_t i = 0; rc == 0 && i < out->n; i++)
+        if (!same_text(&out->files[i], find_file(in, out->files[i].path)))
+            rc = write_file(root, dir, out->files[i].path, &out->files[i].text, err, errlen);
+    for (size_t i = 0; rc == 0 && i < in->n; i++)
+        if (!find_file(out, in->files[i].path))
+            rc = remove_file(root, dir, in->files[i].path, err, errlen);
+    if (root >= 0)
+        close(root);
+    return rc;
 }
 
+/* mkdir -p: a directory the user named (-o DIR, --results-dir), so links
+ * on its way are followed, as the shell's mkdir -p does. */
 int pkg_make_dirs(const char *dir, char *err, size_t errlen)
 {
-    buf top = { 0 };
-    int rc = buf_printf(&top, "%s/", dir) < 0
-                 ? (err_line_set(err, errlen, "%s: out of memory", dir), -1)
-                 : make_parents(&top, 0, err, errlen);
-    buf_free(&top);
-    return rc;
+    char path[PATH_MAX];
+    size_t len = strlen(dir);
+    if (len >= sizeof path) {
+        err_line_set(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char saved = path[i];
+        path[i] = '\0';
+        struct stat st;
+        if (mkdir(path, 0777) < 0 && !(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+            if (errno == EEXIST)
+                errno = ENOTDIR;
+            err_line_set(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        path[i] = saved;
+    }
+    return 0;
 }
 
 int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errlen)
 {
-    int rc = pkg_make_dirs(dir, err, errlen);
+    if (pkg_make_dirs(dir, err, errlen) < 0)
+        return -1;
+    int root = open_root(dir, err, errlen), rc = root < 0 ? -1 : 0;
     for (size_t i = 0; rc == 0 && i < out->n; i++)
-        rc = write_file(dir, out->files[i].path, &out->files[i].text, err, errlen);
+        rc = write_file(root, dir, out->files[i].path, &out->files[i].text, err, errlen);
+    if (root >= 0)
+        close(root);
     return rc;
 }

@@ -15,7 +15,9 @@
  * item names any more is removed. Files that held no KRM object are never
  * touched. Every path is checked before anything is written, and each
  * file is replaced by renaming a complete temporary file over it, keeping
- * its mode. */
+ * its mode. Directories below the package are entered without following
+ * links: a symbolic link inside the package is never a way out of it (a
+ * linked file is replaced by a file, a linked directory refuses the write). */
 #ifndef KRM_RC_PKG_WRITE_H
 #define KRM_RC_PKG_WRITE_H
 

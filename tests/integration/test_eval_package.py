@@ -383,3 +383,32 @@ pipeline:
     doc = yaml.safe_load((results / "results.yaml").read_text())
     assert [(i["image"], i["exitCode"]) for i in doc["items"]] == [
         ("example.com/set-label:v1", 0), ("example.com/validate:v1", 0)]
+
+
+# ------------------------------------------------------------------ links
+
+def test_a_linked_directory_never_takes_a_write_outside(edit, package, tmp_path):
+    """The function adds shop/deployment_extra.yaml; shop is a link to a
+    directory outside the package: refused, naming the link, and nothing is
+    written there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, package / "shop")
+    res = client("eval", "--addr", edit.addr, "--image", IMAGE, str(package))
+    assert res.returncode == 1, explain(res)
+    assert b"shop is a symbolic link: files are written only beneath the package" in res.stderr, explain(res)
+    assert os.listdir(outside) == []
+
+
+def test_a_linked_file_is_replaced_not_written_through(edit, package, tmp_path):
+    """multi.yaml is a link to a file outside the package: the rewritten
+    multi.yaml is a file of the package, and the file outside keeps its bytes."""
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(MULTI)
+    (package / "multi.yaml").unlink()
+    os.symlink(outside, package / "multi.yaml")
+    res = client("eval", "--addr", edit.addr, "--image", IMAGE, str(package))
+    assert res.returncode == 0, explain(res)
+    assert outside.read_text() == MULTI
+    assert not os.path.islink(package / "multi.yaml")
+    assert (package / "multi.yaml").read_text() == MULTI_AFTER
