@@ -8,7 +8,8 @@ PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-d
 libyaml-dev libcriterion-dev protobuf-compiler python3 python3-grpcio
 python3-protobuf python3-pytest procps util-linux
 skopeo docker-registry umoci bubblewrap oci-image-tool busybox-static
-clang libclang-rt-14-dev curl libcurl4-openssl-dev libssl-dev apache2-utils python3-yaml"
+clang libclang-rt-14-dev curl libcurl4-openssl-dev libssl-dev apache2-utils python3-yaml
+golang-go golang-gopkg-yaml.v3-dev"
 
 missing=""
 for p in $PACKAGES; do
