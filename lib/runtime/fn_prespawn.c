@@ -283,8 +283,11 @@ fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *sp
     if (!pre.per_pool || pre.stopped || !argv)
         return NULL;
     pool *p = pool_for(argv, binary_fd);
-    if (!p)
+    if (!p) {
+        if (binary_fd >= 0)   /* a binary with no pool: FN_PRESPAWN_POOLS are taken */
+            metrics_count(METRIC_PRESPAWN_MISSES);
         return NULL;
+    }
     p->last_call_ns = loop_now_ns();
     while (p->n_waiting) {
         fn_job *job = p->waiting[--p->n_waiting];
