@@ -13,6 +13,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,8 @@ static struct {
     loop_timer *idle;
     int stopped;                /* draining */
 } pre;
+
+_Static_assert(FN_PRESPAWN_POOLS <= 64, "prespawn_refill marks the pools it tried in 64 bits");
 
 static const char *pool_name(const pool *p)
 {
@@ -137,13 +140,34 @@ static int pool_start_one(pool *p)
     return 0;
 }
 
+/* The most recently called pool that lacks processes and may start them,
+ * not yet tried this round (bit i of tried: pools[i]); NULL: none. */
+static pool *pool_to_fill(uint64_t tried, size_t *index)
+{
+    pool *best = NULL;
+    for (size_t i = 0; i < pre.n_pools; i++) {
+        pool *p = pre.pools[i];
+        if (!(tried >> i & 1) && !p->disabled && p->n_waiting < pre.per_pool &&
+            (!best || p->last_call_ns > best->last_call_ns)) {
+            best = p;
+            *index = i;
+        }
+    }
+    return best;
+}
+
+/* Fills the pools, the most recently called first: when --prespawn-total
+ * is short, the binaries called last get the processes. */
 static void prespawn_refill(loop *l, void *ctx)
 {
     (void)l, (void)ctx;
     pre.refill = NULL;   /* the loop frees the timer */
-    for (size_t i = 0; i < pre.n_pools && !pre.stopped; i++) {
-        pool *p = pre.pools[i];
-        while (!p->disabled && p->n_waiting < pre.per_pool && pre.n_waiting < pre.total)
+    uint64_t tried = 0;
+    size_t i = 0;
+    pool *p;
+    while (!pre.stopped && pre.n_waiting < pre.total && (p = pool_to_fill(tried, &i))) {
+        tried |= (uint64_t)1 << i;
+        while (p->n_waiting < pre.per_pool && pre.n_waiting < pre.total)
             if (pool_start_one(p) < 0)
                 break;
     }

@@ -17,8 +17,9 @@
  *     pool is made by the first call of a binary and keeps N processes of
  *     it while the binary is called; one not called for idle_ns is
  *     released (its processes killed). At most `total` processes wait in
- *     all pools together (a binary beyond that gets none until one is
- *     released), and at most FN_PRESPAWN_POOLS binaries have a pool. A
+ *     all pools together: when that is short, room goes to the binaries
+ *     called most recently (no waiting process is killed to make room),
+ *     and at most FN_PRESPAWN_POOLS binaries have a pool. A
  *     binary is the file the call's lookup opened: its path (what the
  *     function sees as argv[0]) and the file's identity (device, inode,
  *     modification and change times), so a binary replaced or edited on

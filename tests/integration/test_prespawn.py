@@ -280,6 +280,11 @@ def test_serve_idle_binary_loses_its_processes(serve_prespawn, tmp_path):
 
 def test_serve_total_bound_across_binaries(serve_prespawn, tmp_path):
     srv = serve_prespawn(["a", "b", "c"], "--prespawn", "3", "--prespawn-total", "4")
+
+    def waiting():   # the live processes that have had no call
+        return {n: [p for p in waiting_pids(records(tmp_path / f"{n}.log"))
+                    if not process_gone(p, srv.pid)] for n in ("a", "b", "c")}
+
     for name in ("a", "b", "c"):
         rl = simple_rl(name)
         assert srv.evaluate(rl, image=SERVE_IMAGE.format(name=name)).resource_list == rl
@@ -287,13 +292,22 @@ def test_serve_total_bound_across_binaries(serve_prespawn, tmp_path):
     wait_metric(srv, "krm_prespawn_waiting", 4)
     time.sleep(0.3)
     assert metric(srv, "krm_prespawn_waiting") == 4
-    waiting = {n: len(waiting_pids(records(tmp_path / f"{n}.log"))) for n in ("a", "b", "c")}
-    assert waiting == {"a": 3, "b": 1, "c": 0}
-    # a call of a takes one and frees room: its replacement is a's again
+    assert {n: len(p) for n, p in waiting().items()} == {"a": 3, "b": 1, "c": 0}
+    # room for one more: it goes to the binary called last
+    os.kill(waiting()["a"][0], signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while len(waiting()["c"]) < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert metric(srv, "krm_prespawn_waiting") == 4
+    assert {n: len(p) for n, p in waiting().items()} == {"a": 2, "b": 1, "c": 1}
+    # a call takes one and frees room: the caller's pool gets it back
     rl = simple_rl("again")
     assert srv.evaluate(rl, image=SERVE_IMAGE.format(name="a")).resource_list == rl
     assert metric(srv, "krm_prespawn_hits_total") == 1
     wait_metric(srv, "krm_prespawn_waiting", 4)
+    time.sleep(0.3)
+    assert {n: len(p) for n, p in waiting().items()} == {"a": 2, "b": 1, "c": 1}
 
 
 def test_serve_prespawn_0(serve_prespawn, tmp_path):
