@@ -159,6 +159,15 @@ $(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The benchmarks' Go function, built as the catalog's functions are (static,
+# CGO off) from Debian's Go and yaml.v3, offline: GOPATH mode over Debian's
+# /usr/share/gocode, nothing fetched.
+$(BUILD)/bin/bench-fn-go: bench/gofn/main.go
+	@mkdir -p $(dir $@) $(BUILD)/gocache
+	$(call say,GO,$@)
+	$(Q)GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(abspath $(BUILD)/gocache) \
+	    GOFLAGS= CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $@ $<
+
 # One Criterion binary holds every unit test; it links the server's, the
 # client's and the copier's modules (all but their main.c) so what is tested
 # is what ships.
@@ -188,7 +197,7 @@ static: deps
 images: static
 	./images/build.sh
 
-bench: deps all $(patsubst bench/%.c,$(BUILD)/bin/bench-%,$(BENCH_SRCS))
+bench: deps all $(patsubst bench/%.c,$(BUILD)/bin/bench-%,$(BENCH_SRCS)) $(BUILD)/bin/bench-fn-go
 	./bench/run.sh $(BUILD)
 
 # Not part of make test. soak: SOAK_CALLS (default 100000) calls of every

@@ -9,13 +9,18 @@
  *
  *   bench-loadgen --addr 127.0.0.1:PORT [--rpc evaluate|check]
  *                 [--concurrency N] [--calls N] [--warmup N]
- *                 [--size BYTES | --input FILE] [--timeout DUR] [--while-file FILE]
+ *                 [--size BYTES | --input FILE] [--expect FILE] [--gap DUR]
+ *                 [--timeout DUR] [--while-file FILE]
  *   bench-loadgen --size BYTES --dump FILE     write the generated list, exit
  *
  * With --rpc evaluate (the default) the request carries a ResourceList of
  * exactly --size bytes (or the bytes of --input) and the function is
- * expected to be `cat`: every response must echo the list byte for byte, or
- * the call counts as an error. --rpc check calls grpc.health.v1.Health/Check
+ * expected to be `cat`: every response must echo the list byte for byte
+ * (or be the bytes of --expect, for another function), or the call counts
+ * as an error. --gap waits that long after each call before the slot
+ * starts its next one (not counted in its latency): calls that come apart,
+ * as a render's calls of one function do, give a pre-started function's
+ * replacement (--prespawn) the time to start. --rpc check calls grpc.health.v1.Health/Check
  * and expects SERVING. With --while-file, no call is started once FILE is
  * gone (bench/run.sh removes it when the work to be measured against is
  * done), so --calls is only an upper bound.
@@ -55,9 +60,11 @@ typedef struct opts {
     enum rpc_kind rpc;
     unsigned long long concurrency, calls, warmup, size;
     const char *input;
+    const char *expect;
     const char *dump;
     const char *while_file;
     int64_t timeout_ns;
+    int64_t gap_ns;
 } opts;
 
 typedef struct run run;
@@ -77,6 +84,7 @@ struct run {
     size_t expect_len;
     enum rpc_kind rpc;
     int64_t timeout_ns;
+    int64_t gap_ns;         /* pause after each call before the slot's next */
     const char *while_file; /* stop starting calls once it is gone */
     unsigned long long total, issued, done, errors;
     int64_t *lat_ns;        /* one per finished call */
@@ -91,7 +99,7 @@ static int usage(const char *why)
             "bench-loadgen: %s\n"
             "usage: bench-loadgen --addr HOST:PORT [--rpc evaluate|check] [--concurrency N]\n"
             "                     [--calls N] [--warmup N] [--size BYTES | --input FILE]\n"
-            "                     [--timeout DUR] [--while-file FILE]\n"
+            "                     [--expect FILE] [--gap DUR] [--timeout DUR] [--while-file FILE]\n"
             "       bench-loadgen --size BYTES --dump FILE\n",
             why);
     return 2;
@@ -113,6 +121,10 @@ static int set_option(opts *o, const char *name, const char *value)
         o->addr = value;
     else if (!strcmp(name, "--input"))
         o->input = value;
+    else if (!strcmp(name, "--expect"))
+        o->expect = value;
+    else if (!strcmp(name, "--gap"))
+        return duration_parse(value, &o->gap_ns) < 0 ? -1 : 0;
     else if (!strcmp(name, "--dump"))
         o->dump = value;
     else if (!strcmp(name, "--while-file"))
@@ -302,6 +314,13 @@ static const char *check_response(const run *r, const gc_result *res)
 /* ---- running calls ---------------------------------------------------------- */
 
 static void call_done(const gc_result *res, void *ctx);
+static void start_call(slot *s);
+
+static void start_after_gap(loop *l, void *ctx)
+{
+    (void)l;
+    start_call(ctx);
+}
 
 static void start_call(slot *s)
 {
@@ -330,6 +349,9 @@ static void call_done(const gc_result *res, void *ctx)
         r->total = r->issued;   /* finish the calls in flight, start no more */
     if (r->done == r->total)
         loop_stop(r->l);
+    else if (r->issued < r->total && res->status != GRPC_UNAVAILABLE && r->gap_ns > 0 &&
+             loop_timer_add(r->l, r->gap_ns, start_after_gap, s))
+        return;
     else if (r->issued < r->total && res->status != GRPC_UNAVAILABLE)
         start_call(s);
     else if (r->issued < r->total) {   /* the connection is gone: count the rest as failed */
@@ -412,14 +434,19 @@ int main(int argc, char **argv)
     opts o;
     if (parse_args(argc, argv, &o) < 0)
         return 2;
-    buf rl = {0};
+    buf rl = {0}, expect = {0};
     if (o.rpc == RPC_EVALUATE && load_list(&o, &rl) < 0)
         return 2;
     if (o.dump)
         return write_file(o.dump, &rl) < 0 ? 1 : 0;
-    run r = {.rpc = o.rpc, .timeout_ns = o.timeout_ns, .while_file = o.while_file,
-             .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
-             .expect = (const uint8_t *)rl.data, .expect_len = rl.len};
+    if (o.expect && file_read_all(o.expect, &expect, 0) < 0) {
+        fprintf(stderr, "bench-loadgen: reading %s: %s\n", o.expect, strerror(errno));
+        return 2;
+    }
+    const buf *want = o.expect ? &expect : &rl;
+    run r = {.rpc = o.rpc, .timeout_ns = o.timeout_ns, .gap_ns = o.gap_ns,
+             .while_file = o.while_file, .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
+             .expect = (const uint8_t *)want->data, .expect_len = want->len};
     if (build_request(&r, &rl) < 0 || connect_run(&r, &o) < 0)
         return 1;
     int rc = measure(&r, &o);
@@ -428,5 +455,6 @@ int main(int argc, char **argv)
     free(r.req);
     free(r.lat_ns);
     buf_free(&rl);
+    buf_free(&expect);
     return rc < 0 ? 1 : rc;
 }

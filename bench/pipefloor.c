@@ -10,10 +10,16 @@
  * at once on one poll() loop, single-threaded like the server.
  *
  *   bench-pipefloor [--cmd PROG] [--concurrency N] [--calls N] [--warmup N]
- *                   --input FILE
+ *                   [--expect FILE] [--running] --input FILE
  *
  * The input is the file bench-loadgen --dump wrote, so both see identical
- * bytes. Output: the key=value line of bench/stats.h (cpu_us: this
+ * bytes; the output must be the input again (cat), or the bytes of
+ * --expect (another function, spawned the same way).
+ *
+ * --running measures the other floor, of a function already started: one
+ * process of PROG (cat) runs for the whole program, and each call is a
+ * round trip through its pipes: write the input, read as many bytes back.
+ * What a call to a pre-started function (--prespawn) cannot go below. Output: the key=value line of bench/stats.h (cpu_us: this
  * process's CPU per run, the children's not counted, to compare with the
  * server's). Exit status 0 when
  * every run echoed its input and exited 0, 1 otherwise, 2 on bad usage. */
@@ -40,8 +46,9 @@
 extern char **environ;
 
 typedef struct opts {
-    const char *cmd, *input;
+    const char *cmd, *input, *expect;
     unsigned long long concurrency, calls, warmup;
+    int running;
 } opts;
 
 typedef struct job {   /* one run of the command */
@@ -56,6 +63,8 @@ typedef struct floor_run {
     const opts *o;
     const char *data;   /* the input bytes */
     size_t len;
+    const char *want;   /* the output expected */
+    size_t want_len;
     job *jobs;
     size_t n_jobs;
     unsigned long long total, issued, done, errors;
@@ -72,7 +81,9 @@ static int set_option(opts *o, const char *name, const char *value)
                                                                : NULL;
     if (count)
         return parse_uint(value, 1ULL << 32, count);
-    if (!strcmp(name, "--cmd"))
+    if (!strcmp(name, "--expect"))
+        o->expect = value;
+    else if (!strcmp(name, "--cmd"))
         o->cmd = value;
     else if (!strcmp(name, "--input"))
         o->input = value;
@@ -85,15 +96,20 @@ static int parse_args(int argc, char **argv, opts *o)
 {
     *o = (opts){.cmd = "cat", .concurrency = 1, .calls = 1000};
     for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--running")) {
+            o->running = 1;
+            i--;
+            continue;
+        }
         if (i + 1 >= argc || set_option(o, argv[i], argv[i + 1]) < 0) {
             fprintf(stderr, "bench-pipefloor: bad option %s%s%s\n", argv[i],
                     i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
             return -1;
         }
     }
-    if (!o->input || o->concurrency == 0 || o->calls == 0) {
+    if (!o->input || o->concurrency == 0 || o->calls == 0 || (o->running && o->concurrency != 1)) {
         fprintf(stderr, "usage: bench-pipefloor [--cmd PROG] [--concurrency N] [--calls N] "
-                        "[--warmup N] --input FILE\n");
+                        "[--warmup N] [--expect FILE] [--running (concurrency 1)] --input FILE\n");
         return -1;
     }
     return 0;
@@ -169,8 +185,8 @@ static int job_finish(floor_run *r, job *j)
     r->lat_ns[r->done++] = loop_now_ns() - j->started_ns;
     j->pid = 0;
     close_fd(&j->in_fd);   /* still open if the child quit before reading it all */
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || j->out.len != r->len ||
-        memcmp(j->out.data ? j->out.data : "", r->data ? r->data : "", r->len) != 0) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || j->out.len != r->want_len ||
+        memcmp(j->out.data ? j->out.data : "", r->want ? r->want : "", r->want_len) != 0) {
         if (!r->errors++)
             fprintf(stderr, "bench-pipefloor: %s did not echo its input (status 0x%x)\n",
                     r->o->cmd, (unsigned)status);
@@ -267,6 +283,65 @@ static int64_t run_jobs(floor_run *r, unsigned long long calls)
     return rc < 0 ? -1 : loop_now_ns() - t0;
 }
 
+/* ---- --running: round trips through one process started once ----------------- */
+
+/* Writes the input and reads want_len bytes back, both at once on poll (a
+ * big input would fill the pipe both ways). 0, or -1. */
+static int round_trip(floor_run *r, job *j)
+{
+    size_t in_off = 0;
+    buf_reset(&j->out);
+    if (buf_reserve(&j->out, r->want_len + 1) < 0)
+        return -1;
+    while (j->out.len < r->want_len) {
+        struct pollfd p[2] = {{.fd = j->out_fd, .events = POLLIN},
+                              {.fd = in_off < r->len ? j->in_fd : -1, .events = POLLOUT}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (p[1].revents) {
+            ssize_t n = write(j->in_fd, r->data + in_off, r->len - in_off);
+            if (n < 0 && errno != EAGAIN && errno != EINTR)
+                return -1;
+            in_off += n > 0 ? (size_t)n : 0;
+        }
+        if (p[0].revents) {
+            ssize_t n = read(j->out_fd, j->out.data + j->out.len, r->want_len - j->out.len);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                return -1;   /* it exited, or worse */
+            j->out.len += n > 0 ? (size_t)n : 0;
+        }
+    }
+    return in_off == r->len ? 0 : -1;
+}
+
+static int64_t run_running(floor_run *r, unsigned long long calls)
+{
+    job *j = &r->jobs[0];
+    int64_t t0 = loop_now_ns();
+    r->done = r->errors = 0;
+    for (unsigned long long i = 0; i < calls; i++) {
+        int64_t start = loop_now_ns();
+        if (round_trip(r, j) < 0) {
+            fprintf(stderr, "bench-pipefloor: round trip through the running %s failed\n",
+                    r->o->cmd);
+            return -1;
+        }
+        r->lat_ns[r->done++] = loop_now_ns() - start;
+        if (memcmp(j->out.data, r->want, r->want_len) != 0 && !r->errors++)
+            fprintf(stderr, "bench-pipefloor: %s did not echo its input\n", r->o->cmd);
+    }
+    return loop_now_ns() - t0;
+}
+
+/* Runs the calls of one measurement (or the warm-up). */
+static int64_t run_mode(floor_run *r, unsigned long long calls)
+{
+    return r->o->running ? run_running(r, calls) : run_jobs(r, calls);
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -276,13 +351,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench-pipefloor: signal: %s\n", strerror(errno));
         return 1;
     }
-    buf input = {0};
-    if (file_read_all(o.input, &input, 0) < 0) {
-        fprintf(stderr, "bench-pipefloor: reading %s: %s\n", o.input, strerror(errno));
+    buf input = {0}, expect = {0};
+    if (file_read_all(o.input, &input, 0) < 0 ||
+        (o.expect && file_read_all(o.expect, &expect, 0) < 0)) {
+        fprintf(stderr, "bench-pipefloor: reading %s: %s\n",
+                input.data || !o.expect ? o.expect : o.input, strerror(errno));
         return 1;
     }
+    const buf *want = o.expect ? &expect : &input;
     unsigned long long most = o.warmup > o.calls ? o.warmup : o.calls;
     floor_run r = {.o = &o, .data = input.data, .len = input.len,
+                   .want = want->data, .want_len = want->len,
                    .n_jobs = (size_t)o.concurrency, .lat_ns = malloc(most * sizeof(int64_t)),
                    .jobs = calloc((size_t)o.concurrency, sizeof(job))};
     if (!r.lat_ns || !r.jobs) {
@@ -291,12 +370,18 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < r.n_jobs; i++)
         r.jobs[i].in_fd = r.jobs[i].out_fd = -1;
-    if (o.warmup && run_jobs(&r, o.warmup) < 0)
+    if (o.running && job_start(&r, &r.jobs[0]) < 0)
+        return 1;
+    if (o.warmup && run_mode(&r, o.warmup) < 0)
         return 1;
     int64_t cpu0 = bench_cpu_ns();
-    int64_t elapsed = run_jobs(&r, o.calls);
+    int64_t elapsed = run_mode(&r, o.calls);
     if (elapsed < 0)
         return 1;
+    if (o.running) {   /* EOF lets it exit; reaped so that nothing outlives us */
+        close_fd(&r.jobs[0].in_fd);
+        waitpid(r.jobs[0].pid, NULL, 0);
+    }
     bench_print_stats(r.lat_ns, (size_t)r.done, r.errors, elapsed, bench_cpu_ns() - cpu0);
     return r.errors ? 1 : 0;
 }

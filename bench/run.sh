@@ -15,8 +15,9 @@
 # when every measurement ran (missed targets print MISSED), 1 when one
 # failed. Knobs (environment): BENCH_ROUNDS, BENCH_SMALL_CALLS,
 # BENCH_TPUT_CALLS, BENCH_MEM_CALLS, BENCH_DYN_MEM_CALLS, BENCH_LARGE_CALLS,
-# BENCH_NESTED_CALLS; BENCH_ONLY=nested runs section 7 alone, BENCH_ONLY=prespawn
-# the 2 KiB rows with and without --prespawn alone.
+# BENCH_NESTED_CALLS, BENCH_SLOW_CALLS; BENCH_ONLY=nested runs section 7 alone,
+# BENCH_ONLY=prespawn the 2 KiB rows of each function with and without
+# --prespawn alone (section 3).
 set -eu
 
 BUILD=${1:-build}
@@ -35,12 +36,15 @@ DYN_MEM_CALLS=${BENCH_DYN_MEM_CALLS:-1000}
 LARGE_CALLS=${BENCH_LARGE_CALLS:-10}      # per round, 5 MiB
 LARGE_SIZE=$((5 * 1024 * 1024))
 NESTED_CALLS=${BENCH_NESTED_CALLS:-3}     # nested 5 MiB outputs judged under Health/Checks
+SLOW_CALLS=${BENCH_SLOW_CALLS:-30}        # per round, the function with a 20 ms start-up
+SLOW_GAP=30ms                             # between its calls: room for its start-up
 
 mkdir -p "$OUT" "$TMP"
 RESULTS=$OUT/results.txt
 rm -f "$TMP"/rows.*
 SERVERS=""
 FN_CPU_US=0
+SRV_FN=cat   # the function servers run (start_server)
 
 cleanup() {
     for pid in $SERVERS; do
@@ -83,11 +87,11 @@ calc() {
 
 # ---- servers --------------------------------------------------------------------
 
-# start_server BINARY [FLAGS...]: starts BINARY --port 0 FLAGS -- cat; sets
+# start_server BINARY [FLAGS...]: starts BINARY --port 0 FLAGS -- $SRV_FN; sets
 # SRV_PID and SRV_PORT once it answers a health Check.
 start_server() {
-    local log=$TMP/server-$(basename "$(dirname "$1")")$(printf %s "${*:2}" | tr -c 'a-z0-9' -).log
-    "$1" --port 0 "${@:2}" -- cat 2>"$log" &
+    local log=$TMP/server-$(basename "$(dirname "$1")")-$(basename "$SRV_FN")$(printf %s "${*:2}" | tr -c 'a-z0-9' -).log
+    "$1" --port 0 "${@:2}" -- "$SRV_FN" 2>"$log" &
     SRV_PID=$!
     SERVERS="$SERVERS $SRV_PID"
     SRV_PORT=$(listening_port "$log" "$SRV_PID") || die "$1 did not start listening"
@@ -196,13 +200,18 @@ table() {
     echo
     echo "floors: 'spawn cat + pipes' is bench-pipefloor: posix_spawnp cat, write the same"
     echo "bytes to its stdin, read its stdout to EOF, waitpid (N at once on one poll loop"
-    echo "for N streams; 1 MiB pipes over 64 KiB, as the server sizes them); '--version'"
-    echo "is exec of the same binary until it exits."
+    echo "for N streams; 1 MiB pipes over 64 KiB, as the server sizes them); 'spawn it'"
+    echo "the same for the row's function; 'round trip to a running cat' is"
+    echo "bench-pipefloor --running: one cat started once, each call writes the bytes"
+    echo "to it and reads them back; '--version' is exec of the same binary until it exits."
+    echo "functions: cat; bench-fn-go, Go and yaml.v3 as catalog functions are built"
+    echo "(static, CGO off; reads the list, adds a label to every item, writes it);"
+    echo "bench-slowfn, which sleeps 20 ms before reading stdin, then copies it."
     echo "'bare TCP relay' is bench-relay: a length-prefixed request over loopback TCP,"
     echo "streamed into cat by a relay process with no protocol work, cat's output sent"
     echo "back; one call at a time, every echo checked (what the two transfers cost)."
     echo "throughput target >= 0.83x is the 1.2x overhead target as a rate."
-    echo "server under test: $MAIN_SRV --port 0 -- cat (default flags;"
+    echo "server under test: $MAIN_SRV --port 0 -- cat (default flags: --prespawn 1;"
     echo "--max-concurrent-streams defaults to 1000, above the 64 used)."
 }
 
@@ -231,65 +240,108 @@ bench_startup_floor() {
 # ---- 3. overhead and 4. throughput at concurrency 1 ----------------------------------
 
 bench_small() {
-    local i srv floor s_med="" f_med="" s_cps="" f_cps="" f_cpu="" c_cpu="" s f
+    local i srv floor s_cps="" f_cps="" f_cpu="" c_cpu="" s f
     for i in $(seq "$ROUNDS"); do
         tool pipefloor --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
         floor=$LINE
         eval_calls --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
         srv=$LINE
-        f_med="$f_med $(get median_us "$floor")"
-        s_med="$s_med $(get median_us "$srv")"
         f_cps="$f_cps $(get calls_per_s "$floor")"
         s_cps="$s_cps $(get calls_per_s "$srv")"
         f_cpu="$f_cpu $(get cpu_us "$floor")"
         c_cpu="$c_cpu $(get cpu_us "$srv")"
     done
-    s=$(median $s_med)
-    f=$(median $f_med)
-    row 3 "overhead: EvaluateFunction, cat, 2 KiB" "$(calc "$s/1000") ms" \
-        "$(calc "$f/1000") ms spawn cat + pipes" "$(calc "$s/$f")x" "<= 1.2x" \
-        "$(verdict "$s / $f <= 1.2")"
-    cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
     s=$(median $s_cps)
     f=$(median $f_cps)
     row 4 "throughput, 1 stream (2 KiB, cat)" "$(calc "$s" 0) calls/s" \
         "$(calc "$f" 0) runs/s spawn cat + pipes" "$(calc "$s/$f")x" ">= 0.83x" \
         "$(verdict "$s / $f >= 1 / 1.2")"
+    cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
 }
 
-# bench_prespawn: the 2 KiB call through cat with and without pre-started
-# functions, two servers side by side, measured in interleaved rounds against
-# the same floor.
-bench_prespawn() {
-    local i on_pid on_port off_pid off_port fl="" on="" off="" f s1 s0
+# bench_fn LABEL EXPECT GAP CALLS: the 2 KiB call through $SRV_FN on two
+# servers side by side, --prespawn 1 (the default) and --prespawn 0, in
+# interleaved rounds with spawning the same function from C (bench-pipefloor
+# --cmd; for cat also the round trip to a running cat, and a Health/Check
+# round trip, the transport's share). EXPECT is the function's output; GAP
+# the pause between calls (0: back to back). Medians in FN_ON, FN_OFF,
+# FN_SPAWN, FN_RUNNING and FN_CHECK (us).
+bench_fn() {
+    local i on_pid on_port off_pid off_port sp="" ru="" on="" off="" ck=""
+    local args=(--input "$TMP/rl-2k.yaml" --expect "$2" --calls "$4" --warmup 5)
     start_server "$MAIN_SRV" --prespawn 1
     on_pid=$SRV_PID on_port=$SRV_PORT
     start_server "$MAIN_SRV" --prespawn 0
     off_pid=$SRV_PID off_port=$SRV_PORT
     for i in $(seq "$ROUNDS"); do
-        tool pipefloor --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
-        fl="$fl $(get median_us "$LINE")"
+        tool pipefloor --cmd "$SRV_FN" "${args[@]}"
+        sp="$sp $(get median_us "$LINE")"
+        if [ "$SRV_FN" = cat ]; then
+            tool pipefloor --running "${args[@]}"
+            ru="$ru $(get median_us "$LINE")"
+        fi
         SRV_PID=$on_pid SRV_PORT=$on_port
-        eval_calls --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        eval_calls "${args[@]}" --gap "$3"
         on="$on $(get median_us "$LINE")"
+        if [ "$SRV_FN" = cat ]; then
+            tool loadgen --addr "127.0.0.1:$SRV_PORT" --rpc check --calls "$4" --warmup 5
+            ck="$ck $(get median_us "$LINE")"
+        fi
         SRV_PID=$off_pid SRV_PORT=$off_port
-        eval_calls --input "$TMP/rl-2k.yaml" --calls "$SMALL_CALLS" --warmup 10
+        eval_calls "${args[@]}" --gap "$3"
         off="$off $(get median_us "$LINE")"
     done
-    f=$(median $fl)
-    s1=$(median $on)
-    s0=$(median $off)
-    row 3 "2 KiB call p50, cat, --prespawn 1" "$(calc "$s1/1000") ms" \
-        "$(calc "$f/1000") ms spawn cat + pipes" "$(calc "$s1/$f")x" "-" ""
-    row 3 "2 KiB call p50, cat, --prespawn 0" "$(calc "$s0/1000") ms" \
-        "$(calc "$f/1000") ms spawn cat + pipes" "$(calc "$s0/$f")x" "-" ""
-    note "(two servers at once, $ROUNDS interleaved rounds; --prespawn 1 takes" \
-         "$(calc "$s1/$s0")x the time of --prespawn 0)"
+    FN_SPAWN=$(median $sp)
+    FN_ON=$(median $on)
+    FN_OFF=$(median $off)
+    FN_RUNNING=$([ -z "$ru" ] || median $ru)
+    FN_CHECK=$([ -z "$ck" ] || median $ck)
     CPU_US=0
     CPU_CALLS=0
     stop_server
     SRV_PID=$on_pid
     stop_server
+    say "   $1: --prespawn 1 $FN_ON us, 0 $FN_OFF us, spawning it $FN_SPAWN us"
+}
+
+ms() {
+    calc "$1/1000" "${2:-2}"
+}
+
+# The 2 KiB rows of section 3: cat, the Go function, the 20 ms start-up.
+bench_prespawn() {
+    local go_kib
+    SRV_FN=cat
+    bench_fn cat "$TMP/rl-2k.yaml" 0 "$SMALL_CALLS"
+    row 3 "2 KiB call p50, cat, --prespawn 1 (default)" "$(ms "$FN_ON") ms" \
+        "$(ms "$FN_RUNNING" 3) ms round trip to a running cat" "$(calc "$FN_ON/$FN_RUNNING")x" \
+        "<= 2x" "$(verdict "$FN_ON / $FN_RUNNING <= 2")"
+    note "(spawning cat + pipes from C: $(ms "$FN_SPAWN") ms; --prespawn 1 takes" \
+         "$(calc "$FN_ON/$FN_SPAWN")x of that. A Health/Check round trip, the transport" \
+         "alone: $(ms "$FN_CHECK" 3) ms; the rest is cat's run and exit, and starting" \
+         "its replacement on the server's loop)"
+    row 3 "2 KiB call p50, cat, --prespawn 0" "$(ms "$FN_OFF") ms" \
+        "$(ms "$FN_SPAWN") ms spawn cat + pipes" "$(calc "$FN_OFF/$FN_SPAWN")x" "-" ""
+    SRV_FN=$BIN/bench-fn-go
+    "$SRV_FN" <"$TMP/rl-2k.yaml" >"$TMP/rl-2k.go.yaml" || die "bench-fn-go failed"
+    go_kib=$((($(stat -c %s "$SRV_FN") + 1023) / 1024))
+    bench_fn go "$TMP/rl-2k.go.yaml" 0 "$SMALL_CALLS"
+    row 3 "2 KiB call p50, Go function, --prespawn 1" "$(ms "$FN_ON") ms" \
+        "$(ms "$FN_SPAWN") ms spawn it + pipes" "$(calc "$FN_ON/$FN_SPAWN")x" "<= 0.5x" \
+        "$(verdict "$FN_ON / $FN_SPAWN <= 0.5")"
+    row 3 "2 KiB call p50, Go function, --prespawn 0" "$(ms "$FN_OFF") ms" \
+        "$(ms "$FN_SPAWN") ms spawn it + pipes" "$(calc "$FN_OFF/$FN_SPAWN")x" "-" ""
+    note "(bench-fn-go: $go_kib KiB static, yaml.v3; calls back to back, so each call's" \
+         "function runs while its replacement starts on the other CPU)"
+    SRV_FN=$BIN/bench-slowfn
+    bench_fn slow "$TMP/rl-2k.yaml" "$SLOW_GAP" "$SLOW_CALLS"
+    row 3 "2 KiB call p50, 20 ms start-up, --prespawn 1" "$(ms "$FN_ON") ms" \
+        "$(ms "$FN_SPAWN") ms spawn it + pipes" "$(calc "$FN_ON/$FN_SPAWN")x" "-" ""
+    row 3 "2 KiB call p50, 20 ms start-up, --prespawn 0" "$(ms "$FN_OFF") ms" \
+        "$(ms "$FN_SPAWN") ms spawn it + pipes" "$(calc "$FN_OFF/$FN_SPAWN")x" "-" ""
+    note "(calls $SLOW_GAP apart, $SLOW_CALLS a round: back to back, one waiting process" \
+         "could hide only the time between two calls)"
+    SRV_FN=cat
 }
 
 bench_throughput() {   # CONCURRENCY
@@ -363,24 +415,25 @@ bench_large() {
     f=$(median $f_med)
     r=$(median $r_med)
     row 5 "large: EvaluateFunction, cat, 5 MiB" "$(calc "$s/1000" 1) ms" \
-        "$(calc "$f/1000" 1) ms spawn cat + pipes" "$(calc "$s/$f")x" "<= 1.5x" \
-        "$(verdict "$s / $f <= 1.5")"
+        "$(calc "$r/1000" 1) ms bare TCP relay" "$(calc "$s/$r")x" "<= 1.25x" \
+        "$(verdict "$s / $r <= 1.25")"
     # On 2 CPUs the wall time cannot fall below half of all the CPU a call
     # costs, whatever overlaps: say what that bound is in this run.
     local srv_ms fn_ms cl_ms
     srv_ms=$(calc "$CPU_US / $CPU_CALLS / 1000" 1)
     fn_ms=$(calc "$FN_CPU_US / $CPU_CALLS / 1000" 1)
     cl_ms=$(calc "$(median $c_cpu) / 1000" 1)
-    note "(all CPU of a 5 MiB call: server $srv_ms + function $fn_ms + client $cl_ms ms;" \
-         "on $(nproc) CPUs no call can take less than $(calc "($srv_ms + $fn_ms + $cl_ms) / $(nproc)" 1) ms)"
+    note "(what remains over the relay: $(calc "($s - $r)/1000" 1) ms; all CPU of a call:" \
+         "server $srv_ms + function $fn_ms + client $cl_ms ms, the relay's: relay" \
+         "$(calc "$(median $r_cpu)/1000" 1) + function $(calc "$(median $rfn_cpu)/1000" 1) +" \
+         "client $(calc "$(median $rcl_cpu)/1000" 1) ms; on $(nproc) CPUs no call can take less" \
+         "than $(calc "($srv_ms + $fn_ms + $cl_ms) / $(nproc)" 1) ms)"
     cpu_note "$(median $f_cpu)" "$(median $c_cpu)"
     # The same bytes through a bare TCP relay (bench-relay): what moving the
     # request and the response over loopback costs here without any gRPC.
     row 5 "large: bare TCP relay through cat, 5 MiB" "$(calc "$r/1000" 1) ms" \
         "$(calc "$f/1000" 1) ms spawn cat + pipes" "$(calc "$r/$f")x" "-" ""
-    note "(the transport's own cost: EvaluateFunction is $(calc "$s/$r")x the relay;" \
-         "relay CPU: relay $(calc "$(median $r_cpu)/1000" 1) + function" \
-         "$(calc "$(median $rfn_cpu)/1000" 1) + client $(calc "$(median $rcl_cpu)/1000" 1) ms)"
+    note "(the transport's own cost; EvaluateFunction is $(calc "$s/$f")x the spawn floor)"
     FN_CPU_US=0
 }
 
@@ -465,7 +518,7 @@ main() {
 
     start_server "$MAIN_SRV"
     mem_mark idle
-    say "3. overhead, 2 KiB, 1 stream ($label server on port $SRV_PORT)"
+    say "4. throughput, 2 KiB, 1 stream ($label server on port $SRV_PORT)"
     bench_small
     say "4. throughput, 8 and 64 streams"
     bench_throughput 8
@@ -482,7 +535,7 @@ main() {
     say "7. Health/Check while a nested output is judged"
     bench_nested
     stop_server
-    say "3. 2 KiB with and without pre-started functions"
+    say "3. 2 KiB through cat, a Go function and a slow starter, with and without --prespawn"
     bench_prespawn
 
     if [ "$label" != dynamic ]; then
@@ -513,7 +566,7 @@ nested_only() {
     table "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/nested.txt"
 }
 
-# BENCH_ONLY=prespawn: the --prespawn 1 / 0 rows alone, against the dynamic binary.
+# BENCH_ONLY=prespawn: the rows of section 3 alone, against the dynamic binary.
 prespawn_only() {
     MAIN_SRV=$BIN/wrapper-server
     tool loadgen --size 2048 --dump "$TMP/rl-2k.yaml"

@@ -19,7 +19,10 @@
  * (a path leading out, a missing or non-executable file refuse the config,
  * as a malformed one is refused), and again at every call, where the binary
  * is opened beneath the directory descriptor taken at load and run through
- * that descriptor. */
+ * that descriptor.
+ *
+ * --prespawn N keeps N processes of each binary called recently started
+ * and waiting (fn_prespawn's pools, keyed by the file the lookup opened). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@
 #include "krm/fnconfig.h"
 #include "runtime/ev_exec.h"
 #include "runtime/ev_multi.h"
+#include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 #include "commands.h"
 #include "flags.h"
@@ -40,6 +44,12 @@
 
 #define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
+/* Pre-started exec functions: a Go function blocked on stdin holds a few
+ * MiB, so the total bounds that memory; a minute without a call is long
+ * for a render's pipeline (its functions run back to back), and a
+ * process spawned for nothing costs only what the call would have paid. */
+#define SERVE_PRESPAWN_TOTAL 32
+#define SERVE_PRESPAWN_IDLE_NS (60LL * 1000000000)
 
 static const char serve_usage[] =
     "Usage: runner-client serve [flags]\n"
@@ -58,6 +68,12 @@ static const char serve_usage[] =
     "  --idle-timeout DUR           close idle connections after this; 0 never (default 5m)\n"
     "  --shutdown-grace DUR         SIGTERM: time in-flight calls get (default 10s)\n"
     FN_SERVER_LIMIT_FLAGS_HELP
+    "  --prespawn N                 processes kept started, waiting for a call, of each\n"
+    "                               exec binary called in the last --prespawn-idle,\n"
+    "                               0-64; 0 starts each on its call (default 1)\n"
+    "  --prespawn-total N           processes waiting in all, 1-256 (default 32)\n"
+    "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
+    "                               processes; 0 never (default 1m)\n"
     SERVE_POD_FLAGS_HELP
     "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
 
@@ -65,6 +81,7 @@ typedef struct serve_opts {
     const char *port, *config, *functions, *prefix, *disable, *max_message, *max_streams;
     const char *idle, *grace, *log_level;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
+    const char *prespawn, *prespawn_total, *prespawn_idle;
     serve_pod_flags pod;
 } serve_opts;
 
@@ -78,6 +95,8 @@ typedef struct runner {
     int exec_enabled, pod_disabled;
     const serve_pod_flags *pod_flags;
     serve_pod *pods;            /* the pod runtime, while serving */
+    size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
+    int64_t prespawn_idle_ns;
 } runner;
 
 /* ---- FunctionConfigs ------------------------------------------------------ */
@@ -311,7 +330,9 @@ static int serve_configure(runner *r, const serve_opts *o)
 {
     unsigned long long port = 9445, max_msg = 6291456, streams = 1000, level = 2;
     unsigned long long functions = 0, waiting = RPC_LIMIT_DEFAULT, pending = 0, pending_conn = 0;
+    unsigned long long prespawn = 1, prespawn_total = SERVE_PRESPAWN_TOTAL;
     int64_t idle = 5LL * 60 * 1000000000, grace = 10LL * 1000000000, stall = 0;
+    int64_t prespawn_idle = SERVE_PRESPAWN_IDLE_NS;
     if (parse_uint_flag("--port", o->port, 0, 65535, &port) < 0 ||
         parse_uint_flag("--max-request-body-size", o->max_message, 1, 2147483647ULL, &max_msg) < 0 ||
         parse_uint_flag("--max-concurrent-streams", o->max_streams, 1, 100000, &streams) < 0 ||
@@ -324,6 +345,10 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_duration_flag("--idle-timeout", o->idle, &idle) < 0 ||
         parse_duration_flag("--shutdown-grace", o->grace, &grace) < 0 ||
         parse_duration_flag("--stalled-send-timeout", o->stall, &stall) < 0 ||
+        parse_uint_flag("--prespawn", o->prespawn, 0, FN_PRESPAWN_MAX, &prespawn) < 0 ||
+        parse_uint_flag("--prespawn-total", o->prespawn_total, 1, FN_PRESPAWN_TOTAL_MAX,
+                        &prespawn_total) < 0 ||
+        parse_duration_flag("--prespawn-idle", o->prespawn_idle, &prespawn_idle) < 0 ||
         parse_runtimes(r, o->disable) < 0)
         return -1;
     buf perr = {0};
@@ -337,6 +362,9 @@ static int serve_configure(runner *r, const serve_opts *o)
     r->config_path = o->config;
     r->functions_dir = o->functions ? o->functions : "./functions";
     r->prefix = o->prefix ? o->prefix : DEFAULT_PREFIX;
+    r->prespawn = (size_t)prespawn;
+    r->prespawn_total = (size_t)prespawn_total;
+    r->prespawn_idle_ns = prespawn_idle;
     r->server = (rpc_server_config){
         .port = (int)port, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
         .idle_timeout_ns = idle, .shutdown_grace_ns = grace, .send_stall_ns = stall,
@@ -365,6 +393,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
         };
         if (!(evs[n++] = ev_exec_new(&exec)))
             return NULL;
+        fn_prespawn_configure_binaries(l, r->prespawn, r->prespawn_total, r->prespawn_idle_ns);
     }
     if (r->pods && !(evs[n] = serve_pod_evaluator(r->pods))) {
         for (size_t i = 0; i < n; i++)
@@ -454,6 +483,8 @@ int cmd_serve(int argc, char **argv)
         {"--max-pending-request-bytes", &o.max_pending},
         {"--max-pending-request-bytes-per-connection", &o.max_pending_conn},
         {"--stalled-send-timeout", &o.stall},
+        {"--prespawn", &o.prespawn}, {"--prespawn-total", &o.prespawn_total},
+        {"--prespawn-idle", &o.prespawn_idle},
         {"--kubeconfig", &o.pod.kubeconfig}, {"--context", &o.pod.context},
         {"--namespace", &o.pod.ns}, {"--dial", &o.pod.dial},
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},

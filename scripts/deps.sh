@@ -14,8 +14,8 @@ libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev"
 TEST_PACKAGES="libcriterion-dev python3 python3-grpcio python3-protobuf python3-pytest
 python3-yaml procps util-linux skopeo docker-registry umoci bubblewrap oci-image-tool
 busybox-static clang libclang-rt-14-dev curl apache2-utils
-golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
-protoc-gen-go protoc-gen-go-grpc"
+golang-go golang-gopkg-yaml.v3-dev golang-google-grpc-dev golang-google-protobuf-dev
+golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc"
 
 case ${1:-test} in
 build) PACKAGES=$BUILD_PACKAGES ;;

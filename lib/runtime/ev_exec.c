@@ -221,8 +221,9 @@ static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_
         .max_stderr = e->cfg.max_stderr,
         .holds_slot = 1,
     };
-    /* a process of the fixed argv may be waiting already (fn_prespawn.h) */
-    fn_job *job = spec.exec_path ? NULL : fn_prespawn_take(argv, &spec, exec_job_done, c);
+    /* a process of this function may be waiting already (fn_prespawn.h):
+     * of the fixed argv, or of the very file the lookup opened */
+    fn_job *job = fn_prespawn_take(argv, c->exec_fd, &spec, exec_job_done, c);
     if (!job)
         job = fn_job_start(e->cfg.loop, &spec, exec_job_done, c, why);
     if (!job)

@@ -495,7 +495,7 @@ static int fn_job_watch_pipes(fn_job *job)
 }
 
 /* Sizes the pipes and the output buffer for spec's input, and takes its
- * input and limits (argv and exec_path stay the job's). */
+ * input and limits. */
 static void fn_job_set_input(fn_job *job, const fn_job_spec *spec)
 {
     if (spec->input_len > 65536) {   /* fewer wakeups for big lists; best effort */
@@ -506,13 +506,10 @@ static void fn_job_set_input(fn_job *job, const fn_job_spec *spec)
         size_t guess = spec->input_len + spec->input_len / 8;
         (void)buf_reserve(&job->out, guess < spec->max_stdout ? guess : spec->max_stdout + 1);
     }
-    char *const *argv = job->spec.argv;
-    const char *exec_path = job->spec.exec_path;
+    /* A waiting job given its call takes the call's argv too: argv and
+     * exec_path are read only to spawn, and the call's outlive the job,
+     * where the pool that started it (fn_prespawn) may be released first. */
     job->spec = *spec;
-    if (argv) {   /* a waiting job keeps what it was started as */
-        job->spec.argv = argv;
-        job->spec.exec_path = exec_path;
-    }
     job->input_ready = spec->input_growing ? spec->input_ready : spec->input_len;
     if (job->input_ready > spec->input_len)
         job->input_ready = spec->input_len;

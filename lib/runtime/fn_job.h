@@ -109,7 +109,7 @@ fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *d
                              buf *why);
 
 /* Give a waiting job its call: spec's input, limits and holds_slot apply
- * from now (argv is the job's), started_ns is now, and done(job, ctx) is
+ * from now (spec's argv must name what the job runs), started_ns is now, and done(job, ctx) is
  * called as for fn_job_start. Returns 0; or -1 when the process has already
  * exited or written (perhaps not yet told by SIGCHLD or the pipes): the job
  * is unchanged, still waiting, and the caller cancels it. */

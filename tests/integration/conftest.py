@@ -66,13 +66,16 @@ class Launcher:
         (overrides the --port/options/entrypoint layout).
         binary: the server binary (default: $BUILD/bin/wrapper-server)."""
         port = free_port()
+        # KRM_TEST_PRESPAWN=N runs every wrapper-server and runner-client
+        # serve test with --prespawn N (unless the test sets it), e.g. 0 to
+        # check that everything behaves as before without pre-started
+        # functions.
+        prespawn = os.environ.get("KRM_TEST_PRESPAWN")
         if argv is not None:
             args = [a.replace("{port}", str(port)) for a in argv]
+            if prespawn and args[:1] == ["serve"] and "--prespawn" not in args:
+                args = ["serve", "--prespawn", prespawn, *args[1:]]
         else:
-            # KRM_TEST_PRESPAWN=N runs every wrapper-server test with
-            # --prespawn N (unless the test sets it), e.g. 0 to check that
-            # everything behaves as before without pre-started functions.
-            prespawn = os.environ.get("KRM_TEST_PRESPAWN")
             if prespawn and binary is None and "--prespawn" not in options:
                 options = ["--prespawn", prespawn, *options]
             args = ["--port", str(port), *options, "--", *entrypoint]

@@ -2,13 +2,18 @@
 given a process started before it came, which sees its own stdin, stdout,
 stderr and exit status; waiting processes that exit or write are dropped
 and the call spawns its own; repeated early exits turn prespawning off;
-SIGTERM kills waiting processes first and none outlives the server."""
+SIGTERM kills waiting processes first and none outlives the server.
+runner-client serve --prespawn N does the same per exec binary called
+recently: its first call makes the pool, an idle one is released, the total
+is bounded, and a binary replaced on disk never serves from old processes."""
 
 import os
 import signal
 import time
 
-from krmtest import process_gone, simple_rl, wait_processes_gone
+import pytest
+
+from krmtest import CLIENT_BIN, process_gone, run_cli, simple_rl, wait_processes_gone
 from test_observability import curl, series
 
 # Records "<pid> start <ns>" when it starts and "<pid> stdin <ns>" once its
@@ -186,3 +191,161 @@ def test_deadline_counts_from_the_call(start_server):
     rl = simple_rl("in-time")
     assert srv.evaluate(rl, image="img", timeout=0.5).resource_list == rl
     assert metric(srv, "krm_prespawn_hits_total") == 1
+
+
+# ---- runner-client serve --prespawn: a pool per exec binary ------------------
+
+SERVE_IMAGE = "example.com/fn/{name}:v1"
+
+
+def serve_config(tmp_path, names):
+    """A --functions directory with one recorder per name (each logging to
+    tmp_path/<name>.log) and a FunctionConfig file mapping
+    example.com/fn/<name>:v1 to it."""
+    from test_serve import function_config
+    d = tmp_path / "functions"
+    d.mkdir()
+    docs = []
+    for name in names:
+        path = d / name
+        path.write_text(f"#!/bin/sh\nset -- {tmp_path / (name + '.log')}\n{RECORDER}")
+        path.chmod(0o755)
+        docs.append(function_config(name, name, ["v1"], name, prefixes=["example.com/fn"]))
+    cfg = tmp_path / "fc.yaml"
+    cfg.write_text("---\n".join(docs))
+    return d, cfg
+
+
+@pytest.fixture
+def serve_prespawn(start_server, tmp_path):
+    def start(names, *flags):
+        d, cfg = serve_config(tmp_path, names)
+        return start_server([], binary=CLIENT_BIN, argv=[
+            "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(d),
+            "--disable-runtimes=pod", *flags])
+    return start
+
+
+def wait_metric(srv, name, want, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while metric(srv, name) != want and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert metric(srv, name) == want
+
+
+def test_serve_second_call_is_served_by_a_prestarted_process(serve_prespawn, tmp_path):
+    log = tmp_path / "a.log"
+    srv = serve_prespawn(["a"], "--prespawn", "1")
+    time.sleep(0.3)
+    assert records(log) == {}, "started before its binary was called"
+    image = SERVE_IMAGE.format(name="a")
+    t0 = time.time_ns()
+    rl = simple_rl("first")
+    assert srv.evaluate(rl, image=image).resource_list == rl
+    (first,) = [v for v in records(log).values() if "stdin" in v]
+    assert first["start"] >= t0, "the first call of a binary starts its own"
+    recs = wait_started(log, 2)   # the first call made the pool: one is waiting
+    (waiting,) = waiting_pids(recs)
+    wait_metric(srv, "krm_prespawn_waiting", 1)
+    time.sleep(0.3)
+    t1 = time.time_ns()
+    rl2 = simple_rl("second")
+    assert srv.evaluate(rl2, image=image).resource_list == rl2
+    second = records(log)[waiting]
+    assert second["start"] < t1 - 200_000_000, "the call's process started with the call"
+    assert second["stdin"] >= t1
+    assert metric(srv, "krm_prespawn_hits_total") == 1
+    assert metric(srv, "krm_prespawn_misses_total") == 1
+    wait_started(log, 3)   # its replacement
+
+
+def test_serve_idle_binary_loses_its_processes(serve_prespawn, tmp_path):
+    log = tmp_path / "a.log"
+    srv = serve_prespawn(["a"], "--prespawn", "2", "--prespawn-idle", "1s")
+    image = SERVE_IMAGE.format(name="a")
+    assert srv.evaluate(simple_rl("x"), image=image).resource_list == simple_rl("x")
+    pids = waiting_pids(wait_started(log, 3))
+    assert len(pids) == 2
+    time.sleep(0.5)
+    assert all(not process_gone(p, srv.pid) for p in pids), "released before the idle time"
+    assert wait_processes_gone(pids, srv.pid, timeout=3.0) == []
+    assert metric(srv, "krm_prespawn_waiting") == 0
+    time.sleep(0.5)
+    assert len(records(log)) == 3, "started again with no call"
+    # called again: a miss, and the pool comes back
+    assert srv.evaluate(simple_rl("y"), image=image).resource_list == simple_rl("y")
+    assert metric(srv, "krm_prespawn_misses_total") == 2
+    wait_metric(srv, "krm_prespawn_waiting", 2)
+
+
+def test_serve_total_bound_across_binaries(serve_prespawn, tmp_path):
+    srv = serve_prespawn(["a", "b", "c"], "--prespawn", "3", "--prespawn-total", "4")
+
+    def waiting():   # the live processes that have had no call
+        return {n: [p for p in waiting_pids(records(tmp_path / f"{n}.log"))
+                    if not process_gone(p, srv.pid)] for n in ("a", "b", "c")}
+
+    for name in ("a", "b", "c"):
+        rl = simple_rl(name)
+        assert srv.evaluate(rl, image=SERVE_IMAGE.format(name=name)).resource_list == rl
+        time.sleep(0.3)
+    wait_metric(srv, "krm_prespawn_waiting", 4)
+    time.sleep(0.3)
+    assert metric(srv, "krm_prespawn_waiting") == 4
+    assert {n: len(p) for n, p in waiting().items()} == {"a": 3, "b": 1, "c": 0}
+    # room for one more: it goes to the binary called last
+    os.kill(waiting()["a"][0], signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while len(waiting()["c"]) < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert metric(srv, "krm_prespawn_waiting") == 4
+    assert {n: len(p) for n, p in waiting().items()} == {"a": 2, "b": 1, "c": 1}
+    # a call takes one and frees room: the caller's pool gets it back
+    rl = simple_rl("again")
+    assert srv.evaluate(rl, image=SERVE_IMAGE.format(name="a")).resource_list == rl
+    assert metric(srv, "krm_prespawn_hits_total") == 1
+    wait_metric(srv, "krm_prespawn_waiting", 4)
+    time.sleep(0.3)
+    assert {n: len(p) for n, p in waiting().items()} == {"a": 2, "b": 1, "c": 1}
+
+
+def test_serve_prespawn_0(serve_prespawn, tmp_path):
+    log = tmp_path / "a.log"
+    srv = serve_prespawn(["a"], "--prespawn", "0")
+    image = SERVE_IMAGE.format(name="a")
+    for name in ("one", "two"):
+        t0 = time.time_ns()
+        assert srv.evaluate(simple_rl(name), image=image).resource_list == simple_rl(name)
+        assert max(v["start"] for v in records(log).values()) >= t0
+    time.sleep(0.5)
+    assert waiting_pids(records(log)) == []
+    assert len(records(log)) == 2
+    assert metric(srv, "krm_prespawn_waiting") == 0
+    assert metric(srv, "krm_prespawn_hits_total") == 0
+
+
+def test_serve_replaced_binary_never_runs_the_old_file(serve_prespawn, tmp_path):
+    log = tmp_path / "a.log"
+    srv = serve_prespawn(["a"], "--prespawn", "1")
+    image = SERVE_IMAGE.format(name="a")
+    assert srv.evaluate(simple_rl("x"), image=image).resource_list == simple_rl("x")
+    (old,) = waiting_pids(wait_started(log, 2))
+    new = tmp_path / "functions" / "a.new"
+    new.write_text("#!/bin/sh\ncat >/dev/null\nprintf 'apiVersion: config.kubernetes.io/v1\\n"
+                   "kind: ResourceList\\nitems: []\\n'\n")
+    new.chmod(0o755)
+    os.rename(new, tmp_path / "functions" / "a")
+    resp = srv.evaluate(simple_rl("y"), image=image)
+    assert b"items: []" in resp.resource_list, "a process of the replaced file served the call"
+    assert wait_processes_gone([old], srv.pid) == []
+    assert metric(srv, "krm_prespawn_hits_total") == 0
+
+
+@pytest.mark.parametrize("flag,value", [("--prespawn", "65"), ("--prespawn", "-1"),
+                                        ("--prespawn-total", "0"), ("--prespawn-total", "257"),
+                                        ("--prespawn-idle", "soon")])
+def test_serve_prespawn_flags_refused(flag, value):
+    res = run_cli([CLIENT_BIN, "serve", "--disable-runtimes=pod", flag, value])
+    assert res.returncode == 2
+    assert f'invalid value "{value}" for {flag}' in res.stderr.decode()
