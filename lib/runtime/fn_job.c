@@ -340,12 +340,32 @@ static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
     fn_job_maybe_finish(job);
 }
 
+/* What a waiting process writes on stderr before its call (a start-up
+ * message) is kept for that call, which sees it as it would had the process
+ * started with it. Past FN_JOB_WAITING_STDERR_MAX, or when it closes its
+ * stderr, the process is spoiled. 0, or -1 when spoiled. */
+static int fn_job_read_waiting_stderr(fn_job *job)
+{
+    char chunk[FN_JOB_READ_CHUNK];
+    for (;;) {
+        ssize_t n = read(job->fd_err, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0 || job->err.len + (size_t)n > FN_JOB_WAITING_STDERR_MAX ||
+            buf_append(&job->err, chunk, (size_t)n) < 0)
+            return -1;
+    }
+}
+
 static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
     fn_job *job = ctx;
-    if (job->waiting) {
-        job->done(job, job->ctx);
+    if (job->waiting) {   /* spoiled: the owner cancels it */
+        if (fn_job_read_waiting_stderr(job) < 0)
+            job->done(job, job->ctx);
         return;
     }
     char chunk[FN_JOB_READ_CHUNK];
@@ -612,16 +632,18 @@ fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *d
     return job;
 }
 
-/* Whether a waiting process has exited or written, though neither SIGCHLD
- * nor the pipes have been serviced yet this round. Two syscalls per call. */
+/* Whether a waiting process has exited, written on stdout or spoiled its
+ * stderr, though neither SIGCHLD nor the pipes have been serviced yet this
+ * round; its stderr so far is read. Three syscalls per call. */
 static int fn_job_spoiled(fn_job *job)
 {
+    if (fn_job_read_waiting_stderr(job) < 0)
+        return 1;
     siginfo_t info = {0};
     if (waitid(P_PID, (id_t)job->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid)
         return 1;
-    struct pollfd fds[2] = {{.fd = job->fd_out, .events = POLLIN},
-                            {.fd = job->fd_err, .events = POLLIN}};
-    return poll(fds, 2, 0) != 0;
+    struct pollfd out = {.fd = job->fd_out, .events = POLLIN};
+    return poll(&out, 1, 0) != 0;
 }
 
 int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx)

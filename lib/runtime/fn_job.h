@@ -101,17 +101,22 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
 
 /* Start the function with no call yet (fn_prespawn.h): the process is
  * spawned exactly as fn_job_start spawns it and blocks reading stdin.
- * Only spec's argv and exec_path are read. While it waits, done(job, ctx)
- * means it exited or wrote to stdout or stderr: its owner must cancel it
- * then (its output is not read; nobody asked). NULL and *why as
+ * Only spec's argv and exec_path are read. What it writes on stderr while
+ * it waits (a start-up message), up to FN_JOB_WAITING_STDERR_MAX bytes, is
+ * kept and becomes the start of its call's stderr, as it would have been
+ * without prespawning. done(job, ctx) while it waits means it exited, wrote
+ * to stdout, wrote more than that on stderr or closed it: its owner must
+ * cancel it then (its stdout is not read; nobody asked). NULL and *why as
  * fn_job_start. */
+#define FN_JOB_WAITING_STDERR_MAX (64 * 1024)
 fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                              buf *why);
 
 /* Give a waiting job its call: spec's input, limits and holds_slot apply
  * from now (spec's argv must name what the job runs), started_ns is now, and done(job, ctx) is
  * called as for fn_job_start. Returns 0; or -1 when the process has already
- * exited or written (perhaps not yet told by SIGCHLD or the pipes): the job
+ * exited or written to stdout (perhaps not yet told by SIGCHLD or the
+ * pipes), or spoiled its stderr as above: the job
  * is unchanged, still waiting, and the caller cancels it. */
 int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx);
 

@@ -88,7 +88,7 @@ static void pool_release(size_t i)
 
 static void prespawn_refill_soon(void);
 
-/* A waiting process exited or wrote: drop it and its output. */
+/* A waiting process exited or wrote (fn_job_start_waiting): drop it and its output. */
 static void prespawn_early(fn_job *job, void *ctx)
 {
     pool *p = ctx;
@@ -97,8 +97,9 @@ static void prespawn_early(fn_job *job, void *ctx)
         log_warn("pre-started function %d (%s) exited before it was given a call (wait status "
                  "%d); dropped", (int)job->pid, pool_name(p), job->wait_status);
     else
-        log_warn("pre-started function %d (%s) wrote output or closed it (exited?) before it "
-                 "was given a call; killed, its output dropped", (int)job->pid, pool_name(p));
+        log_warn("pre-started function %d (%s) wrote output, over %d KiB of stderr, or closed "
+                 "one of them (exited?) before it was given a call; killed, its output dropped",
+                 (int)job->pid, pool_name(p), FN_JOB_WAITING_STDERR_MAX / 1024);
     fn_job_cancel(job, 0, NULL, NULL);
     if (++p->strikes >= FN_PRESPAWN_STRIKES && !p->disabled) {
         p->disabled = 1;

@@ -26,8 +26,9 @@
  *     disk never serves a call from a process of the old file; its old
  *     pool is released when the new file is first called.
  *
- * A waiting process that exits or writes before it has a call is killed,
- * reaped and its output dropped; the call spawns on demand. After
+ * A waiting process that exits or writes on stdout before it has a call is
+ * killed, reaped and its output dropped; the call spawns on demand. A
+ * start-up message on stderr is kept for the call (fn_job_start_waiting). After
  * FN_PRESPAWN_STRIKES such early exits in a row in one pool (no call
  * served from it between them), that pool stops starting processes, says
  * so once in the log, and counts in krm_prespawn_disabled.

@@ -123,13 +123,51 @@ def test_writing_while_waiting_is_dropped(start_server, tmp_path):
     flag = tmp_path / "quiet"
     srv = start_server(["sh", "-c", f'[ -e {flag} ] || echo early; cat'], options=["--prespawn", "1"])
     deadline = time.monotonic() + 5
-    while "wrote output or closed it" not in srv.stderr() and time.monotonic() < deadline:
+    while "wrote output" not in srv.stderr() and time.monotonic() < deadline:
         time.sleep(0.02)
     flag.write_text("")
     time.sleep(0.3)
     rl = simple_rl("clean")
     resp = srv.evaluate(rl, image="img")
     assert resp.resource_list == rl   # never "early"
+
+
+def test_startup_message_on_stderr_is_the_calls(start_server, tmp_path):
+    """A function that logs before reading its input (a shell function's
+    "starting" line) is served by a pre-started process, and the call's
+    log starts with that line, as without prespawn; prespawning stays on."""
+    log = tmp_path / "log"
+    srv = start_server(["sh", "-c", 'echo "starting $$" >&2; ' + RECORDER, "fn", str(log)],
+                       options=["--prespawn", "1"])
+    wait_started(log, 1)
+    time.sleep(0.3)
+    for n, name in enumerate(("one", "two", "three", "four")):
+        before = {p for p, v in records(log).items() if "stdin" in v}
+        rl = simple_rl(name)
+        resp = srv.evaluate(rl, image="img")
+        assert resp.resource_list == rl
+        (pid,) = {p for p, v in records(log).items() if "stdin" in v} - before
+        assert resp.log.decode() == f"starting {pid}\n"
+        wait_started(log, n + 2)   # its replacement, which logs its own line
+    assert metric(srv, "krm_prespawn_hits_total") == 4
+    assert metric(srv, "krm_prespawn_disabled") == 0
+    assert "before it was given a call" not in srv.stderr()
+
+
+def test_flooding_stderr_while_waiting_is_dropped(start_server, tmp_path):
+    """More than 64 KiB of stderr before the call spoils the process."""
+    flag = tmp_path / "quiet"
+    srv = start_server(["sh", "-c", f'[ -e {flag} ] || head -c 70000 /dev/zero >&2; cat'],
+                       options=["--prespawn", "1"])
+    deadline = time.monotonic() + 5
+    while "over 64 KiB of stderr" not in srv.stderr() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "over 64 KiB of stderr" in srv.stderr()
+    flag.write_text("")
+    time.sleep(0.3)
+    rl = simple_rl("clean")
+    resp = srv.evaluate(rl, image="img")
+    assert resp.resource_list == rl and b"\0" not in resp.log
 
 
 def test_drain_kills_waiting_processes(start_server, tmp_path):
