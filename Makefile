@@ -48,7 +48,7 @@ GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
 LIB_SRCS  := $(wildcard lib/*/*.c)
 ifneq ($(STATIC_PREFIX),)
-LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c,$(LIB_SRCS))   # need libcurl; not in static builds
+LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c lib/runtime/health_check.c,$(LIB_SRCS))   # need libcurl; not in static builds
 endif
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
 RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))
