@@ -23,6 +23,7 @@
 #include "kube/pod_template.h"
 #include "oci/image_ref.h"
 #include "runtime/ev_pod.h"
+#include "runtime/health_check.h"
 #include "call_opts.h"
 #include "commands.h"
 #include "flags.h"
@@ -133,7 +134,7 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
     kube_config_opts o = {k->kubeconfig, k->context, k->ns};
     pod_cache_opts po = {.namespace = k->ns, .wrapper_image = k->wrapper,
                          .dial = strcmp(k->dial, "pod") ? POD_DIAL_SERVICE : POD_DIAL_POD,
-                         .ready_timeout_ns = ready_ns};
+                         .ready_timeout_ns = ready_ns, .health = &health_check_hook};
     if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
         !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err)) ||
         !(r->pc = pod_cache_new(r->l, r->c, &po, &err))) {
@@ -168,8 +169,8 @@ static void on_created(const pod_answer *a, void *ctx)
         r->rc = 1;
     } else {
         printf("pod %s\nuid %s\naddress %s\n", a->pod, a->uid ? a->uid : "", a->name);
-        fprintf(stderr, "pod %s %s, serving after %.2f s\n", a->pod, a->created ? "created" : "found",
-                (double)a->waited_ns / 1e9);
+        fprintf(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
+                (double)a->waited_ns / 1e9, a->ready ? "" : " (its wrapper answered SERVING; not Ready yet)");
         r->rc = fflush(stdout) == 0 ? 0 : 1;
     }
     loop_stop(r->l);
@@ -233,8 +234,9 @@ static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
         r->rc = 0;
     }
     if (last)
-        fprintf(stderr, "runner-client: pod %s (%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
-                last->pod, last->created ? "created" : "reused", last->addr,
+        fprintf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
+                last->pod, last->created ? "created" : "reused",
+                last->ready ? "" : ", wrapper SERVING before the pod was Ready", last->addr,
                 (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - er->t0) / 1e9);
     loop_stop(r->l);
 }
