@@ -201,6 +201,12 @@ demo: deps all
 e2e: deps
 	BUILD=$(BUILD) ./scripts/e2e.sh
 
+# Not part of make test: the function pods' figures (bench/pods.py) on the
+# lab that scripts/e2e.sh starts and stops (or KUBECONFIG with REGISTRY).
+.PHONY: bench-pods
+bench-pods: deps all $(BUILD)/bin/bench-loadgen
+	BUILD=$(BUILD) E2E_RUN=bench ./scripts/e2e.sh
+
 clean:
 	rm -rf build
 
@@ -229,6 +235,7 @@ help:
 	@echo '  soak           many calls of every kind against one server, checking memory and fds'
 	@echo '  valgrind       the integration tests under valgrind memcheck'
 	@echo '  e2e            end-to-end tests on a Kubernetes cluster (scripts/e2e.sh)'
+	@echo '  bench-pods     function pod figures on the lab or a cluster (bench/pods.py)'
 	@echo '  deps           install (as root) or name the Debian packages the build needs'
 	@echo '  clean          remove build/'
 

@@ -17,24 +17,18 @@ The wrapper's /metrics is read at <podIP>:9446 (HTTP/1.1 on the gRPC port),
 so this machine must reach pod IPs, as the other tests need.
 """
 
-import json
-import os
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from k8s import ROOT, SLOW, is_ready
+from busybox_image import push_busybox_image, registry_tls_verify
+from k8s import SLOW, is_ready
 from test_pod_runtime import check_answer, eval_kube, function_pods
 from test_serve_pods import Runner, pb  # noqa: F401  (pb: the fixture Runner needs)
 from test_serve_pods import check_answer as check_answer_pb
-
-sys.path.insert(0, os.path.join(ROOT, "images"))
-import oci  # noqa: E402
 
 PORT = 9446
 
@@ -71,19 +65,8 @@ def call_connections(before, after):
 def absent_fn_image(k8s, tmp_path_factory):
     """A function image whose entrypoint names no file: its wrapper server
     starts and answers health NOT_SERVING (the function cannot be run)."""
-    out = tmp_path_factory.mktemp("absent") / "layout"
-    with open("/bin/busybox", "rb") as f:
-        layer = oci.tar_layer([oci.Entry("bin/busybox", "file", 0o755, data=f.read()),
-                               oci.Entry("bin/sh", "symlink", 0o777, target="busybox")], 0)
-    config = {"architecture": "amd64", "os": "linux",
-              "config": {"Env": ["PATH=/bin"], "Entrypoint": ["/bin/no-such-function"]}}
-    oci.write_image(str(out), [layer], config, "e2e", {"architecture": "amd64", "os": "linux"})
-    digest = json.load(open(out / "index.json"))["manifests"][0]["digest"]
-    name = f"{k8s.registry}/krm-e2e-fn-absent:e2e-{digest.removeprefix('sha256:')[:12]}"
-    tls = "false" if k8s.is_lab else os.environ.get("E2E_REGISTRY_TLS_VERIFY", "true")
-    subprocess.run(["skopeo", "copy", "--quiet", "--insecure-policy", f"--dest-tls-verify={tls}",
-                    f"oci:{out}:e2e", f"docker://{name}"], check=True)
-    return name
+    return push_busybox_image(k8s.registry, "krm-e2e-fn-absent", ["/bin/no-such-function"],
+                              str(tmp_path_factory.mktemp("absent")), registry_tls_verify(k8s.is_lab))
 
 
 def test_cold_eval_answers_on_health_before_ready(api, runner, images, namespace, tmp_path, figures):
