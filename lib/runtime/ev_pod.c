@@ -10,9 +10,10 @@
  * dialable), or when its connection is found broken or going away (the
  * server's GOAWAY, a reset): the next call opens a new one. A call that the
  * connection ended before the server answered (gc_result.transport) is sent
- * once more on a fresh connection; EvaluateFunction is a pure function of
- * its request, so a second send is safe. A connect that fails drops the pod
- * from the cache and fails the calls waiting for it, as before. */
+ * once more, to the pod the cache gives then, on a fresh connection
+ * (EvaluateFunction is a pure function of its request: a second send is
+ * safe). A connect that fails drops the pod from the cache and fails the
+ * calls waiting for it, as before. */
 #include "runtime/ev_pod.h"
 
 #include <stdio.h>
@@ -75,6 +76,7 @@ struct pod_call {
 };
 
 static void link_submit(pod_ev *p, pod_call *c);
+static void on_pod(const pod_answer *a, void *ctx);
 
 static void finish(pod_call *c, int code, const char *message)
 {
@@ -162,12 +164,15 @@ static void on_answer(const gc_result *r, void *ctx)
     pod_link *k = c->link;
     link_leave(c);
     if (r->transport && !c->resent) {
-        /* the connection ended it, not the server: once more on a new one */
+        /* the connection ended it, not the server: once more, on a new
+         * connection to the pod the cache has now (another one if this pod
+         * was dropped meanwhile) */
         c->resent = 1;
         log_v(1, "function pod %s: %s; sending the call again on a new connection", c->pod, r->message);
         if (!k->retired)
             link_retire(k);
-        link_submit(p, c);
+        if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
+            finish(c, GRPC_UNAVAILABLE, r->message);
         return;
     }
     pod_cache_used(p->pc, c->image);
@@ -299,6 +304,9 @@ static void on_pod(const pod_answer *a, void *ctx)
     p->last.created = a->created;
     p->last.ready = a->ready;
     p->last.pod_wait_ns = a->waited_ns;
+    free(c->pod);
+    free(c->addr);
+    c->addr = NULL;
     if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr)))
         return finish(c, GRPC_UNAVAILABLE, "out of memory");
     link_submit(p, c);
