@@ -38,7 +38,6 @@ typedef struct pod_ev {
     ev_pod_opts o;
     ev_pod_last last;
     pod_link *links;           /* live and retired, until closed */
-    size_t opened;             /* connections opened (for tests and figures) */
 } pod_ev;
 
 /* One HTTP/2 connection to one pod, shared by the calls to it. */
@@ -224,7 +223,6 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
         }
     } else {
         k->conn = conn;
-        p->opened++;
         log_v(2, "function pod %s: connected to %s", k->pod, k->addr);
         while (k->queue) {
             pod_call *c = k->queue;
@@ -433,9 +431,4 @@ const ev_pod_last *ev_pod_last_call(evaluator *e)
 {
     pod_ev *p = (pod_ev *)e;
     return p->last.pod[0] ? &p->last : NULL;
-}
-
-size_t ev_pod_connections_opened(evaluator *e)
-{
-    return ((pod_ev *)e)->opened;
 }

@@ -42,7 +42,4 @@ typedef struct ev_pod_last {
 } ev_pod_last;
 const ev_pod_last *ev_pod_last_call(evaluator *e);
 
-/* Connections this evaluator opened to pods so far. */
-size_t ev_pod_connections_opened(evaluator *e);
-
 #endif
