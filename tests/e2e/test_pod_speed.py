@@ -7,6 +7,8 @@
 - a wrapper server that answers NOT_SERVING (its function cannot be run)
   never gets a call: the wait ends at --ready-timeout naming its health,
   and the wrapper's own /metrics count no EvaluateFunction;
+- a runner that finds a Ready pod of the image costs one API round trip
+  (the LIST by label; kube_http logs each request at --log-level 3);
 - `runner-client serve` keeps one HTTP/2 connection per pod: successive and
   concurrent calls arrive on it (the wrapper's krm_connections_accepted_total,
   minus the connections of the kubelet's probes, one Check each, does not
@@ -139,5 +141,25 @@ def test_serve_calls_share_one_connection_per_pod(api, pb, k8s, images, namespac
         assert len(new) == 1 and new[0]["metadata"]["name"] != name, new
         assert len(re.findall(rf"function pod {new[0]['metadata']['name']}: connected to",
                               srv.log.read_text())) == 1, srv.stderr()
+    finally:
+        srv.stop()
+
+
+def test_warm_pod_lookup_is_one_api_round_trip(api, pb, k8s, runner, images, namespace,  # noqa: F811
+                                               tmp_path):
+    # a Ready pod of the image, then a runner that has never seen it
+    r = runner(["pod", "create", "--dial", "pod", "--namespace", namespace, "--image", images.fn],
+               timeout=120)
+    assert r.returncode == 0, r.stderr
+    name = dict(line.split(" ", 1) for line in r.stdout.splitlines())["pod"]
+    api.wait_pod(namespace, name, is_ready, 30 * SLOW, "Ready")
+    srv = Runner(pb, k8s, namespace, tmp_path)   # --log-level 3: one line per API request
+    try:
+        check_answer_pb(srv.evaluate(images.fn))
+        log = srv.log.read_text()
+        lookup = log[:log.index(f"pod {name} serves")]
+        calls = re.findall(r"API (\w+ \S+) -> ", lookup)
+        assert len(calls) == 1 and calls[0].startswith("GET /api/v1/namespaces/"), calls
+        assert f"pod {name}: adopted" in log, log[-3000:]
     finally:
         srv.stop()
