@@ -17,6 +17,7 @@ run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
    create -> the wrapper answers health, create -> Ready;
 3. warm: bench-loadgen's EvaluateFunction to a `cat` function in its pod
    against the same calls to a local wrapper server running the same `cat`
+   (static busybox, as in the image)
    (BENCH_PODS_CALLS sequential calls of 2 KiB, default 200, three rounds
    interleaved, median of the round medians); and through
    `runner-client serve` (its kept connection to the pod) against the pod
@@ -218,8 +219,11 @@ class Bench:
         pod_addr = dict(line.split(" ", 1) for line in r.stdout.splitlines())["address"]
         port = free_port()
         log = os.path.join(self.tmp, "local.log")
+        # the pod's `cat` is static busybox's: the same binary here, so that
+        # only the path differs (a dynamically linked cat execs slower)
         local = subprocess.Popen([os.path.join(BIN, "wrapper-server"), "--port", str(port), "--",
-                                  "/bin/cat"], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+                                  "/bin/busybox", "cat"], stdout=subprocess.DEVNULL,
+                                 stderr=open(log, "w"))
         try:
             wait_listening(local, log, port, "the local wrapper server")
             pod_us, local_us = [], []
