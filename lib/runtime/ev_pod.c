@@ -100,6 +100,8 @@ static void link_free(pod_link *k)
             break;
         }
     k->retired = 1;
+    for (pod_call *c = k->queue; c; c = c->queued_next)
+        c->link = NULL;   /* waiting for the connect: they no longer hold k */
     gc_connect_cancel(k->dialing);
     gc_close(k->conn);   /* calls still running end CANCELLED (an evaluator going away) */
     loop_timer_cancel(p->l, k->closing);
@@ -276,9 +278,12 @@ static void link_submit(pod_ev *p, pod_call *c)
             break;
         c->link = k;
         k->calls++;
-        if (!k->conn) {
-            c->queued_next = k->queue;
-            k->queue = c;
+        if (!k->conn) {   /* in order, behind the calls already waiting */
+            pod_call **q = &k->queue;
+            while (*q)
+                q = &(*q)->queued_next;
+            c->queued_next = NULL;
+            *q = c;
             return;
         }
         if (link_send(c) == 0)
