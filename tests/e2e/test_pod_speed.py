@@ -13,12 +13,14 @@
   concurrent calls arrive on it (the wrapper's krm_connections_accepted_total,
   minus the connections of the kubelet's probes, one Check each, does not
   move); a deleted pod's connection is closed and the next call succeeds on
-  the new pod, on one new connection.
+  the new pod, on one new connection; a connection the pod's wrapper closed
+  (its idle timeout) is replaced at the next call.
 
 The wrapper's /metrics is read at <podIP>:9446 (HTTP/1.1 on the gRPC port),
 so this machine must reach pod IPs, as the other tests need.
 """
 
+import json
 import re
 import time
 import urllib.request
@@ -29,6 +31,7 @@ import pytest
 from busybox_image import push_busybox_image, registry_tls_verify
 from k8s import SLOW, is_ready
 from test_pod_runtime import check_answer, eval_kube, function_pods
+from test_pod_template import render
 from test_serve_pods import Runner, pb  # noqa: F401  (pb: the fixture Runner needs)
 from test_serve_pods import check_answer as check_answer_pb
 
@@ -161,5 +164,29 @@ def test_warm_pod_lookup_is_one_api_round_trip(api, pb, k8s, runner, images, nam
         calls = re.findall(r"API (\w+ \S+) -> ", lookup)
         assert len(calls) == 1 and calls[0].startswith("GET /api/v1/namespaces/"), calls
         assert f"pod {name}: adopted" in log, log[-3000:]
+    finally:
+        srv.stop()
+
+
+def test_serve_replaces_a_connection_the_pod_closed(api, pb, k8s, runner, images, namespace,  # noqa: F811
+                                                    tmp_path):
+    # The function's pod as Porch's template makes it, but its wrapper closes
+    # connections idle for 1 s (GOAWAY, then close): serve adopts it by its
+    # label, and its kept connection is gone by the second call.
+    info = json.loads(runner(["image", "--output", "json", images.fn], check=True).stdout)
+    pod, _ = render(runner, images, namespace, images.fn, info["digest"], info["entrypoint"])
+    args = pod["spec"]["containers"][0]["args"]
+    args[:0] = ["--idle-timeout", "1s"]
+    name = api.create(pod)["metadata"]["name"]
+    srv = Runner(pb, k8s, namespace, tmp_path)
+    try:
+        check_answer_pb(srv.evaluate(images.fn))
+        assert f"pod {name}: adopted" in srv.log.read_text(), srv.stderr()
+        time.sleep(2.5 * SLOW)
+        check_answer_pb(srv.evaluate(images.fn))
+        log = srv.log.read_text()
+        assert len(re.findall(rf"function pod {name}: connected to", log)) == 2, srv.stderr()
+        assert f"function pod {name}: connection to" in log and " closed" in log, srv.stderr()
+        assert [p["metadata"]["name"] for p in function_pods(api, namespace)] == [name]
     finally:
         srv.stop()
