@@ -1,7 +1,8 @@
 """Small busybox function images made on the spot and pushed to the
 cluster's registry, for tests and bench/pods.py that need a function other
-than fn_image.py's: `cat` (bench-loadgen checks its answers byte for byte)
-or an entrypoint that does not exist (a wrapper server that answers
+than fn_image.py's: `cat` (bench-loadgen checks its answers byte for byte),
+a slow `cat` (a call still running when its pod goes), or an entrypoint that
+does not exist (a wrapper server that answers
 NOT_SERVING). Tags are the content's digest, as scripts/e2e.sh's.
 """
 
@@ -24,7 +25,8 @@ def push_busybox_image(registry, name, entrypoint, workdir, tls_verify):
     with open("/bin/busybox", "rb") as f:
         layer = oci.tar_layer([oci.Entry("bin/busybox", "file", 0o755, data=f.read()),
                                oci.Entry("bin/sh", "symlink", 0o777, target="busybox"),
-                               oci.Entry("bin/cat", "symlink", 0o777, target="busybox")], 0)
+                               oci.Entry("bin/cat", "symlink", 0o777, target="busybox"),
+                               oci.Entry("bin/sleep", "symlink", 0o777, target="busybox")], 0)
     config = dict(PLATFORM, config={"Env": ["PATH=/bin"], "Entrypoint": entrypoint})
     oci.write_image(out, [layer], config, "e2e", PLATFORM)
     with open(os.path.join(out, "index.json")) as f:

@@ -14,7 +14,9 @@
   minus the connections of the kubelet's probes, one Check each, does not
   move); a deleted pod's connection is closed and the next call succeeds on
   the new pod, on one new connection; a connection the pod's wrapper closed
-  (its idle timeout) is replaced at the next call.
+  (its idle timeout) is replaced at the next call; a call running when its
+  pod is deleted is answered (the wrapper drains) before the connection is
+  closed.
 
 The wrapper's /metrics is read at <podIP>:9446 (HTTP/1.1 on the gRPC port),
 so this machine must reach pod IPs, as the other tests need.
@@ -188,5 +190,33 @@ def test_serve_replaces_a_connection_the_pod_closed(api, pb, k8s, runner, images
         assert len(re.findall(rf"function pod {name}: connected to", log)) == 2, srv.stderr()
         assert f"function pod {name}: connection to" in log and " closed" in log, srv.stderr()
         assert [p["metadata"]["name"] for p in function_pods(api, namespace)] == [name]
+    finally:
+        srv.stop()
+
+
+def test_serve_call_running_when_its_pod_is_deleted(api, pb, k8s, images, namespace,  # noqa: F811
+                                                   tmp_path, tmp_path_factory):
+    # The pod's wrapper drains on the kubelet's SIGTERM: the call running in
+    # it is answered; the runner has dropped the pod meanwhile and closes its
+    # connection once that call is done; the next call makes a new pod.
+    slow = push_busybox_image(k8s.registry, "krm-e2e-fn-slow",
+                              ["/bin/sh", "-c", 'x=$(cat); sleep 3; printf "%s\\n" "$x"'],
+                              str(tmp_path_factory.mktemp("slow")), registry_tls_verify(k8s.is_lab))
+    srv = Runner(pb, k8s, namespace, tmp_path)
+    try:
+        assert b"replicas: 1" in srv.evaluate(slow).resource_list
+        old = function_pods(api, namespace)[0]["metadata"]["name"]
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(srv.evaluate, slow)
+            time.sleep(1)   # the call runs in the pod (its function sleeps 3 s once it has its input)
+            api.delete("pods", namespace, old, grace=0)
+            assert b"replicas: 1" in running.result(timeout=60 * SLOW).resource_list
+        log = srv.log.read_text()
+        dropped = log.index(f"function pod {old} is being deleted")
+        closed = log.index(f"function pod {old}: connection to")
+        assert dropped < log.index("Evaluated", dropped) < closed, srv.stderr()
+        assert b"replicas: 1" in srv.evaluate(slow).resource_list
+        new = [p["metadata"]["name"] for p in function_pods(api, namespace)]
+        assert len(new) == 1 and new[0] != old, new
     finally:
         srv.stop()
