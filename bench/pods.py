@@ -9,7 +9,8 @@ Every figure comes with the one it is compared with, measured in the same
 run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
 
 1. cold: `runner-client eval --kube --dial pod` with no pod yet, BENCH_PODS_RUNS
-   times (default 5; the pod deleted between runs): the whole process, start
+   times (default 5; the pod deleted between runs; the images already on the
+   node, pulled by an untimed first run): the whole process, start
    -> answer (registry lookup, create, the wrapper's health, the call), and
    start -> the pod Ready (what Porch waits for), polled through the API;
 2. the readiness probe's timing, the same pod created through the API with
@@ -23,7 +24,12 @@ run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
    `runner-client serve` (its kept connection to the pod) against the pod
    directly, both from the python gRPC client;
 4. `eval --kube` on a warm pod against `eval --addr` to the same pod, whole
-   processes, p50 of 10 interleaved.
+   processes, p50 of 10 interleaved;
+5. with BENCH_PODS_CPU=1, on the lab only: the node's CPU (every process in
+   its PID namespace: kubelet, containerd, shims, containers, the exec'd
+   probes, children counted once reaped) while 5 idle pods sit with their
+   probes every 10 s (Porch's template) and every 1 s, BENCH_PODS_CPU_SECONDS
+   (default 60) each: the cost of a shorter probe period.
 
 Output: a table on stdout, also in $BUILD/bench/pods.txt.
 """
@@ -122,6 +128,9 @@ class Bench:
     # ---- 1. cold eval --kube ------------------------------------------------------------------
 
     def cold(self):
+        # once untimed: the images onto the node (pulls are not the figure)
+        if subprocess.run(self.eval_kube(self.fn), capture_output=True, timeout=120).returncode != 0:
+            sys.exit("bench-pods: the first eval --kube failed")
         answered, ready = [], []
         for _ in range(RUNS):
             self.delete_fn_pods()
@@ -152,13 +161,19 @@ class Bench:
 
     # ---- 2. the probe's timing ----------------------------------------------------------------
 
-    def probe_variants(self):
+    def template_pod(self):
+        """The function's Pod as `pod render` prints it, labelled so that no
+        runner adopts it."""
         info = json.loads(run_client(["image", "--output", "json", self.fn], check=True).stdout)
         r = run_client(["pod", "render", "--image", self.fn, "--digest", info["digest"],
                         "--wrapper-image", self.wrapper, "--namespace", self.ns,
                         "--entrypoint-json", json.dumps(info["entrypoint"])], check=True)
-        base = next(d for d in yaml.safe_load_all(r.stdout) if d and d["kind"] == "Pod")
-        base["metadata"]["labels"] = {"bench": "probe"}   # not a function pod the runner would adopt
+        pod = next(d for d in yaml.safe_load_all(r.stdout) if d and d["kind"] == "Pod")
+        pod["metadata"]["labels"] = {"bench": "probe"}
+        return pod
+
+    def probe_variants(self):
+        base = self.template_pod()
         variants = [("readinessProbe every 10 s (Porch's template)", None),
                     ("readinessProbe every 1 s", "period1"),
                     ("startupProbe every 1 s, readiness every 10 s", "startup1")]
@@ -308,6 +323,51 @@ class Bench:
         out(f"  --kube - --addr                                 {(p50(kube) - p50(direct)) * 1000:.1f} ms")
 
 
+# ---- 5. the probes' CPU ---------------------------------------------------------------------
+
+def node_cpu_seconds(pidns):
+    """User + system time of the lab node's processes and their reaped children."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") != pidns:
+                continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])   # utime stime cutime cstime
+        except OSError:
+            pass
+    return total / hz
+
+
+def probe_cpu(b):
+    with open(os.path.join(os.environ["K8S_LAB_DIR"], "pids", "node.pidns")) as f:
+        pidns = f.read().strip()
+    secs = int(os.environ.get("BENCH_PODS_CPU_SECONDS", "60"))
+    base = b.template_pod()
+    b.delete_fn_pods()
+    out(f"node CPU, 5 idle template pods, {secs} s each:")
+    for period in (10, 1):
+        pod = copy.deepcopy(base)
+        for probe in ("readinessProbe", "livenessProbe"):
+            pod["spec"]["containers"][0][probe]["periodSeconds"] = period
+        names = [b.api.create(pod)["metadata"]["name"] for _ in range(5)]
+        for n in names:
+            b.api.wait_pod(b.ns, n, is_ready, 120)
+        time.sleep(3)
+        c0, t0 = node_cpu_seconds(pidns), time.monotonic()
+        time.sleep(secs)
+        c1, t1 = node_cpu_seconds(pidns), time.monotonic()
+        out(f"  readiness and liveness every {period:2d} s         "
+            f"{100 * (c1 - c0) / (t1 - t0):.1f}% of one core")
+        for n in names:
+            b.api.delete("pods", b.ns, n, grace=0)
+            b.api.wait_gone("pods", b.ns, n, timeout=60)
+
+
 def main():
     b = Bench()
     try:
@@ -318,6 +378,8 @@ def main():
         b.probe_variants()
         b.warm()
         b.eval_warm()
+        if os.environ.get("BENCH_PODS_CPU") == "1" and os.environ.get("K8S_LAB_DIR"):
+            probe_cpu(b)
     finally:
         b.close()
     path = os.path.join(ROOT, BUILD, "bench") if not os.path.isabs(BUILD) else os.path.join(BUILD, "bench")
