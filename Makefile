@@ -52,7 +52,7 @@ GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
 LIB_SRCS  := $(wildcard lib/*/*.c)
 ifneq ($(STATIC_PREFIX),)
-LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c,$(LIB_SRCS))   # need libcurl; not in static builds
+LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c lib/runtime/health_check.c,$(LIB_SRCS))   # need libcurl; not in static builds
 endif
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
 RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))
@@ -223,6 +223,12 @@ demo: deps-build all
 e2e: deps
 	BUILD=$(BUILD) ./scripts/e2e.sh
 
+# Not part of make test: the function pods' figures (bench/pods.py) on the
+# lab that scripts/e2e.sh starts and stops (or KUBECONFIG with REGISTRY).
+.PHONY: bench-pods
+bench-pods: deps all $(BUILD)/bin/bench-loadgen
+	BUILD=$(BUILD) E2E_RUN=bench ./scripts/e2e.sh
+
 clean:
 	rm -rf build
 
@@ -251,6 +257,7 @@ help:
 	@echo '  soak           many calls of every kind against one server, checking memory and fds'
 	@echo '  valgrind       the integration tests under valgrind memcheck'
 	@echo '  e2e            end-to-end tests on a Kubernetes cluster (scripts/e2e.sh)'
+	@echo '  bench-pods     function pod figures on the lab or a cluster (bench/pods.py)'
 	@echo '  deps           install (as root) or name the Debian packages the tests need'
 	@echo '  deps-build     the same for building and make demo only'
 	@echo '  clean          remove build/'

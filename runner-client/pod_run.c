@@ -23,6 +23,7 @@
 #include "kube/pod_template.h"
 #include "oci/image_ref.h"
 #include "runtime/ev_pod.h"
+#include "runtime/health_check.h"
 #include "call_opts.h"
 #include "commands.h"
 #include "eval_output.h"
@@ -35,15 +36,17 @@ static const char eval_kube_usage[] =
     "Usage: runner-client eval --kube --image IMG [flags] [FILE|DIR|-]\n"
     "Runs IMG in its function pod on a cluster, as Porch's function runner does:\n"
     "finds the pod (label fn.kpt.dev/image) or creates it and its Service from\n"
-    "Porch's template (runner-client pod render), waits until it is Ready (the\n"
-    "kubelet's reason ends the wait at once when it cannot start), evaluates the\n"
-    "ResourceList through it and leaves it for the next call.\n"
+    "Porch's template (runner-client pod render), waits until it can be dialed\n"
+    "(the kubelet's reason ends the wait at once when it cannot start), evaluates\n"
+    "the ResourceList through it and leaves it for the next call.\n"
     "\n"
     "  --kubeconfig F               (default $KUBECONFIG, ~/.kube/config, in-cluster)\n"
     "  --context C                  kubeconfig context (default: the current one)\n"
     "  --namespace NS               (default " POD_DEFAULT_NAMESPACE ")\n"
-    "  --dial service|pod           the Service once its endpoints list the pod (default,\n"
-    "                               as Porch), or the pod IP (clusters without kube-proxy)\n"
+    "  --dial service|pod           the Service once the pod is Ready and its endpoints\n"
+    "                               list it (default, as Porch), or the pod IP as soon as\n"
+    "                               its wrapper answers health SERVING, Ready or not\n"
+    "                               (clusters without kube-proxy)\n"
     "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n"
     "  --timeout DUR                deadline of the call (default 5m; 0: none)\n"
     "  --ready-timeout DUR          wait for the pod at most DUR (default 60s, as Porch)\n"
@@ -59,8 +62,9 @@ static const char pod_create_usage[] =
     "           [--namespace NS] [--dial service|pod] [--wrapper-server-image W]\n"
     "           [--ready-timeout DUR] [--docker-config F] [--insecure-registry H]...\n"
     "           [--platform OS/ARCH]\n"
-    "Finds or creates IMG's function pod and its Service, waits until it is Ready\n"
-    "(and, with --dial service, listed by the Service's endpoints), and prints\n"
+    "Finds or creates IMG's function pod and its Service, waits until it can be\n"
+    "dialed (--dial service: Ready and listed by the Service's endpoints; --dial\n"
+    "pod: its wrapper answers health SERVING, Ready or not), and prints\n"
     "\"pod NAME\", \"uid UID\" and \"address HOST:PORT\" on stdout.\n"
     "Exit status: 0, 1 failure, 2 bad usage.\n";
 
@@ -147,7 +151,8 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
     kube_config_opts o = {k->kubeconfig, k->context, k->ns};
     pod_cache_opts po = {.namespace = k->ns, .wrapper_image = k->wrapper,
                          .dial = strcmp(k->dial, "pod") ? POD_DIAL_SERVICE : POD_DIAL_POD,
-                         .ready_timeout_ns = ready_ns, .registry = registry_flags_opts(&k->reg, 0)};
+                         .ready_timeout_ns = ready_ns, .registry = registry_flags_opts(&k->reg, 0),
+                         .health = &health_check_hook};
     if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
         !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err)) ||
         !(r->pc = pod_cache_new(r->l, r->c, &po, &err))) {
@@ -182,8 +187,8 @@ static void on_created(const pod_answer *a, void *ctx)
         r->rc = 1;
     } else {
         printf("pod %s\nuid %s\naddress %s\n", a->pod, a->uid ? a->uid : "", a->name);
-        fprintf(stderr, "pod %s %s, serving after %.2f s\n", a->pod, a->created ? "created" : "found",
-                (double)a->waited_ns / 1e9);
+        fprintf(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
+                (double)a->waited_ns / 1e9, a->ready ? "" : " (its wrapper answered SERVING; not Ready yet)");
         r->rc = fflush(stdout) == 0 ? 0 : 1;
     }
     loop_stop(r->l);
@@ -263,8 +268,9 @@ static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
     const ev_pod_last *last = ev_pod_last_call(call->ev);
     k->oom = copy_answer(res, k->out) < 0;
     if (last)
-        fprintf(stderr, "runner-client: pod %s (%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
-                last->pod, last->created ? "created" : "reused", last->addr,
+        fprintf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
+                last->pod, last->created ? "created" : "reused",
+                last->ready ? "" : ", wrapper SERVING before the pod was Ready", last->addr,
                 (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - k->t0) / 1e9);
     k->r->rc = 0;
     loop_stop(k->r->l);

@@ -11,6 +11,7 @@
 #include "kube/pod_id.h"
 #include "oci/image_ref.h"
 #include "runtime/ev_pod.h"
+#include "runtime/health_check.h"
 
 #define SERVE_POD_SETTLE_NS (5LL * 1000000000)
 
@@ -51,7 +52,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
                          .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
-                         .keep_watching = 1};
+                         .keep_watching = 1, .health = &health_check_hook};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};

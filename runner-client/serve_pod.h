@@ -28,8 +28,10 @@ typedef struct serve_pod_flags {
     "                               ~/.kube/config, in-cluster)\n" \
     "  --context C                  kubeconfig context (default: the current one)\n" \
     "  --namespace NS               of the function pods (default porch-fn-system)\n" \
-    "  --dial service|pod           the Service once its endpoints list the pod (default, as\n" \
-    "                               Porch), or the pod IP (clusters without kube-proxy)\n" \
+    "  --dial service|pod           the Service once the pod is Ready and its endpoints list\n" \
+    "                               it (default, as Porch), or the pod IP as soon as its\n" \
+    "                               wrapper answers health SERVING (clusters without\n" \
+    "                               kube-proxy)\n" \
     "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n" \
     "  --ready-timeout DUR          wait for a pod at most DUR (default 60s, as Porch)\n" \
     REGISTRY_FLAGS_HELP

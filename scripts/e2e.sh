@@ -19,7 +19,8 @@
 # K8S_LAB_HOME, the lab's scripts (default ../shared/k8s-lab or
 # ../../shared/k8s-lab from the project or from the repository it was
 # cloned from); BUILD (default build);
-# E2E_PYTEST_ARGS (e.g. "-k template -x"); E2E_SLOW (deadline factor).
+# E2E_PYTEST_ARGS (e.g. "-k template -x"); E2E_SLOW (deadline factor);
+# E2E_RUN=bench runs bench/pods.py (`make bench-pods`) instead of pytest.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -141,10 +142,14 @@ log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE $E2E_CRASH_WRAPPER
 # In the background, so a SIGTERM to this script takes the lab down at once
 # (bash runs traps only between foreground commands); finish stops pytest.
 rc=0
-# shellcheck disable=SC2086
-/usr/bin/python3 -m pytest -q -p no:cacheprovider -rfE ${E2E_PYTEST_ARGS:-} tests/e2e &
+if [ "${E2E_RUN:-test}" = bench ]; then
+    /usr/bin/python3 bench/pods.py &
+else
+    # shellcheck disable=SC2086
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider -rfE ${E2E_PYTEST_ARGS:-} tests/e2e &
+fi
 PYTEST_PID=$!
 wait "$PYTEST_PID" || rc=$?
 PYTEST_PID=
-log "pytest exit status $rc"
+log "${E2E_RUN:-test} exit status $rc"
 exit "$rc"

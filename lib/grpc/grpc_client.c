@@ -46,6 +46,7 @@ typedef struct gc_call_state {
     char timeout_text[10];
     int reported;
     int local_status;       /* set when we end the call ourselves */
+    int transport;          /* ended by the connection, not by an answer */
     const char *local_message;
     loop_timer *deadline;
     struct gc_call_state *next;
@@ -62,6 +63,7 @@ struct gc_conn {
     const char *const *extra;   /* name, value, name, value, ... */
     size_t n_extra;
     gc_call_state *calls;
+    loop_timer *flush_later;    /* gc_call_start's write, from the loop */
 };
 
 static void gc_flush(gc_conn *c);
@@ -102,6 +104,7 @@ static void call_report(gc_call_state *cs)
         r.status = GRPC_INTERNAL;
         r.message = "server closed the stream without sending trailers";
     }
+    r.transport = cs->transport && r.status == GRPC_UNAVAILABLE;
     if (r.status == GRPC_OK) {
         r.response = (const uint8_t *)cs->response.data;
         r.response_len = cs->response.len;
@@ -201,6 +204,8 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     if (!cs)
         return 0;
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+    /* refused: the server did not process it (RFC 9113 8.7), safe to retry */
+    cs->transport = cs->grpc_status < 0 && error_code == NGHTTP2_REFUSED_STREAM;
     if (cs->grpc_status < 0 && error_code != NGHTTP2_NO_ERROR)
         call_end_locally(cs, error_code == NGHTTP2_REFUSED_STREAM ? GRPC_UNAVAILABLE
                              : error_code == NGHTTP2_CANCEL       ? GRPC_CANCELLED
@@ -236,6 +241,7 @@ static void gc_fail_all(gc_conn *c, const char *why)
     c->broken = 1;
     while (c->calls) {
         gc_call_state *cs = c->calls;
+        cs->transport = 1;
         call_end_locally(cs, GRPC_UNAVAILABLE, why);
         call_report(cs);
         call_free(cs);
@@ -566,14 +572,15 @@ static void call_deadline(loop *l, void *ctx)
     {(uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, strlen(value),           \
      NGHTTP2_NV_FLAG_NONE}
 
-int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
-            gc_done_fn *done, void *ctx)
+/* The request on a new stream, not written yet; NULL when it cannot start. */
+static gc_call_state *call_submit(gc_conn *c, const char *path, const void *request, size_t len,
+                                  int64_t timeout_ns, gc_done_fn *done, void *ctx)
 {
     if (c->broken || len > UINT32_MAX)
-        return -1;
+        return NULL;
     gc_call_state *cs = calloc(1, sizeof *cs);
     if (!cs)
-        return -1;
+        return NULL;
     cs->conn = c;
     cs->done = done;
     cs->ctx = ctx;
@@ -588,7 +595,7 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
     if (!nva) {
         grpc_reader_free(&cs->reader);
         free(cs);
-        return -1;
+        return NULL;
     }
     size_t n = 0;
     nva[n++] = (nghttp2_nv)NV(":method", "POST");
@@ -612,15 +619,75 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
     if (cs->stream_id < 0) {
         grpc_reader_free(&cs->reader);
         free(cs);
-        return -1;
+        return NULL;
     }
     cs->next = c->calls;
     c->calls = cs;
     if (timeout_ns > 0)
         cs->deadline = loop_timer_add(c->loop, timeout_ns, call_deadline, cs);
+    return cs;
+}
+
+int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
+            gc_done_fn *done, void *ctx)
+{
+    if (!call_submit(c, path, request, len, timeout_ns, done, ctx))
+        return -1;
     gc_flush(c);
     return 0;
 }
+
+static void flush_now(loop *l, void *ctx)
+{
+    (void)l;
+    gc_conn *c = ctx;
+    c->flush_later = NULL;
+    gc_flush(c);
+}
+
+/* From the loop, once per turn whatever the number of calls. */
+static int flush_soon(gc_conn *c)
+{
+    if (!c->flush_later && !(c->flush_later = loop_timer_add(c->loop, 0, flush_now, c)))
+        return -1;
+    return 0;
+}
+
+gc_stream *gc_call_start(gc_conn *c, const char *path, const void *request, size_t len,
+                         int64_t timeout_ns, gc_done_fn *done, void *ctx)
+{
+    if (!gc_usable(c))
+        return NULL;
+    gc_call_state *cs = call_submit(c, path, request, len, timeout_ns, done, ctx);
+    if (cs && flush_soon(c) < 0) {
+        /* nothing written yet: the stream goes with the reset */
+        cs->reported = 1;
+        cs->body = NULL;
+        nghttp2_submit_rst_stream(c->io.session, NGHTTP2_FLAG_NONE, cs->stream_id, NGHTTP2_CANCEL);
+        return NULL;
+    }
+    return cs;
+}
+
+void gc_call_cancel(gc_stream *cs)
+{
+    if (!cs || cs->reported)
+        return;
+    cs->reported = 1;   /* done will not run; the state goes when the stream closes */
+    cs->body = NULL;    /* the caller may free the request now */
+    loop_timer_cancel(cs->conn->loop, cs->deadline);
+    cs->deadline = NULL;
+    nghttp2_submit_rst_stream(cs->conn->io.session, NGHTTP2_FLAG_NONE, cs->stream_id, NGHTTP2_CANCEL);
+    if (flush_soon(cs->conn) < 0)
+        gc_flush(cs->conn);
+}
+
+int gc_usable(const gc_conn *c)
+{
+    return c && !c->broken && nghttp2_session_check_request_allowed(c->io.session);
+}
+
+
 
 void gc_set_metadata(gc_conn *c, const char *user_agent, const char *const *pairs, size_t n_pairs)
 {
@@ -647,6 +714,7 @@ void gc_close(gc_conn *c)
         call_report(cs);
         call_free(cs);
     }
+    loop_timer_cancel(c->loop, c->flush_later);
     loop_unwatch(c->loop, c->io.fd);
     h2_io_free(&c->io);
     free(c);

@@ -24,6 +24,9 @@ typedef struct gc_result {
     size_t response_len;
     buf *response_buf;         /* holds it: the callback may move it out to keep
                                   the message without a copy (status OK) */
+    int transport;             /* 1: ended by the connection (lost, closed by the
+                                  server, stream refused), not by an answer: a
+                                  caller may retry an idempotent call elsewhere */
 } gc_result;
 
 typedef void gc_done_fn(const gc_result *r, void *ctx);
@@ -55,6 +58,23 @@ void gc_connect_cancel(gc_dialing *d);
  * check whether they already ended. */
 int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64_t timeout_ns,
             gc_done_fn *done, void *ctx);
+
+/* A call on a connection shared by many callers: as gc_call, but the
+ * request is written from the loop (calls started in one turn share a
+ * write), so done never runs inside this call, and the handle stays valid
+ * until done runs or gc_call_cancel. NULL when the call could not be
+ * started (the connection is broken or going away, out of memory): done is
+ * then not called. */
+typedef struct gc_call_state gc_stream;
+gc_stream *gc_call_start(gc_conn *c, const char *path, const void *request, size_t len,
+                         int64_t timeout_ns, gc_done_fn *done, void *ctx);
+/* Ends a call whose done has not run: the stream is reset, done will not
+ * run, the request bytes are no longer read. The connection stays. */
+void gc_call_cancel(gc_stream *s);
+
+/* 0 once the connection is lost, closed by the server or told to go away
+ * (GOAWAY): new calls would fail; a caller keeping it opens another. */
+int gc_usable(const gc_conn *c);
 
 /* Request metadata for later calls: the user-agent (NULL: the default) and
  * extra headers as name/value pairs (names lowercase). The strings must stay

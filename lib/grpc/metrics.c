@@ -37,6 +37,9 @@ static struct {
 static const struct {
     const char *name, *help;
 } counter_info[METRIC_COUNTERS] = {
+    [METRIC_CONNECTIONS_ACCEPTED] = {"krm_connections_accepted_total",
+                                     "Connections accepted (gRPC and HTTP/1.1 alike): a client "
+                                     "that keeps its connection adds one, however many calls."},
     [METRIC_ACCEPT_PAUSES] = {"krm_accept_pauses_total",
                               "Times accepting paused: out of file descriptors or memory."},
     [METRIC_STREAMS_REFUSED] = {"krm_streams_refused_total",

@@ -18,6 +18,7 @@
 
 /* Plain event counters (krm_*_total), each counted where it happens. */
 typedef enum metrics_counter {
+    METRIC_CONNECTIONS_ACCEPTED, /* connections accepted (HTTP/2 and HTTP/1.1 alike) */
     METRIC_ACCEPT_PAUSES,        /* accept() ran out of descriptors or memory: paused */
     METRIC_STREAMS_REFUSED,      /* new streams refused: the connection's slots are taken */
     METRIC_REQUESTS_OVER_BUDGET, /* requests refused: too many bytes of unfinished requests */

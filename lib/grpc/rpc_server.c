@@ -237,6 +237,7 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         }
         int one = 1;
         setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        metrics_count(METRIC_CONNECTIONS_ACCEPTED);
         conn_new(s, cfd);
     }
 }

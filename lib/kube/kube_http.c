@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "http/http_multi.h"
 
 #define CONNECT_TIMEOUT_MS 10000L
@@ -18,6 +19,8 @@ struct kube_req {
     void *ctx;
     buf body;
     int too_large;
+    char what[160];     /* "GET /api/v1/...", for the log */
+    int64_t started_ns;
     char errbuf[CURL_ERROR_SIZE];
     kube_req *next;   /* in h->reqs */
 };
@@ -61,6 +64,9 @@ static void req_done(http_xfer *x, CURLcode code)
         resp.curl_error = r->too_large ? "the response is larger than the limit"
                           : r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
     resp.body = &r->body;
+    /* one line per API round trip, to count them (a warm pod lookup is one) */
+    log_v(3, "API %s -> %ld in %.1f ms", r->what, resp.status,
+          (double)(loop_now_ns() - r->started_ns) / 1e6);
     if (r->on_done)
         r->on_done(&resp, r->ctx);
     req_free(r);
@@ -110,6 +116,8 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
         goto fail;
     }
     r->h = h;
+    snprintf(r->what, sizeof r->what, "%s %s", rq->method, rq->path);
+    r->started_ns = loop_now_ns();
     r->on_data = rq->on_data;
     r->on_done = rq->on_done;
     r->ctx = rq->ctx;

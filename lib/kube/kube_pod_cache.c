@@ -58,6 +58,10 @@ struct entry {
     char fail_container[254];
     int fail_previous;
     int said_endpoints_wait;   /* "waiting for the endpoints" logged */
+    void *health;              /* the wrapper's Health/Check in flight (hook's op) */
+    loop_timer *health_next;   /* the next check */
+    char health_seen[300];     /* its last answer, for the timeout's message */
+    int ready;                 /* the pod was seen Ready (else served on health) */
 };
 
 struct pod_cache {
@@ -68,6 +72,10 @@ struct pod_cache {
     pod_waiter *pending;       /* waiters not attached yet */
     int inflight;              /* API calls of all entries, dropped ones included */
     svc_endpoints_api ep_api;  /* how Services' endpoints are read (asked once) */
+    struct {
+        pod_drop_fn *fn;
+        void *ctx;
+    } drop_hooks[POD_DROP_HOOKS];
 };
 
 static void entry_start(entry *e);
@@ -97,6 +105,16 @@ static void entry_free(entry *e)
     if (e->have_meta)
         registry_result_free(&e->meta);
     free(e);
+}
+
+static void health_stop(entry *e)
+{
+    pod_cache *pc = e->pc;
+    if (e->health)
+        pc->o.health->cancel(e->health);
+    e->health = NULL;
+    loop_timer_cancel(pc->l, e->health_next);
+    e->health_next = NULL;
 }
 
 static void maybe_free(entry *e)
@@ -144,6 +162,10 @@ static void entry_drop(entry *e)
             break;
         }
     e->dead = 1;
+    health_stop(e);
+    for (int i = 0; e->pod && i < POD_DROP_HOOKS; i++)
+        if (pc->drop_hooks[i].fn)
+            pc->drop_hooks[i].fn(e->image, e->pod, pc->drop_hooks[i].ctx);
     loop_timer_cancel(pc->l, e->deadline);
     loop_timer_cancel(pc->l, e->poll);
     e->deadline = e->poll = NULL;
@@ -159,7 +181,7 @@ static void entry_drop(entry *e)
 static void answer_all(entry *e, const char *error)
 {
     pod_answer a = {.error = error, .image = e->image, .pod = e->pod, .uid = e->uid,
-                    .addr = e->addr, .name = e->name, .created = e->created,
+                    .addr = e->addr, .name = e->name, .created = e->created, .ready = e->ready,
                     .waited_ns = loop_now_ns() - e->started_ns};
     pod_waiter *w = e->waiters;
     e->waiters = NULL;
@@ -181,12 +203,14 @@ static void apply(entry *e, pod_event ev)
 
 static void serve(entry *e)
 {
+    health_stop(e);
     apply(e, POD_EV_READY);
     loop_timer_cancel(e->pc->l, e->deadline);
     e->deadline = NULL;
     e->last_used_ns = loop_now_ns();
-    log_info("pod %s serves %s at %s (%s, %.2f s)", e->pod, e->image, e->name,
-             e->created ? "created" : "adopted", (double)(loop_now_ns() - e->started_ns) / 1e9);
+    log_info("pod %s serves %s at %s (%s, %.2f s%s)", e->pod, e->image, e->name,
+             e->created ? "created" : "adopted", (double)(loop_now_ns() - e->started_ns) / 1e9,
+             e->ready ? "" : "; its wrapper answered SERVING, the pod is not Ready yet");
     answer_all(e, NULL);
     if (!e->pc->o.keep_watching)
         unwatch_later(e);
@@ -255,10 +279,11 @@ static void on_deadline(loop *l, void *ctx)
     entry *e = ctx;
     e->deadline = NULL;
     buf m = {0};
-    buf_printf(&m, "function pod %s/%s for %s not ready after %.0f s (last seen: %s); inspect the "
-               "pod and its Service in namespace \"%s\"", e->pc->o.namespace,
+    buf_printf(&m, "function pod %s/%s for %s not ready after %.0f s (last seen: %s%s%s); inspect "
+               "the pod and its Service in namespace \"%s\"", e->pc->o.namespace,
                e->pod ? e->pod : e->pod_id, e->image, (double)e->pc->o.ready_timeout_ns / 1e9,
-               e->desc[0] ? e->desc : "no status yet", e->pc->o.namespace);
+               e->desc[0] ? e->desc : "no status yet", e->health_seen[0] ? "; the wrapper server: " : "",
+               e->health_seen, e->pc->o.namespace);
     entry_fail(e, m.data ? m.data : "out of memory", 0);
     buf_free(&m);
 }
@@ -444,8 +469,53 @@ static void poll_endpoints(loop *l, void *ctx)
     buf_free(&q);
 }
 
+/* ---- early dial: the wrapper's own health ---------------------------------- */
+
+static void health_check(loop *l, void *ctx);
+
+static void on_health(int serving, const char *why, void *ctx)
+{
+    entry *e = ctx;
+    e->health = NULL;
+    if (e->dead || e->state != POD_WAITING_READY)
+        return;
+    if (strcmp(why, e->health_seen)) {
+        log_v(serving ? 1 : 2, "pod %s: wrapper server at %s: %s", e->pod, e->addr, why);
+        snprintf(e->health_seen, sizeof e->health_seen, "%s", why);
+    }
+    if (serving) {
+        if (set_str(&e->name, e->addr) < 0)
+            return entry_fail(e, "out of memory", 0);
+        return serve(e);
+    }
+    if (!(e->health_next = loop_timer_add(e->pc->l, POD_HEALTH_RETRY_NS, health_check, e)))
+        log_warn("pod %s: out of memory; waiting for Ready", e->pod);
+}
+
+static void health_check(loop *l, void *ctx)
+{
+    entry *e = ctx;
+    e->health_next = NULL;
+    if (!(e->health = e->pc->o.health->start(l, e->addr, POD_HEALTH_TIMEOUT_NS, on_health, e)))
+        log_warn("pod %s: cannot check its wrapper server at %s; waiting for Ready", e->pod, e->addr);
+}
+
+/* The pod has an IP and is not Ready yet: check its wrapper from the loop
+ * (this runs inside the watch's callback) unless a check is under way. */
+static void health_watch(entry *e, const char *ip)
+{
+    if (!e->pc->o.health || e->pc->o.dial != POD_DIAL_POD || e->health || e->health_next)
+        return;
+    if (set_str(&e->ip, ip) < 0 || join_addr(&e->addr, ip, strchr(ip, ':') != NULL) < 0)
+        return entry_fail(e, "out of memory", 0);
+    if (!(e->health_next = loop_timer_add(e->pc->l, 0, health_check, e)))
+        log_warn("pod %s: out of memory; waiting for Ready", e->pod);
+}
+
 static void on_ready(entry *e, const char *ip)
 {
+    health_stop(e);
+    e->ready = 1;
     if (set_str(&e->ip, ip) < 0)
         return entry_fail(e, "out of memory", 0);
     if (e->pc->o.dial == POD_DIAL_SERVICE) {
@@ -478,10 +548,15 @@ static void observe(entry *e, const json *pod)
     case POD_VERDICT_READY:
         if (waiting)
             on_ready(e, st.ip);
+        else if (e->state == POD_SERVING)
+            e->ready = 1;
         break;
     case POD_VERDICT_WAIT:
-        if (e->state == POD_SERVING)
+        /* served on its health before Ready: not Ready *yet* is no news */
+        if (e->state == POD_SERVING && e->ready)
             apply(e, POD_EV_NOT_READY);
+        else if (waiting && st.ip && *st.ip)
+            health_watch(e, st.ip);
         break;
     case POD_VERDICT_FAIL:
         if (e->state == POD_WAITING_READY)
@@ -774,6 +849,24 @@ void pod_cache_used(pod_cache *pc, const char *image)
     entry *e = find(pc, image);
     if (e)
         e->last_used_ns = loop_now_ns();
+}
+
+int pod_cache_on_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx)
+{
+    for (int i = 0; i < POD_DROP_HOOKS; i++)
+        if (!pc->drop_hooks[i].fn) {
+            pc->drop_hooks[i].fn = fn;
+            pc->drop_hooks[i].ctx = ctx;
+            return 0;
+        }
+    return -1;
+}
+
+void pod_cache_off_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx)
+{
+    for (int i = 0; i < POD_DROP_HOOKS; i++)
+        if (pc->drop_hooks[i].fn == fn && pc->drop_hooks[i].ctx == ctx)
+            pc->drop_hooks[i].fn = NULL;
 }
 
 int pod_cache_busy(const pod_cache *pc)

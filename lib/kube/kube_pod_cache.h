@@ -20,6 +20,16 @@
  * Service's ClusterIP, which that name resolves to: resolving the name on
  * the loop would block it.
  *
+ * Early dial (POD_DIAL_POD with a health hook): the Ready condition comes
+ * from the exec readiness probe, which Porch's template runs every 10 s, so
+ * a pod turns Ready 1-10 s after its wrapper server already answers. Once
+ * the pod has an IP, the cache asks the wrapper's Health/Check itself
+ * (every POD_HEALTH_RETRY_NS, on the loop) and serves the entry on the
+ * first SERVING, Ready or not; NOT_SERVING or no answer keeps it waiting
+ * (for Ready, or the next check), and the last answer is named if the wait
+ * times out. The pod's readiness stays what the cluster sees (the Service's
+ * endpoints, POD_DIAL_SERVICE, still wait for Ready).
+ *
  * The cache: one entry per image (pod name, UID, state, address, last
  * used). Callers asking for an image whose pod is coming up wait with the
  * first; a serving entry answers at once (from the loop). An entry is
@@ -42,6 +52,20 @@ typedef enum pod_dial { POD_DIAL_SERVICE, POD_DIAL_POD } pod_dial;
 #define POD_READY_TIMEOUT_NS (60LL * 1000000000)   /* Porch's podReadyTimeout */
 #define POD_LOG_TAIL_LINES 20
 
+/* The wrapper server's health asked on the loop: a hook, as lib/kube
+ * speaks no gRPC (runtime/health_check gives one). start returns the
+ * operation for cancel, or NULL when it could not start; done runs once,
+ * from the loop, unless cancelled. */
+typedef void pod_health_done_fn(int serving, const char *why, void *ctx);
+typedef struct pod_health_hook {
+    void *(*start)(loop *l, const char *addr, int64_t timeout_ns, pod_health_done_fn *done,
+                   void *ctx);
+    void (*cancel)(void *op);
+} pod_health_hook;
+
+#define POD_HEALTH_RETRY_NS (100LL * 1000000)     /* between two checks of a pod */
+#define POD_HEALTH_TIMEOUT_NS (1000LL * 1000000)  /* connect and call, each */
+
 typedef struct pod_cache_opts {
     const char *namespace;         /* NULL: porch-fn-system */
     const char *wrapper_image;     /* the init container's image (required) */
@@ -49,6 +73,8 @@ typedef struct pod_cache_opts {
     unsigned long long max_request_body_size;   /* 0: 6 MiB */
     int64_t ready_timeout_ns;      /* 0: POD_READY_TIMEOUT_NS */
     int keep_watching;             /* watch serving pods (a long-lived runner), drop on delete */
+    const pod_health_hook *health; /* POD_DIAL_POD: serve once the wrapper answers SERVING,
+                                      before Ready; NULL: wait for Ready, as Porch */
     registry_opts registry;        /* strings must outlive the cache */
 } pod_cache_opts;
 
@@ -61,6 +87,7 @@ typedef struct pod_answer {
     const char *addr;          /* numeric IP:port to dial */
     const char *name;          /* what to show: addr, or the Service's DNS name:port */
     int created;               /* this cache created the pod (else adopted) */
+    int ready;                 /* it was Ready; 0: its wrapper answered SERVING before */
     int64_t waited_ns;         /* from the first call for the entry to this answer */
 } pod_answer;
 
@@ -81,6 +108,15 @@ pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, v
 void pod_cache_cancel(pod_cache *pc, pod_waiter *w);
 /* The pod named pod (of image) cannot be dialed: drop the entry. */
 void pod_cache_forget(pod_cache *pc, const char *image, const char *pod, const char *why);
+/* Told when an entry leaves the cache (its pod failed, was deleted, could
+ * not be dialed): who keeps something per pod (a connection) lets it go.
+ * fn may run inside any of the cache's callbacks, a caller's too. At most
+ * POD_DROP_HOOKS; -1 when full. */
+#define POD_DROP_HOOKS 4
+typedef void pod_drop_fn(const char *image, const char *pod, void *ctx);
+int pod_cache_on_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx);
+void pod_cache_off_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx);
+
 /* A call through image's pod ended now (its idle time starts again). */
 void pod_cache_used(pod_cache *pc, const char *image);
 

@@ -44,7 +44,8 @@ typedef enum pod_state {
 typedef enum pod_event {
     POD_EV_CREATE_SENT,        /* the Create request was sent */
     POD_EV_CREATED,            /* the API server accepted it (or AlreadyExists) */
-    POD_EV_READY,              /* Ready=True and the Service endpoint is this pod */
+    POD_EV_READY,              /* Ready=True and the Service endpoint is this pod, or
+                                  (--dial=pod) its wrapper answers SERVING before Ready */
     POD_EV_NOT_READY,          /* readiness lost (or not yet there) */
     POD_EV_CALL_STARTED,       /* an EvaluateFunction call was sent to the pod */
     POD_EV_CALL_FINISHED,      /* a call returned (in any way) */

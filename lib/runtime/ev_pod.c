@@ -1,8 +1,19 @@
 /* ev_pod: EvaluateFunction through a function pod; see ev_pod.h.
  *
- * A call: pod_cache_get -> gc_connect_start (numeric address, on the loop)
- * -> gc_call -> done. One connection per call: simple and enough for the
- * CLI; a runner holding many calls should keep one per pod (not done yet). */
+ * A call: pod_cache_get -> the pod's link (one HTTP/2 connection per pod,
+ * opened on the first call, gc_connect_start on the loop) -> a stream on it
+ * (gc_call_start) -> done. Later and concurrent calls to the same pod take
+ * streams on the same connection.
+ *
+ * A link is retired (no new calls; closed once its calls have ended) when
+ * its pod leaves the cache (pod_cache_on_drop: failed, deleted, or not
+ * dialable), or when its connection is found broken or going away (the
+ * server's GOAWAY, a reset): the next call opens a new one. A call that the
+ * connection ended before the server answered (gc_result.transport) is sent
+ * once more, to the pod the cache gives then, on a fresh connection
+ * (EvaluateFunction is a pure function of its request: a second send is
+ * safe). A connect that fails drops the pod from the cache and fails the
+ * calls waiting for it, as before. */
 #include "runtime/ev_pod.h"
 
 #include <stdio.h>
@@ -17,32 +28,54 @@
 #define EVALUATE_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"
 #define CONNECT_TIMEOUT_NS (10LL * 1000000000)
 
+typedef struct pod_call pod_call;
+typedef struct pod_link pod_link;
+
 typedef struct pod_ev {
     evaluator base;
     loop *l;
     pod_cache *pc;
     ev_pod_opts o;
     ev_pod_last last;
+    pod_link *links;           /* live and retired, until closed */
 } pod_ev;
 
-typedef struct pod_call {
+/* One HTTP/2 connection to one pod, shared by the calls to it. */
+struct pod_link {
+    pod_ev *p;
+    pod_link *next;
+    char *image, *pod, *addr;
+    gc_dialing *dialing;
+    gc_conn *conn;
+    pod_call *queue;           /* calls waiting for the connect */
+    int calls;                 /* calls queued or running on it */
+    int retired;               /* no new calls; closed once calls is 0 */
+    loop_timer *closing;       /* the close, from the loop */
+};
+
+struct pod_call {
     ev_call base;
     ev_request req;
     char *image;
     ev_done_fn *done;
     void *ctx;
     pod_waiter *waiter;
-    gc_dialing *dialing;
-    gc_conn *conn;
+    pod_link *link;            /* while queued or running on it */
+    pod_call *queued_next;
+    gc_stream *stream;
+    int resent;                /* sent again after a connection ended it */
     char *pod;                 /* the pod dialed */
+    char *addr;
     buf packed;                /* the request message */
     loop_timer *deferred;      /* a failure delivered from the loop */
     ev_result res;
     buf message;
     Evaluator__EvaluateFunctionResponse *resp;
     int ended;
-    int in_client_cb;          /* inside the gRPC client's callback: do not gc_close now */
-} pod_call;
+};
+
+static void link_submit(pod_ev *p, pod_call *c);
+static void on_pod(const pod_answer *a, void *ctx);
 
 static void finish(pod_call *c, int code, const char *message)
 {
@@ -56,13 +89,93 @@ static void finish(pod_call *c, int code, const char *message)
     c->done(&c->base, &c->res, c->ctx);
 }
 
+/* ---- links ---------------------------------------------------------------- */
+
+static void link_free(pod_link *k)
+{
+    pod_ev *p = k->p;
+    for (pod_link **q = &p->links; *q; q = &(*q)->next)
+        if (*q == k) {
+            *q = k->next;
+            break;
+        }
+    k->retired = 1;
+    for (pod_call *c = k->queue; c; c = c->queued_next)
+        c->link = NULL;   /* waiting for the connect: they no longer hold k */
+    gc_connect_cancel(k->dialing);
+    gc_close(k->conn);   /* calls still running end CANCELLED (an evaluator going away) */
+    loop_timer_cancel(p->l, k->closing);
+    free(k->image);
+    free(k->pod);
+    free(k->addr);
+    free(k);
+}
+
+static void close_now(loop *l, void *ctx)
+{
+    (void)l;
+    pod_link *k = ctx;
+    k->closing = NULL;
+    log_v(2, "function pod %s: connection to %s closed", k->pod, k->addr);
+    link_free(k);
+}
+
+/* Closed from the loop: this may run inside the connection's own callback. */
+static void link_close_when_idle(pod_link *k)
+{
+    if (k->retired && !k->calls && !k->closing && !(k->closing = loop_timer_add(k->p->l, 0, close_now, k)))
+        log_warn("function pod %s: out of memory closing its connection; left open", k->pod);
+}
+
+static void link_retire(pod_link *k)
+{
+    k->retired = 1;
+    link_close_when_idle(k);
+}
+
+/* The call leaves its link (answered, cancelled, or moving to another). */
+static void link_leave(pod_call *c)
+{
+    pod_link *k = c->link;
+    if (!k)
+        return;
+    for (pod_call **q = &k->queue; *q; q = &(*q)->queued_next)
+        if (*q == c) {
+            *q = c->queued_next;
+            break;
+        }
+    c->link = NULL;
+    k->calls--;
+    link_close_when_idle(k);
+}
+
+static void on_drop(const char *image, const char *pod, void *ctx)
+{
+    pod_ev *p = ctx;
+    for (pod_link *k = p->links; k; k = k->next)
+        if (!k->retired && !strcmp(k->pod, pod) && !strcmp(k->image, image))
+            link_retire(k);
+}
+
 static void on_answer(const gc_result *r, void *ctx)
 {
     pod_call *c = ctx;
     pod_ev *p = (pod_ev *)c->base.ev;
-    if (c->ended)
-        return;   /* cancelled: gc_close ends the call with CANCELLED */
-    c->in_client_cb = 1;   /* finish may free c: never read after it */
+    c->stream = NULL;
+    pod_link *k = c->link;
+    link_leave(c);
+    if (r->transport && !c->resent) {
+        /* the connection ended it, not the server: once more, on a new
+         * connection to the pod the cache has now (another one if this pod
+         * was dropped meanwhile) */
+        c->resent = 1;
+        log_v(1, "function pod %s: %s; sending the call again on a new connection", c->pod, r->message);
+        if (!k->retired)
+            link_retire(k);
+        if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
+            finish(c, GRPC_UNAVAILABLE, r->message);
+        return;
+    }
     pod_cache_used(p->pc, c->image);
     if (r->status != GRPC_OK) {
         if (r->status == GRPC_UNAVAILABLE)
@@ -82,22 +195,103 @@ static void on_answer(const gc_result *r, void *ctx)
     finish(c, GRPC_OK, NULL);
 }
 
+/* Starts c on its link's connection; 0, or -1 when the connection can take
+ * no new stream (then c has left the link). */
+static int link_send(pod_call *c)
+{
+    pod_ev *p = (pod_ev *)c->base.ev;
+    c->stream = gc_call_start(c->link->conn, EVALUATE_PATH, c->packed.data, c->packed.len,
+                              p->o.call_timeout_ns, on_answer, c);
+    if (c->stream)
+        return 0;
+    link_leave(c);
+    return -1;
+}
+
 static void on_connected(gc_conn *conn, const char *error, void *ctx)
 {
-    pod_call *c = ctx;
-    pod_ev *p = (pod_ev *)c->base.ev;
-    c->dialing = NULL;
-    c->in_client_cb = 1;   /* finish may free c: never read after it */
+    pod_link *k = ctx;
+    pod_ev *p = k->p;
+    k->dialing = NULL;
+    k->calls++;   /* held: the calls below may end and free nothing of k */
     if (!conn) {
-        pod_cache_forget(p->pc, c->image, c->pod, error);
-        return finish(c, GRPC_UNAVAILABLE, error);
+        log_v(1, "function pod %s: %s", k->pod, error);
+        pod_cache_forget(p->pc, k->image, k->pod, error);
+        link_retire(k);
+        while (k->queue) {
+            pod_call *c = k->queue;
+            link_leave(c);
+            finish(c, GRPC_UNAVAILABLE, error);
+        }
+    } else {
+        k->conn = conn;
+        log_v(2, "function pod %s: connected to %s", k->pod, k->addr);
+        while (k->queue) {
+            pod_call *c = k->queue;
+            k->queue = c->queued_next;
+            if (link_send(c) < 0)
+                finish(c, GRPC_UNAVAILABLE, "the new connection to the function pod takes no call");
+        }
     }
-    c->conn = conn;
-    if (gc_call(conn, EVALUATE_PATH, c->packed.data, c->packed.len, p->o.call_timeout_ns, on_answer,
-                c) < 0)
-        finish(c, GRPC_RESOURCE_EXHAUSTED, "cannot start the call to the function pod");
-    else
-        c->in_client_cb = 0;
+    k->calls--;
+    link_close_when_idle(k);
+}
+
+/* The live link to c's pod at c's address, or a new one (connecting). */
+static pod_link *link_get(pod_ev *p, pod_call *c, buf *err)
+{
+    for (pod_link *k = p->links; k; k = k->next)
+        if (!k->retired && !strcmp(k->pod, c->pod) && !strcmp(k->addr, c->addr))
+            return k;
+    pod_link *k = calloc(1, sizeof *k);
+    if (!k || !(k->image = strdup(c->image)) || !(k->pod = strdup(c->pod)) ||
+        !(k->addr = strdup(c->addr))) {
+        if (k) {
+            free(k->image);
+            free(k->pod);
+        }
+        free(k);
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
+    k->p = p;
+    if (!(k->dialing = gc_connect_start(p->l, c->addr, p->o.connect_timeout_ns, p->o.max_message,
+                                        on_connected, k, err))) {
+        free(k->image);
+        free(k->pod);
+        free(k->addr);
+        free(k);
+        return NULL;
+    }
+    k->next = p->links;
+    p->links = k;
+    return k;
+}
+
+/* c onto its pod's connection: sent now, or queued for the connect. */
+static void link_submit(pod_ev *p, pod_call *c)
+{
+    buf err = {0};
+    for (int tries = 0; tries < 2; tries++) {
+        pod_link *k = link_get(p, c, &err);
+        if (!k)
+            break;
+        c->link = k;
+        k->calls++;
+        if (!k->conn) {   /* in order, behind the calls already waiting */
+            pod_call **q = &k->queue;
+            while (*q)
+                q = &(*q)->queued_next;
+            c->queued_next = NULL;
+            *q = c;
+            return;
+        }
+        if (link_send(c) == 0)
+            return;
+        link_retire(k);   /* broken or going away: the next try opens another */
+    }
+    finish(c, GRPC_UNAVAILABLE, err.data ? err.data : "cannot start the call to the function pod");
+    buf_free(&err);
 }
 
 static void on_pod(const pod_answer *a, void *ctx)
@@ -111,13 +305,14 @@ static void on_pod(const pod_answer *a, void *ctx)
     snprintf(p->last.uid, sizeof p->last.uid, "%s", a->uid ? a->uid : "");
     snprintf(p->last.addr, sizeof p->last.addr, "%s", a->name);
     p->last.created = a->created;
+    p->last.ready = a->ready;
     p->last.pod_wait_ns = a->waited_ns;
-    buf err = {0};
-    if (!(c->pod = strdup(a->pod)) ||
-        !(c->dialing = gc_connect_start(p->l, a->addr, p->o.connect_timeout_ns, p->o.max_message,
-                                        on_connected, c, &err)))
-        finish(c, GRPC_UNAVAILABLE, err.data ? err.data : "out of memory");
-    buf_free(&err);
+    free(c->pod);
+    free(c->addr);
+    c->addr = NULL;
+    if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr)))
+        return finish(c, GRPC_UNAVAILABLE, "out of memory");
+    link_submit(p, c);
 }
 
 static int pack(pod_call *c)
@@ -171,51 +366,42 @@ oom:
     return NULL;
 }
 
-static void close_later(loop *l, void *ctx)
-{
-    (void)l;
-    gc_close(ctx);
-}
-
-/* The owner may free the call from inside its done, which then runs inside
- * the gRPC client's callback (a server replies at once): the connection is
- * closed next turn, once the client has let go of it; nothing runs on it
- * any more (one call per connection, answered). Otherwise (cancel, or a
- * free after done returned) it is closed now. */
-static void call_release(ev_call *base, int defer_close)
+static void call_release(ev_call *base)
 {
     pod_call *c = (pod_call *)base;
     pod_ev *p = (pod_ev *)base->ev;
     pod_cache_cancel(p->pc, c->waiter);
-    gc_connect_cancel(c->dialing);
     loop_timer_cancel(p->l, c->deferred);
-    if (c->conn && defer_close && !loop_timer_add(p->l, 0, close_later, c->conn))
-        log_warn("function pod %s: out of memory closing its connection; left open", c->pod ? c->pod : "");
-    else if (c->conn && !defer_close)
-        gc_close(c->conn);   /* a running call ends CANCELLED: on_answer ignores it (ended) */
+    gc_call_cancel(c->stream);   /* running: its stream is reset, the connection stays */
+    link_leave(c);
     if (c->resp)
         evaluator__evaluate_function_response__free_unpacked(c->resp, NULL);
     buf_free(&c->packed);
     buf_free(&c->message);
     free(c->image);
     free(c->pod);
+    free(c->addr);
     free(c);
 }
 
-static void pod_free_call(ev_call *base) { call_release(base, ((pod_call *)base)->in_client_cb); }
+static void pod_free_call(ev_call *base) { call_release(base); }
 
 static void pod_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     pod_call *c = (pod_call *)base;
-    c->ended = 1;              /* gc_close ends a running call with CANCELLED: not reported */
-    call_release(base, 0);
+    c->ended = 1;
+    call_release(base);
     if (gone)
         gone(gone_ctx);
 }
 
 static void pod_destroy(evaluator *base)
 {
-    free(base);
+    pod_ev *p = (pod_ev *)base;
+    pod_cache_off_drop(p->pc, on_drop, p);
+    while (p->links)
+        link_free(p->links);
+    free(p);
 }
 
 static const ev_ops pod_ops = {
@@ -235,6 +421,10 @@ evaluator *ev_pod_new(loop *l, pod_cache *pc, const ev_pod_opts *o)
     p->l = l;
     p->pc = pc;
     p->o = *o;
+    if (pod_cache_on_drop(pc, on_drop, p) < 0) {
+        free(p);
+        return NULL;
+    }
     if (p->o.connect_timeout_ns <= 0)
         p->o.connect_timeout_ns = CONNECT_TIMEOUT_NS;
     if (!p->o.max_message)

@@ -3,6 +3,9 @@
  * wrapper server's EvaluateFunction with the image and the ResourceList,
  * on the loop: the pod wait, the connect and the call never block it.
  *
+ * One HTTP/2 connection per pod, shared by every call to it (streams),
+ * kept while the pod stays in the cache; see ev_pod.c for its life.
+ *
  * Errors: a pod that cannot be had (API errors, the kubelet's reason)
  * answers UNAVAILABLE with the cache's message; a connection that fails
  * drops the pod from the cache (the next call finds or creates another)
@@ -23,7 +26,8 @@ typedef struct ev_pod_opts {
     uint32_t max_message;         /* largest answer accepted; 0: 6 MiB */
 } ev_pod_opts;
 
-/* The cache must outlive the evaluator. NULL when out of memory. */
+/* The cache must outlive the evaluator. NULL when out of memory (or the
+ * cache has POD_DROP_HOOKS evaluators already). */
 evaluator *ev_pod_new(loop *l, pod_cache *pc, const ev_pod_opts *o);
 
 /* The pod the last finished call of this evaluator went to (for the CLI's
@@ -33,6 +37,7 @@ typedef struct ev_pod_last {
     char uid[64];
     char addr[300];
     int created;
+    int ready;                    /* Ready; 0: dialed on its wrapper's health before */
     int64_t pod_wait_ns;          /* the cache's wait for the pod */
 } ev_pod_last;
 const ev_pod_last *ev_pod_last_call(evaluator *e);

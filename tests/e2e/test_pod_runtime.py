@@ -55,7 +55,7 @@ def test_eval_creates_then_reuses(api, runner, images, namespace, tmp_path, figu
     assert "reused" in r2.stderr, r2.stderr
     pods2 = function_pods(api, namespace)
     assert [p["metadata"]["uid"] for p in pods2] == [uid]
-    figures.append(f"eval --kube: cold (registry lookup, create, Ready, call) {cold:.2f} s; "
+    figures.append(f"eval --kube: cold (registry lookup, create, wrapper SERVING, call) {cold:.2f} s; "
                    f"warm (pod found Ready, call) {warm:.2f} s (whole process)")
 
 

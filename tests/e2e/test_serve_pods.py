@@ -139,7 +139,7 @@ def test_serve_creates_reuses_and_replaces(api, serve, images, namespace, figure
     warm = time.monotonic() - t0
     assert [p["metadata"]["uid"] for p in function_pods(api, namespace)] == [uid]
     assert "reused" in serve.stderr(), serve.stderr()
-    figures.append(f"serve (pod runtime): first call (lookup, create, Ready, call) {cold:.2f} s; "
+    figures.append(f"serve (pod runtime): first call (lookup, create, wrapper SERVING, call) {cold:.2f} s; "
                    f"second call through the same pod {warm * 1000:.1f} ms")
 
     # deleted through the API: the server's watch drops it, the next call makes another

@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""bench/pods.py: the figures of `make bench-pods`, function pods on a real
+cluster (issue 15). Run by scripts/e2e.sh (E2E_RUN=bench), which starts the
+lab (or takes KUBECONFIG and REGISTRY), pushes the images and exports what
+this reads: KUBECONFIG, REGISTRY, E2E_FN_IMAGE, WRAPPER_SERVER_IMAGE, BUILD,
+K8S_LAB_DIR (set on the lab).
+
+Every figure comes with the one it is compared with, measured in the same
+run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
+
+1. cold: `runner-client eval --kube --dial pod` with no pod yet, BENCH_PODS_RUNS
+   times (default 5; the pod deleted between runs; the images already on the
+   node, pulled by an untimed first run): the whole process, start
+   -> answer (registry lookup, create, the wrapper's health, the call), and
+   start -> the pod Ready (what Porch waits for), polled through the API;
+2. the readiness probe's timing, the same pod created through the API with
+   Porch's template (period 10 s), a 1 s period, and a 1 s startupProbe:
+   create -> the wrapper answers health, create -> Ready;
+3. warm: bench-loadgen's EvaluateFunction to a `cat` function in its pod
+   against the same calls to a local wrapper server running the same `cat`
+   (static busybox, as in the image)
+   (BENCH_PODS_CALLS sequential calls of 2 KiB, default 200, three rounds
+   interleaved, median of the round medians); and through
+   `runner-client serve` (its kept connection to the pod) against the pod
+   directly, both from the python gRPC client;
+4. `eval --kube` on a warm pod against `eval --addr` to the same pod, whole
+   processes, p50 of 10 interleaved;
+5. with BENCH_PODS_CPU=1, on the lab only: the node's CPU (every process in
+   its PID namespace: kubelet, containerd, shims, containers, the exec'd
+   probes, children counted once reaped) while 5 idle pods sit with their
+   probes every 10 s (Porch's template) and every 1 s, BENCH_PODS_CPU_SECONDS
+   (default 60) each: the cost of a shorter probe period.
+
+Output: a table on stdout, also in $BUILD/bench/pods.txt.
+"""
+
+import copy
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from busybox_image import push_busybox_image, registry_tls_verify  # noqa: E402
+from k8s import Api, is_ready, load_kubeconfig, run_client  # noqa: E402
+
+BUILD = os.environ.get("BUILD", "build")
+BIN = os.path.join(ROOT, BUILD, "bin") if not os.path.isabs(BUILD) else os.path.join(BUILD, "bin")
+RUNS = int(os.environ.get("BENCH_PODS_RUNS", "5"))
+CALLS = int(os.environ.get("BENCH_PODS_CALLS", "200"))
+ROUNDS = 3
+PORT = 9446
+DEPLOYMENT = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+RL = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+      b"- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: web\n  spec:\n    replicas: 1\n")
+LINES = []
+
+
+def out(line=""):
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def p50(values):
+    return statistics.median(values)
+
+
+def spread(values, unit="s", scale=1.0):
+    v = [x * scale for x in values]
+    return f"p50 {p50(v):.2f} {unit} (min {min(v):.2f}, max {max(v):.2f}, n={len(v)})"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(proc, log, port, what):
+    deadline = time.monotonic() + 10
+    while f"Listening on :{port}" not in open(log, errors="replace").read():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"bench-pods: {what} did not start:\n{open(log, errors='replace').read()[-3000:]}")
+        time.sleep(0.02)
+
+
+class Bench:
+    def __init__(self):
+        self.api = Api(load_kubeconfig(os.environ["KUBECONFIG"], tempfile.mkdtemp(prefix="bench-pods-")))
+        self.tmp = tempfile.mkdtemp(prefix="bench-pods-")
+        self.ns = f"bench-pods-{os.getpid()}"
+        self.api.create_namespace(self.ns)
+        self.fn = os.environ["E2E_FN_IMAGE"]
+        self.wrapper = os.environ["WRAPPER_SERVER_IMAGE"]
+        self.src = os.path.join(self.tmp, "deploy.yaml")
+        with open(self.src, "w") as f:
+            f.write(DEPLOYMENT)
+
+    def close(self):
+        for pod in self.api.list("pods", self.ns):
+            self.api.delete("pods", self.ns, pod["metadata"]["name"], grace=0)
+        self.api.delete("namespaces", None, self.ns)
+
+    def fn_pods(self, image_label=None):
+        return [p for p in self.api.list("pods", self.ns)
+                if "fn.kpt.dev/image" in p["metadata"].get("labels", {})
+                and not p["metadata"].get("deletionTimestamp")
+                and (image_label is None or p["metadata"]["labels"]["fn.kpt.dev/image"] == image_label)]
+
+    def delete_fn_pods(self):
+        for p in self.fn_pods():
+            self.api.delete("pods", self.ns, p["metadata"]["name"], grace=0)
+            self.api.wait_gone("pods", self.ns, p["metadata"]["name"], timeout=60)
+
+    def eval_kube(self, image):
+        return [os.path.join(BIN, "runner-client"), "eval", "--kube", "--dial", "pod", "--namespace",
+                self.ns, "--image", image, "--timeout", "60s", self.src]
+
+    # ---- 1. cold eval --kube ------------------------------------------------------------------
+
+    def cold(self):
+        # once untimed: the images onto the node (pulls are not the figure)
+        if subprocess.run(self.eval_kube(self.fn), capture_output=True, timeout=120).returncode != 0:
+            sys.exit("bench-pods: the first eval --kube failed")
+        answered, ready = [], []
+        for _ in range(RUNS):
+            self.delete_fn_pods()
+            t0 = time.monotonic()
+            proc = subprocess.Popen(self.eval_kube(self.fn), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            t_answer = t_ready = None
+            while t_ready is None:
+                if t_answer is None and proc.poll() is not None:
+                    t_answer = time.monotonic() - t0
+                    o, e = proc.communicate()
+                    if proc.returncode != 0 or "replicas: 3" not in o:
+                        sys.exit(f"bench-pods: cold eval --kube failed:\n{e[-3000:]}")
+                pods = self.fn_pods()
+                if pods and is_ready(pods[0]):
+                    t_ready = time.monotonic() - t0
+                if time.monotonic() - t0 > 120:
+                    sys.exit("bench-pods: the pod was not Ready within 120 s")
+                time.sleep(0.05)
+            if t_answer is None:
+                proc.wait(60)
+                t_answer = time.monotonic() - t0   # Ready came first (a lucky probe)
+            answered.append(t_answer)
+            ready.append(t_ready)
+        out(f"cold eval --kube --dial pod, start -> answered      {spread(answered)}")
+        out(f"cold, start -> pod Ready (what Porch waits for)    {spread(ready)}")
+        out(f"  answered before Ready by                          p50 {p50(ready) - p50(answered):.2f} s")
+
+    # ---- 2. the probe's timing ----------------------------------------------------------------
+
+    def template_pod(self):
+        """The function's Pod as `pod render` prints it, labelled so that no
+        runner adopts it."""
+        info = json.loads(run_client(["image", "--output", "json", self.fn], check=True).stdout)
+        r = run_client(["pod", "render", "--image", self.fn, "--digest", info["digest"],
+                        "--wrapper-image", self.wrapper, "--namespace", self.ns,
+                        "--entrypoint-json", json.dumps(info["entrypoint"])], check=True)
+        pod = next(d for d in yaml.safe_load_all(r.stdout) if d and d["kind"] == "Pod")
+        pod["metadata"]["labels"] = {"bench": "probe"}
+        return pod
+
+    def probe_variants(self):
+        base = self.template_pod()
+        variants = [("readinessProbe every 10 s (Porch's template)", None),
+                    ("readinessProbe every 1 s", "period1"),
+                    ("startupProbe every 1 s, readiness every 10 s", "startup1")]
+        self.delete_fn_pods()
+        for label, kind in variants:
+            pod = copy.deepcopy(base)
+            c = pod["spec"]["containers"][0]
+            if kind == "period1":
+                c["readinessProbe"]["periodSeconds"] = 1
+            elif kind == "startup1":
+                c["startupProbe"] = dict(c["readinessProbe"], periodSeconds=1, failureThreshold=60)
+            health, ready = [], []
+            for _ in range(RUNS):
+                h, rd = self.cold_template_pod(pod)
+                health.append(h)
+                ready.append(rd)
+            out(f"{label}:")
+            out(f"  create -> wrapper answers health               {spread(health)}")
+            out(f"  create -> pod Ready                            {spread(ready)}")
+
+    def cold_template_pod(self, pod):
+        t0 = time.monotonic()
+        name = self.api.create(pod)["metadata"]["name"]
+        t_health = None
+        while True:
+            p = self.api.get("pods", self.ns, name)
+            now = time.monotonic() - t0
+            if is_ready(p):
+                break
+            ip = p.get("status", {}).get("podIP")
+            if ip and t_health is None and run_client(["health", "--addr", f"{ip}:{PORT}", "--timeout",
+                                                       "1s"], timeout=10).returncode == 0:
+                t_health = time.monotonic() - t0
+            if now > 120:
+                sys.exit(f"bench-pods: pod {name} not Ready within 120 s")
+            time.sleep(0.05)
+        self.api.delete("pods", self.ns, name, grace=0)
+        self.api.wait_gone("pods", self.ns, name, timeout=60)
+        return (t_health if t_health is not None else now), now
+
+    # ---- 3. warm calls --------------------------------------------------------------------------
+
+    def loadgen(self, addr):
+        r = subprocess.run([os.path.join(BIN, "bench-loadgen"), "--addr", addr, "--calls", str(CALLS),
+                            "--warmup", "20", "--size", "2048", "--concurrency", "1"],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            sys.exit(f"bench-pods: bench-loadgen {addr}: {r.stderr}")
+        return float(re.search(r"median_us=([0-9.]+)", r.stdout).group(1))
+
+    def warm(self):
+        cat = push_busybox_image(os.environ["REGISTRY"], "krm-bench-cat", ["/bin/cat"], self.tmp,
+                                 registry_tls_verify(bool(os.environ.get("K8S_LAB_DIR"))))
+        r = run_client(["pod", "create", "--dial", "pod", "--namespace", self.ns, "--image", cat],
+                       timeout=120)
+        if r.returncode != 0:
+            sys.exit(f"bench-pods: pod create: {r.stderr}")
+        pod_addr = dict(line.split(" ", 1) for line in r.stdout.splitlines())["address"]
+        port = free_port()
+        log = os.path.join(self.tmp, "local.log")
+        # the pod's `cat` is static busybox's: the same binary here, so that
+        # only the path differs (a dynamically linked cat execs slower)
+        local = subprocess.Popen([os.path.join(BIN, "wrapper-server"), "--port", str(port), "--",
+                                  "/bin/busybox", "cat"], stdout=subprocess.DEVNULL,
+                                 stderr=open(log, "w"))
+        try:
+            wait_listening(local, log, port, "the local wrapper server")
+            pod_us, local_us = [], []
+            for _ in range(ROUNDS):
+                pod_us.append(self.loadgen(pod_addr))
+                local_us.append(self.loadgen(f"127.0.0.1:{port}"))
+        finally:
+            local.send_signal(signal.SIGTERM)
+            local.wait(15)
+        pod_ms, local_ms = p50(pod_us) / 1000, p50(local_us) / 1000
+        out(f"warm EvaluateFunction (cat, 2 KiB), bench-loadgen, {CALLS} calls x {ROUNDS} rounds:")
+        out(f"  to the pod ({pod_addr})             median {pod_ms:.2f} ms  "
+            f"(rounds {', '.join(f'{u / 1000:.2f}' for u in pod_us)})")
+        out(f"  to a local wrapper server            median {local_ms:.2f} ms  "
+            f"(rounds {', '.join(f'{u / 1000:.2f}' for u in local_us)})")
+        out(f"  pod / local                          {pod_ms / local_ms:.2f}x (+{pod_ms - local_ms:.2f} ms)")
+        self.through_serve(cat, pod_addr)
+
+    def through_serve(self, image, pod_addr):
+        import grpc
+        pbdir = os.path.join(self.tmp, "pb")
+        os.makedirs(pbdir, exist_ok=True)
+        subprocess.run(["protoc", "--proto_path=proto", f"--python_out={pbdir}", "proto/evaluator.proto"],
+                       cwd=ROOT, check=True)
+        sys.path.insert(0, pbdir)
+        import evaluator_pb2
+        port = free_port()
+        log = os.path.join(self.tmp, "serve.log")
+        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+                                  "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
+                                  "--dial", "pod"], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        try:
+            wait_listening(serve, log, port, "runner-client serve")
+            req = evaluator_pb2.EvaluateFunctionRequest(resource_list=RL, image=image).SerializeToString()
+
+            def timed(addr):
+                with grpc.insecure_channel(addr) as ch:
+                    call = ch.unary_unary("/evaluator.FunctionEvaluator/EvaluateFunction")
+                    for _ in range(20):
+                        call(req, timeout=60)
+                    t = []
+                    for _ in range(CALLS):
+                        t0 = time.perf_counter()
+                        call(req, timeout=60)
+                        t.append(time.perf_counter() - t0)
+                return p50(t) * 1000
+
+            via_serve, direct = [], []
+            for _ in range(ROUNDS):
+                via_serve.append(timed(f"127.0.0.1:{port}"))
+                direct.append(timed(pod_addr))
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(15)
+        opened = len(re.findall(r": connected to ", open(log, errors="replace").read()))
+        out(f"warm, python gRPC client, {CALLS} calls x {ROUNDS} rounds (median of round medians):")
+        out(f"  through runner-client serve -> pod   {p50(via_serve):.2f} ms  "
+            f"({opened} connection(s) to the pod opened by serve for {ROUNDS * (CALLS + 20)} calls)")
+        out(f"  to the pod directly                  {p50(direct):.2f} ms")
+        out(f"  serve / direct                       {p50(via_serve) / p50(direct):.2f}x")
+
+    # ---- 4. eval --kube warm vs eval --addr -----------------------------------------------------
+
+    def eval_warm(self):
+        r = subprocess.run(self.eval_kube(self.fn), capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            sys.exit(f"bench-pods: eval --kube: {r.stderr[-3000:]}")
+        addr = re.search(r" at (\S+): pod ", r.stderr).group(1)
+        addr_cmd = [os.path.join(BIN, "runner-client"), "eval", "--addr", addr, "--image", self.fn,
+                    self.src]
+        kube, direct = [], []
+        for _ in range(10):
+            for cmd, into in ((self.eval_kube(self.fn), kube), (addr_cmd, direct)):
+                t0 = time.monotonic()
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                into.append(time.monotonic() - t0)
+                if r.returncode != 0 or "replicas: 3" not in r.stdout:
+                    sys.exit(f"bench-pods: {' '.join(cmd)}: {r.stderr[-3000:]}")
+        out("warm pod, whole runner-client processes, 10 each interleaved:")
+        out(f"  eval --kube (registry lookup, 1 API list, call)  {spread(kube, 'ms', 1000)}")
+        out(f"  eval --addr to the same pod                     {spread(direct, 'ms', 1000)}")
+        out(f"  --kube - --addr                                 {(p50(kube) - p50(direct)) * 1000:.1f} ms")
+
+
+# ---- 5. the probes' CPU ---------------------------------------------------------------------
+
+def node_cpu_seconds(pidns):
+    """User + system time of the lab node's processes and their reaped children."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") != pidns:
+                continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])   # utime stime cutime cstime
+        except OSError:
+            pass
+    return total / hz
+
+
+def probe_cpu(b):
+    with open(os.path.join(os.environ["K8S_LAB_DIR"], "pids", "node.pidns")) as f:
+        pidns = f.read().strip()
+    secs = int(os.environ.get("BENCH_PODS_CPU_SECONDS", "60"))
+    base = b.template_pod()
+    b.delete_fn_pods()
+    out(f"node CPU, 5 idle template pods, {secs} s each:")
+    for period in (10, 1):
+        pod = copy.deepcopy(base)
+        for probe in ("readinessProbe", "livenessProbe"):
+            pod["spec"]["containers"][0][probe]["periodSeconds"] = period
+        names = [b.api.create(pod)["metadata"]["name"] for _ in range(5)]
+        for n in names:
+            b.api.wait_pod(b.ns, n, is_ready, 120)
+        time.sleep(3)
+        c0, t0 = node_cpu_seconds(pidns), time.monotonic()
+        time.sleep(secs)
+        c1, t1 = node_cpu_seconds(pidns), time.monotonic()
+        out(f"  readiness and liveness every {period:2d} s         "
+            f"{100 * (c1 - c0) / (t1 - t0):.1f}% of one core")
+        for n in names:
+            b.api.delete("pods", b.ns, n, grace=0)
+            b.api.wait_gone("pods", b.ns, n, timeout=60)
+
+
+def main():
+    b = Bench()
+    try:
+        out(f"bench-pods: {time.strftime('%Y-%m-%d %H:%M')} on {os.uname().nodename}, "
+            f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
+            f"cluster {'lab' if os.environ.get('K8S_LAB_DIR') else os.environ['KUBECONFIG']}")
+        b.cold()
+        b.probe_variants()
+        b.warm()
+        b.eval_warm()
+        if os.environ.get("BENCH_PODS_CPU") == "1" and os.environ.get("K8S_LAB_DIR"):
+            probe_cpu(b)
+    finally:
+        b.close()
+    path = os.path.join(ROOT, BUILD, "bench") if not os.path.isabs(BUILD) else os.path.join(BUILD, "bench")
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "pods.txt"), "w") as f:
+        f.write("\n".join(LINES) + "\n")
+
+
+if __name__ == "__main__":
+    main()
