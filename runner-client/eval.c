@@ -22,6 +22,7 @@
 #include "pipeline.h"
 #include "pipeline_run.h"
 #include "rl_input.h"
+#include "term_text.h"
 
 static const char eval_usage[] =
     "Usage: runner-client eval --addr HOST:PORT [--image IMG] [flags] [DIR|FILE|-]\n"
@@ -64,7 +65,7 @@ static const char eval_usage[] =
 
 static int usage_error(buf *err)
 {
-    fprintf(stderr, "runner-client eval: %s\n", err->data);
+    term_printf(stderr, "runner-client eval: %s\n", err->data);
     buf_free(err);
     return 2;
 }
@@ -222,7 +223,7 @@ int cmd_eval(int argc, char **argv)
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
                     .truncate = o.out.truncate, .results_dir = o.out.results_dir};
     if (rl_input_build(o.input, &rl, why, sizeof why) < 0) {
-        fprintf(stderr, "runner-client eval: %s\n", why);
+        term_printf(stderr, "runner-client eval: %s\n", why);
         rc = 2;
     } else if (eval_cli_out_prepare(&o.out, &err) < 0) {
         rc = usage_error(&err);

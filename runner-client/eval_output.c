@@ -9,6 +9,7 @@
 
 #include "core/fdio.h"
 #include "pkg_write.h"
+#include "term_text.h"
 
 #define PREFIX "runner-client eval: "
 
@@ -90,12 +91,12 @@ int eval_output_write(const eval_output *o, const buf *input, const char *final,
         if (rc == 0)
             rc = write_stdout(text.data ? text.data : "", text.len);
         else
-            fprintf(stderr, PREFIX "%s\n", why);
+            term_printf(stderr, PREFIX "%s\n", why);
         buf_free(&text);
         return rc;
     }
     rc = write_package(o, input, final, len, why, sizeof why);
     if (rc < 0)
-        fprintf(stderr, PREFIX "cannot write the package: %s\n", why);
+        term_printf(stderr, PREFIX "cannot write the package: %s\n", why);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/go_quote.h"
+#include "core/log.h"
 #include "krm/rl_results.h"
 
 #define NS_PER_MS 1000000LL
@@ -36,15 +37,40 @@ int progress_running(const char *name, buf *out)
     return rc | buf_append_str(out, "\n");
 }
 
+/* Text a function chose (a result's message, an error quoting its stderr)
+ * on the user's terminal: control bytes (ESC, C1, ...) and bytes that are
+ * not UTF-8 escaped as the log sink escapes them, so a function cannot
+ * drive the terminal. Line breaks are the caller's to handle first. */
+static int append_escaped(const char *text, size_t len, buf *out)
+{
+    char chunk[1024];
+    while (len) {
+        size_t used, n = log_escape(chunk, sizeof chunk, text, len, &used);
+        if (buf_append(out, chunk, n) < 0)
+            return -1;
+        text += used;
+        len -= used;
+    }
+    return 0;
+}
+
 /* One line of a block: indented, line breaks inside it made spaces. */
 static int block_line(const char *text, size_t len, int quote, buf *out)
 {
-    size_t start = out->len;
     int rc = buf_append_str(out, INDENT);
-    rc |= quote ? go_quote_bytes(text, len, out) : buf_append(out, text, len);
-    for (size_t i = start; rc == 0 && i < out->len; i++)
-        if (out->data[i] == '\n' || out->data[i] == '\r')
-            out->data[i] = ' ';
+    if (quote) {
+        rc |= go_quote_bytes(text, len, out);
+    } else {
+        for (size_t i = 0, run; rc == 0 && i < len; i += run) {
+            run = strcspn(text + i, "\n\r");
+            run = run < len - i ? run : len - i;
+            rc = append_escaped(text + i, run, out);
+            if (run < len - i) {
+                rc |= buf_append_str(out, " ");
+                run++;
+            }
+        }
+    }
     return rc | buf_append_str(out, "\n");
 }
 
@@ -104,11 +130,14 @@ static int stderr_block(const char *log, size_t len, int truncate, buf *out)
 static int error_block(const char *error, buf *out)
 {
     int rc = buf_append_str(out, "  Error: ");
-    for (const char *p = error; *p && rc == 0; p++) {
-        if (*p == '\n' && p[1])
+    for (const char *p = error; *p && rc == 0;) {
+        size_t run = strcspn(p, "\n\r");
+        rc = append_escaped(p, run, out);
+        p += run;
+        if (*p == '\n' && p[1] && rc == 0)
             rc = buf_append_str(out, "\n" INDENT);
-        else if (*p != '\n' && *p != '\r')
-            rc = buf_append(out, p, 1);
+        if (*p)
+            p++;
     }
     return rc | buf_append_str(out, "\n");
 }

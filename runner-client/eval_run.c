@@ -10,6 +10,7 @@
 #include "grpc/grpc_status.h"
 #include "krm/rl_results.h"
 #include "eval_progress.h"
+#include "term_text.h"
 
 #define PREFIX "runner-client eval: "
 
@@ -88,7 +89,7 @@ int eval_run_single(eval_run *run, const char *image, const buf *input, const ev
     eval_step s;
     if (eval_step_run(run, image, input->data, input->len, &s) < 0) {
         eval_step_free(&s);
-        fprintf(stderr, PREFIX "out of memory\n");
+        term_printf(stderr, PREFIX "out of memory\n");
         return 1;
     }
     const buf *answer = &s.answer.resource_list;
@@ -107,10 +108,10 @@ int eval_run_finish(eval_run *run, const eval_output *o, const buf *input, const
         buf path = { 0 };
         char why[1024];
         if (results_file_write(&run->results, run->results_dir, rc, &path, why, sizeof why) < 0) {
-            fprintf(stderr, PREFIX "cannot write the results: %s\n", why);
+            term_printf(stderr, PREFIX "cannot write the results: %s\n", why);
             rc = 1;
         } else {
-            fprintf(stderr, "\nFor complete results, see %s\n", path.data);
+            term_printf(stderr, "\nFor complete results, see %s\n", path.data);
         }
         buf_free(&path);
     }

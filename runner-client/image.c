@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "registry_flags.h"
+#include "term_text.h"
 
 #define MAX_IMAGES 64
 
@@ -111,7 +112,7 @@ static int run_lookups(const image_cli *cli, const registry_opts *opts)
         registry_result r;
         buf err = {0};
         if (registry_lookup(cli->images[i], opts, &r, &err) < 0) {
-            fprintf(stderr, "runner-client image: %s\n", err.data ? err.data : "lookup failed");
+            term_printf(stderr, "runner-client image: %s\n", err.data ? err.data : "lookup failed");
             rc = 1;
         } else {
             if (!strcmp(cli->output, "json"))
@@ -124,7 +125,7 @@ static int run_lookups(const image_cli *cli, const registry_opts *opts)
     }
     fflush(stdout);
     if (cli->debug)
-        fprintf(stderr, "runner-client image: %zu HTTP requests, %zu cache hits\n", registry_requests_made(),
+        term_printf(stderr, "runner-client image: %zu HTTP requests, %zu cache hits\n", registry_requests_made(),
                 registry_cache_hits());
     return rc;
 }
@@ -138,7 +139,7 @@ int cmd_image(int argc, char **argv)
     if (parse_cli(&cli, argc, argv, &help, &err) < 0 ||
         (!help && (duration_parse(cli.timeout, &timeout_ns) < 0 || timeout_ns < 1000000) &&
          buf_printf(&err, "invalid --timeout \"%s\"", cli.timeout) >= 0)) {
-        fprintf(stderr, "runner-client image: %s\n", err.data);
+        term_printf(stderr, "runner-client image: %s\n", err.data);
     } else if (help) {
         fputs(image_usage, stdout);
         rc = 0;

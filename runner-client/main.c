@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "term_text.h"
 
 #define RC_VERSION "0.1.0"
 
@@ -45,6 +46,6 @@ int main(int argc, char **argv)
         printf("runner-client " RC_VERSION "\n");
         return 0;
     }
-    fprintf(stderr, "runner-client: unknown command \"%s\" (see --help)\n", cmd);
+    term_printf(stderr, "runner-client: unknown command \"%s\" (see --help)\n", cmd);
     return 2;
 }

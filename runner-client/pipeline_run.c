@@ -12,6 +12,7 @@
  * rule). A failed step changes no items; its results are kept, and a
  * failed call becomes a result of its own. */
 #include "pipeline_run.h"
+#include "term_text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -42,10 +43,10 @@ static void step_ctx_init(step_ctx *c, const pl_step *step, size_t number)
 static void report_failure(const step_ctx *c, const char *what)
 {
     if (c->step->name)
-        fprintf(stderr, PREFIX "step %zu \"%s\" (%s) failed: %s\n", c->number, c->step->image,
+        term_printf(stderr, PREFIX "step %zu \"%s\" (%s) failed: %s\n", c->number, c->step->image,
                 c->step->name, what);
     else
-        fprintf(stderr, PREFIX "step %zu \"%s\" failed: %s\n", c->number, c->step->image, what);
+        term_printf(stderr, PREFIX "step %zu \"%s\" failed: %s\n", c->number, c->step->image, what);
 }
 
 /* A failure without results of the function's own, kept as an error
@@ -116,7 +117,7 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
     char why[1024];
     rl_doc *state = rl_doc_load_resource_list(input, len, why, sizeof why);
     if (!state) {
-        fprintf(stderr, PREFIX "the input is not a valid ResourceList: %s\n", why);
+        term_printf(stderr, PREFIX "the input is not a valid ResourceList: %s\n", why);
         return 2;
     }
     rl_doc_remove(state, "results"); /* the output holds the steps' results only */
@@ -129,10 +130,10 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
             failed = 1;
     }
     if (rc >= 0 && rl_doc_emit(state, "functionConfig", final, why, sizeof why) < 0) {
-        fprintf(stderr, PREFIX "cannot write the output: %s\n", why);
+        term_printf(stderr, PREFIX "cannot write the output: %s\n", why);
         rc = -1;
     } else if (rc < 0) {
-        fprintf(stderr, PREFIX "out of memory\n");
+        term_printf(stderr, PREFIX "out of memory\n");
     }
     rl_doc_free(state);
     return rc < 0 || failed ? 1 : 0;

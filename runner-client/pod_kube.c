@@ -14,6 +14,7 @@
 #include "kube/pod_template.h"
 #include "commands.h"
 #include "flags.h"
+#include "term_text.h"
 
 #define FN_LABEL_SELECTOR "labelSelector=fn.kpt.dev%2Fimage"
 /* Not written by Porch: set by our runner after each call (absent: "-"). */
@@ -32,7 +33,7 @@ typedef struct kube_run {
 
 static int kube_usage(const char *sub, const char *msg)
 {
-    fprintf(stderr, "runner-client pod %s: %s\n", sub, msg);
+    term_printf(stderr, "runner-client pod %s: %s\n", sub, msg);
     return 2;
 }
 
@@ -44,7 +45,7 @@ static int run_open(kube_run *r, const char *sub, const char *kubeconfig, const 
     kube_config_opts o = {kubeconfig, context, ns};
     if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
         !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err))) {
-        fprintf(stderr, "runner-client pod %s: %s\n", sub, err.data ? err.data : "out of memory");
+        term_printf(stderr, "runner-client pod %s: %s\n", sub, err.data ? err.data : "out of memory");
         buf_free(&err);
         return -1;
     }
@@ -68,7 +69,7 @@ static void call_ended(kube_run *r)
 
 static void fail(kube_run *r, const char *sub, const char *msg)
 {
-    fprintf(stderr, "runner-client pod %s: %s\n", sub, msg);
+    term_printf(stderr, "runner-client pod %s: %s\n", sub, msg);
     r->rc = 1;
 }
 
@@ -163,12 +164,12 @@ static void on_namespace(const kube_result *res, void *ctx)
 {
     kube_run *r = ctx;
     if (res->not_found)
-        fprintf(stderr, "runner-client pod list: namespace \"%s\" does not exist on %s\n", r->ns,
+        term_printf(stderr, "runner-client pod list: namespace \"%s\" does not exist on %s\n", r->ns,
                 r->cfg.server), r->rc = 1;
     else if (!res->ok)
         fail(r, "list", res->error);
     else
-        fprintf(stderr, "no function pods in namespace \"%s\"\n", r->ns);
+        term_printf(stderr, "no function pods in namespace \"%s\"\n", r->ns);
     call_ended(r);
 }
 
@@ -228,7 +229,7 @@ static void on_list_for_delete(const kube_result *res, void *ctx)
     if (!res->ok)
         fail(r, "delete", res->error);
     else if (!items || items->type != JSON_ARRAY || items->len == 0)
-        fprintf(stderr, "no function pods in namespace \"%s\"\n", r->ns);
+        term_printf(stderr, "no function pods in namespace \"%s\"\n", r->ns);
     for (size_t i = 0; res->ok && items && items->type == JSON_ARRAY && i < items->len; i++) {
         const char *name = kube_path_str(items->items[i], "metadata.name");
         if (name)
@@ -255,7 +256,7 @@ static const char list_usage[] =
 static int run_loop(kube_run *r)
 {
     if (r->pending && loop_run(r->l) < 0) {
-        fprintf(stderr, "runner-client pod: the event loop failed\n");
+        term_printf(stderr, "runner-client pod: the event loop failed\n");
         return 1;
     }
     return r->rc;
@@ -279,7 +280,7 @@ int cmd_pod_kube(const char *sub, int argc, char **argv)
             args[n_args++] = argv[i];
     }
     if (!args)
-        return fprintf(stderr, "runner-client: out of memory\n"), 1;
+        return term_printf(stderr, "runner-client: out of memory\n"), 1;
     int bad = flags_parse(n_args, args, defs, pos, 2, &n_pos, &help, &err) < 0;
     free(args);
     if (bad) {

@@ -31,6 +31,7 @@
 #include "flags.h"
 #include "registry_flags.h"
 #include "rl_input.h"
+#include "term_text.h"
 
 static const char eval_kube_usage[] =
     "Usage: runner-client eval --kube --image IMG [flags] [FILE|DIR|-]\n"
@@ -86,7 +87,7 @@ typedef struct pod_run {
 
 static int usage(const char *cmd, const char *msg)
 {
-    fprintf(stderr, "runner-client %s: %s\n", cmd, msg);
+    term_printf(stderr, "runner-client %s: %s\n", cmd, msg);
     return 2;
 }
 
@@ -156,7 +157,7 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
     if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
         !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err)) ||
         !(r->pc = pod_cache_new(r->l, r->c, &po, &err))) {
-        fprintf(stderr, "runner-client %s: %s\n", cmd, err.data ? err.data : "out of memory");
+        term_printf(stderr, "runner-client %s: %s\n", cmd, err.data ? err.data : "out of memory");
         buf_free(&err);
         return -1;
     }
@@ -170,7 +171,7 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
 static int run_loop(pod_run *r, const char *cmd)
 {
     if (loop_run(r->l) < 0) {
-        fprintf(stderr, "runner-client %s: the event loop failed\n", cmd);
+        term_printf(stderr, "runner-client %s: the event loop failed\n", cmd);
         return 1;
     }
     pod_cache_settle(r->pc, SETTLE_MAX_NS);
@@ -183,11 +184,11 @@ static void on_created(const pod_answer *a, void *ctx)
 {
     pod_run *r = ctx;
     if (a->error) {
-        fprintf(stderr, "runner-client pod create: %s\n", a->error);
+        term_printf(stderr, "runner-client pod create: %s\n", a->error);
         r->rc = 1;
     } else {
         printf("pod %s\nuid %s\naddress %s\n", a->pod, a->uid ? a->uid : "", a->name);
-        fprintf(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
+        term_printf(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
                 (double)a->waited_ns / 1e9, a->ready ? "" : " (its wrapper answered SERVING; not Ready yet)");
         r->rc = fflush(stdout) == 0 ? 0 : 1;
     }
@@ -268,7 +269,7 @@ static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
     const ev_pod_last *last = ev_pod_last_call(call->ev);
     k->oom = copy_answer(res, k->out) < 0;
     if (last)
-        fprintf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
+        term_printf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
                 last->pod, last->created ? "created" : "reused",
                 last->ready ? "" : ", wrapper SERVING before the pod was Ready", last->addr,
                 (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - k->t0) / 1e9);
@@ -325,7 +326,7 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
     buf rl = {0};
     char why[1024];
     if (rl_input_build(k->input, &rl, why, sizeof why) < 0) {
-        fprintf(stderr, "runner-client eval: %s\n", why);
+        term_printf(stderr, "runner-client eval: %s\n", why);
         return 2;
     }
     pod_run r = {.rc = 1};
@@ -338,7 +339,7 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
         eval_run run = {.call = call_kube, .call_ctx = &kc, .unnamed = k->image,
                         .truncate = k->out.truncate, .results_dir = k->out.results_dir};
         if (!(ev = kc.ev = ev_pod_new(r.l, r.pc, &eo))) {
-            fprintf(stderr, "runner-client eval: out of memory\n");
+            term_printf(stderr, "runner-client eval: out of memory\n");
         } else {
             rc = eval_run_single(&run, k->image, &rl, &out);
             pod_cache_settle(r.pc, SETTLE_MAX_NS);

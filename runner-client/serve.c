@@ -41,6 +41,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "serve_pod.h"
+#include "term_text.h"
 
 #define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
@@ -281,7 +282,7 @@ static int runner_lookup(void *ctx, const char *image, buf *path, int *fd, buf *
 
 static int bad_flag(const char *flag, const char *value, const char *want)
 {
-    fprintf(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
+    term_printf(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
             want);
     return -1;
 }
@@ -353,7 +354,7 @@ static int serve_configure(runner *r, const serve_opts *o)
         return -1;
     buf perr = {0};
     if (serve_pod_check(&o->pod, &perr) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
     }
@@ -373,7 +374,7 @@ static int serve_configure(runner *r, const serve_opts *o)
     };
     buf why = {0};
     if (rpc_server_config_fill(&r->server, &why) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", why.data);
+        term_printf(stderr, "runner-client serve: %s\n", why.data);
         buf_free(&why);
         return -1;
     }
@@ -413,14 +414,14 @@ static int serve_run(runner *r)
     buf err = {0};
     if (l && !r->pod_disabled &&
         !(r->pods = serve_pod_open(l, r->pod_flags, r->server.max_message, &err))) {
-        fprintf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         buf_free(&err);
         loop_free(l);
         return 2;
     }
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
     if (!ev) {
-        fprintf(stderr, "runner-client serve: out of memory\n");
+        term_printf(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);
         loop_free(l);
         return 1;
@@ -445,7 +446,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int n = rest ? registry_flags_take(reg, argc, argv, rest, &err) : -1;
     if (n < 0 || flags_parse(n, rest, defs, NULL, 0, &n_pos, &help, &err) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         free(rest);
         buf_free(&err);
         return 2;
@@ -459,7 +460,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     if (serve_configure(&r, o) < 0)
         return 2;
     if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
-        fprintf(stderr, "runner-client serve: %s\n", err.data);
+        term_printf(stderr, "runner-client serve: %s\n", err.data);
         buf_free(&err);
         return 2;
     }

@@ -22,6 +22,7 @@ import time
 import grpc
 import pytest
 
+import krmtest
 from krmtest import BUILD_DIR, CLIENT_BIN, ROOT, pkg, run_cli, simple_rl
 
 BAD_IMAGE_MESSAGE = ('invalid image reference "Bad Image!": repository name "Bad Image!" '
@@ -424,3 +425,19 @@ def test_serve_not_found_lists_configured_images_bounded(start_server, tmp_path)
                              f'{p}fn1:v2, {p}fn2:v1 and 3 more'), err.details()
     # and what is listed is what runs
     assert srv.evaluate(simple_rl(), image=f"{p}fn2:v1").resource_list == simple_rl()
+
+
+def test_a_functions_text_never_drives_the_terminal(start_server, tmp_path):
+    """A function's stderr and results reach the user's terminal inside
+    runner-client's messages: an ESC sequence (clear screen, set the title)
+    or a C1 control arrives escaped, never raw."""
+    fn = tmp_path / "evil.sh"
+    fn.write_text("#!/bin/sh\ncat >/dev/null\nprintf 'owned \\033]0;title\\007 \\033[2J \\302\\233\\n' >&2\nexit 1\n")
+    fn.chmod(0o755)
+    srv = start_server([str(fn)])
+    rl = tmp_path / "rl.yaml"
+    rl.write_bytes(krmtest.simple_rl())
+    res = krmtest.runner_client("eval", "--addr", f"localhost:{srv.port}", "--image", "evil:v1", str(rl))
+    assert res.returncode == 1, krmtest.explain(res)
+    assert b"\x1b" not in res.stderr and b"\x07" not in res.stderr and b"\xc2\x9b" not in res.stderr, res.stderr
+    assert b"owned" in res.stderr and b"\\x1b[2J" in res.stderr, res.stderr

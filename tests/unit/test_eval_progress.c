@@ -103,3 +103,19 @@ Test(eval_progress, a_final_line_break_makes_no_empty_line)
                            "    ...(1 line(s) truncated, use '--truncate-output=false' to disable)\n");
     free(text);
 }
+
+Test(eval_progress, a_functions_text_cannot_drive_the_terminal)
+{
+    rl_result r[1] = { { .message = "clear \x1b[2J then \xc2\x9b C1", .severity = "error" } };
+    rl_list rl = { .results = r, .n_results = 1 };
+    progress_step s = { .name = "img", .failed = 1, .results = &rl,
+                        .error = "INTERNAL: title \x1b]0;owned\x07 set\nsecond \x1b[31mred" };
+    char *text = done(&s, 1);
+    cr_assert_null(strchr(text, '\x1b'), "%s", text);
+    cr_assert_null(strchr(text, '\x07'), "%s", text);
+    cr_assert_null(strstr(text, "\xc2\x9b"), "%s", text);
+    cr_assert(strstr(text, "    [error]: clear \\x1b[2J then \\u009b C1\n"), "%s", text);
+    cr_assert(strstr(text, "  Error: INTERNAL: title \\x1b]0;owned\\x07 set\n"
+                           "    second \\x1b[31mred\n"), "%s", text);
+    free(text);
+}

@@ -1,0 +1,19 @@
+/* term_text: runner-client's messages on the user's terminal.
+ *
+ * Its messages carry text others chose: a server's status message, a
+ * function's stderr inside it, a pod's last log lines, a registry's or the
+ * API server's error text. Written raw, an ESC or C1 byte in them would
+ * drive the user's terminal (clear it, set its title, fake a prompt). So
+ * every message goes out through here: control bytes other than the line
+ * break, DEL, C1 controls and bytes that are not UTF-8 are written escaped
+ * (\xNN, \u00NN), as the servers' log sink escapes them. */
+#ifndef KRM_RC_TERM_TEXT_H
+#define KRM_RC_TERM_TEXT_H
+
+#include <stdio.h>
+
+/* fprintf, escaped as above. Returns what fprintf returns for the escaped
+ * text, or -1. */
+int term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
