@@ -48,6 +48,7 @@ struct pod_link {
     gc_dialing *dialing;
     gc_conn *conn;
     pod_call *queue;           /* calls waiting for the connect */
+    int via_service;           /* addr is the pod's Service (its ClusterIP) */
     int calls;                 /* calls queued or running on it */
     int retired;               /* no new calls; closed once calls is 0 */
     loop_timer *closing;       /* the close, from the loop */
@@ -64,6 +65,7 @@ struct pod_call {
     pod_call *queued_next;
     gc_stream *stream;
     int resent;                /* sent again after a connection ended it */
+    int via_service;           /* the cache answered the Service, not the pod's IP */
     char *pod;                 /* the pod dialed */
     char *addr;
     buf packed;                /* the request message */
@@ -215,14 +217,22 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
     k->dialing = NULL;
     k->calls++;   /* held: the calls below may end and free nothing of k */
     if (!conn) {
-        log_v(1, "function pod %s: %s", k->pod, error);
-        pod_cache_forget(p->pc, k->image, k->pod, error);
+        /* A ClusterIP leads nowhere on a cluster without kube-proxy (or its
+         * replacement): say what would work there. */
+        buf why = {0};
+        if (k->via_service)
+            buf_printf(&why, "%s (dialed through the Service's ClusterIP: on a cluster without "
+                       "kube-proxy nothing routes it; --dial=pod dials the pod's IP)", error);
+        const char *msg = why.data ? why.data : error;
+        log_v(1, "function pod %s: %s", k->pod, msg);
+        pod_cache_forget(p->pc, k->image, k->pod, msg);
         link_retire(k);
         while (k->queue) {
             pod_call *c = k->queue;
             link_leave(c);
-            finish(c, GRPC_UNAVAILABLE, error);
+            finish(c, GRPC_UNAVAILABLE, msg);
         }
+        buf_free(&why);
     } else {
         k->conn = conn;
         log_v(2, "function pod %s: connected to %s", k->pod, k->addr);
@@ -255,6 +265,7 @@ static pod_link *link_get(pod_ev *p, pod_call *c, buf *err)
         return NULL;
     }
     k->p = p;
+    k->via_service = c->via_service;
     if (!(k->dialing = gc_connect_start(p->l, c->addr, p->o.connect_timeout_ns, p->o.max_message,
                                         on_connected, k, err))) {
         free(k->image);
@@ -307,6 +318,7 @@ static void on_pod(const pod_answer *a, void *ctx)
     p->last.created = a->created;
     p->last.ready = a->ready;
     p->last.pod_wait_ns = a->waited_ns;
+    c->via_service = a->name && strcmp(a->name, a->addr) != 0;
     free(c->pod);
     free(c->addr);
     c->addr = NULL;

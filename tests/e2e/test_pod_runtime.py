@@ -159,6 +159,7 @@ def test_dial_service_waits_for_the_endpoint_slices(api, k8s, runner, images, na
     assert f".{namespace}.svc.cluster.local:9446" in r.stderr, r.stderr
     assert r.returncode == 1, r.stderr
     assert f"failed to connect to {svc['spec']['clusterIP']}:9446" in r.stderr, r.stderr
+    assert "without kube-proxy nothing routes it; --dial=pod dials the pod's IP" in r.stderr, r.stderr
     assert elapsed < 30 * SLOW, r.stderr
 
 
