@@ -102,6 +102,15 @@ typedef struct runner {
 
 /* ---- FunctionConfigs ------------------------------------------------------ */
 
+/* An image's podExecutor.timeToLive, from the FunctionConfigs loaded now
+ * (SIGHUP may have changed them); 0: --pod-ttl applies. */
+static int64_t runner_pod_ttl(const char *image, void *ctx)
+{
+    const runner *r = ctx;
+    const fnconfig_entry *e = fnconfig_pod_params(&r->cfg, image);
+    return e ? e->pod.ttl_ns : 0;
+}
+
 static void runner_warn_unsupported(const runner *r, const fnconfig *c)
 {
     for (size_t i = 0; i < c->n; i++) {
@@ -457,6 +466,8 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         return 0;
     }
     runner r = {0};
+    o->pod.ttl_for = runner_pod_ttl;   /* the FunctionConfigs r holds at the time */
+    o->pod.ttl_ctx = &r;
     if (serve_configure(&r, o) < 0)
         return 2;
     if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
@@ -489,6 +500,7 @@ int cmd_serve(int argc, char **argv)
         {"--kubeconfig", &o.pod.kubeconfig}, {"--context", &o.pod.context},
         {"--namespace", &o.pod.ns}, {"--dial", &o.pod.dial},
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
+        {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
         {0},
     };
     registry_flags reg = {0};

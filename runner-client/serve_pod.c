@@ -33,6 +33,12 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->ready_timeout && (duration_parse(f->ready_timeout, &ns) < 0 || ns <= 0))
         return buf_printf(err, "invalid value \"%s\" for --ready-timeout: want a duration such as 60s",
                           f->ready_timeout), -1;
+    if (f->pod_ttl && (duration_parse(f->pod_ttl, &ns) < 0 || ns < 0))
+        return buf_printf(err, "invalid value \"%s\" for --pod-ttl: want a duration such as 30m "
+                          "(0: never)", f->pod_ttl), -1;
+    if (f->scan_interval && (duration_parse(f->scan_interval, &ns) < 0 || ns <= 0))
+        return buf_printf(err, "invalid value \"%s\" for --scan-interval: want a duration such as 1m",
+                          f->scan_interval), -1;
     if (f->wrapper && *f->wrapper && image_ref_check(f->wrapper, err) < 0)
         return -1;
     return 0;
@@ -46,13 +52,20 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     p->l = l;
     p->max_message = max_message;
     int64_t ready_ns = POD_READY_TIMEOUT_NS;
-    if (f->ready_timeout)
-        duration_parse(f->ready_timeout, &ready_ns);   /* checked by serve_pod_check */
+    int64_t ttl_ns = POD_TTL_NS, scan_ns = POD_SCAN_NS;
+    if (f->ready_timeout)   /* all checked by serve_pod_check */
+        duration_parse(f->ready_timeout, &ready_ns);
+    if (f->pod_ttl)
+        duration_parse(f->pod_ttl, &ttl_ns);
+    if (f->scan_interval)
+        duration_parse(f->scan_interval, &scan_ns);
     kube_config_opts o = {f->kubeconfig, f->context, f->ns};
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
                          .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
-                         .keep_watching = 1, .health = &health_check_hook};
+                         .keep_watching = 1, .health = &health_check_hook,
+                         .ttl_ns = ttl_ns, .scan_ns = scan_ns,
+                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .ttl_ctx = f->ttl_ctx};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};

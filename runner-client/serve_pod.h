@@ -20,7 +20,11 @@
  * through registry_flags, the same parser). */
 typedef struct serve_pod_flags {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *ready_timeout;
+    const char *pod_ttl, *scan_interval;   /* idle pods reclaimed (Porch's flags) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
+    /* An image's own time to live (a FunctionConfig's podExecutor), 0: --pod-ttl. */
+    int64_t (*ttl_for)(const char *image, void *ctx);
+    void *ttl_ctx;
 } serve_pod_flags;
 
 #define SERVE_POD_FLAGS_HELP \
@@ -34,6 +38,10 @@ typedef struct serve_pod_flags {
     "                               kube-proxy)\n" \
     "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n" \
     "  --ready-timeout DUR          wait for a pod at most DUR (default 60s, as Porch)\n" \
+    "  --pod-ttl DUR                delete a function pod and its Service after DUR without\n" \
+    "                               a call (default 30m, as Porch; a FunctionConfig's\n" \
+    "                               podExecutor.timeToLive wins; 0: never)\n" \
+    "  --scan-interval DUR          how often idle pods are looked for (default 1m)\n" \
     REGISTRY_FLAGS_HELP
 
 typedef struct serve_pod serve_pod;

@@ -62,6 +62,8 @@ struct entry {
     loop_timer *health_next;   /* the next check */
     char health_seen[300];     /* its last answer, for the timeout's message */
     int ready;                 /* the pod was seen Ready (else served on health) */
+    int calls;                 /* running through it (pod_cache_call_begin) */
+    int delete_service;        /* delete_now removes the Service too (reclaimed) */
 };
 
 struct pod_cache {
@@ -76,6 +78,7 @@ struct pod_cache {
         pod_drop_fn *fn;
         void *ctx;
     } drop_hooks[POD_DROP_HOOKS];
+    loop_timer *scan;          /* the next look for idle pods */
 };
 
 static void entry_start(entry *e);
@@ -228,12 +231,30 @@ static void on_pod_deleted(const kube_result *r, void *ctx)
     maybe_free(e);
 }
 
+static void on_service_deleted(const kube_result *r, void *ctx)
+{
+    entry *e = ctx;
+    e->inflight--, e->pc->inflight--;
+    if (!r->ok && !r->not_found)
+        log_warn("deleting the Service %s of a reclaimed pod: %s", e->pod_id, r->error);
+    maybe_free(e);
+}
+
 static void delete_now(loop *l, void *ctx)
 {
     (void)l;
     entry *e = ctx;   /* held by inflight */
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", e->pc->o.namespace, e->pod, "gracePeriodSeconds=0"};
+    kube_ref svc = {"/api/v1", "services", e->pc->o.namespace, e->pod_id, NULL};
+    if (e->delete_service) {
+        e->inflight++, e->pc->inflight++;
+        if (kube_delete(e->pc->c, &svc, on_service_deleted, e, &err) < 0) {
+            log_warn("deleting Service %s: %s", e->pod_id, err.data ? err.data : "out of memory");
+            e->inflight--, e->pc->inflight--;
+            buf_reset(&err);
+        }
+    }
     if (kube_delete(e->pc->c, &ref, on_pod_deleted, e, &err) < 0) {
         log_warn("deleting pod %s: %s", e->pod, err.data ? err.data : "out of memory");
         e->inflight--, e->pc->inflight--;
@@ -844,11 +865,67 @@ void pod_cache_forget(pod_cache *pc, const char *image, const char *pod, const c
     entry_drop(e);
 }
 
-void pod_cache_used(pod_cache *pc, const char *image)
+/* image's entry when it still holds pod. */
+static entry *holding(pod_cache *pc, const char *image, const char *pod)
 {
     entry *e = find(pc, image);
-    if (e)
+    return e && e->pod && pod && !strcmp(e->pod, pod) ? e : NULL;
+}
+
+void pod_cache_call_begin(pod_cache *pc, const char *image, const char *pod)
+{
+    entry *e = holding(pc, image, pod);
+    if (e) {
+        e->calls++;
         e->last_used_ns = loop_now_ns();
+    }
+}
+
+void pod_cache_call_end(pod_cache *pc, const char *image, const char *pod)
+{
+    entry *e = holding(pc, image, pod);
+    if (e) {
+        e->calls -= e->calls > 0;
+        e->last_used_ns = loop_now_ns();
+    }
+}
+
+/* ---- reclaiming idle pods ------------------------------------------------- */
+
+static int64_t ttl_of(const pod_cache *pc, const entry *e)
+{
+    int64_t own = pc->o.ttl_for ? pc->o.ttl_for(e->image, pc->o.ttl_ctx) : 0;
+    return own > 0 ? own : pc->o.ttl_ns;
+}
+
+/* Deletes an idle serving pod and its Service, as Porch's runner does when
+ * a pod outlives its time to live; the next call creates a new one. */
+static void reclaim(entry *e, int64_t ttl)
+{
+    log_info("pod %s for %s: no call for %.0f s (time to live %.0f s): deleting it and its Service",
+             e->pod, e->image, (double)(loop_now_ns() - e->last_used_ns) / 1e9, (double)ttl / 1e9);
+    apply(e, POD_EV_TTL_EXPIRED);
+    e->delete_service = 1;
+    e->inflight++, e->pc->inflight++;
+    if (loop_timer_add(e->pc->l, 0, delete_now, e))
+        apply(e, POD_EV_DELETE_SENT);
+    else
+        e->inflight--, e->pc->inflight--;
+    entry_drop(e);
+}
+
+static void scan(loop *l, void *ctx)
+{
+    pod_cache *pc = ctx;
+    int64_t now = loop_now_ns();
+    for (entry *e = pc->entries, *next; e; e = next) {
+        next = e->next;
+        int64_t ttl = ttl_of(pc, e);
+        if (e->state == POD_SERVING && !e->calls && e->pod && ttl > 0 && now - e->last_used_ns >= ttl)
+            reclaim(e, ttl);
+    }
+    if (!(pc->scan = loop_timer_add(l, pc->o.scan_ns, scan, pc)))
+        log_warn("out of memory: idle function pods are no longer reclaimed");
 }
 
 int pod_cache_on_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx)
@@ -921,6 +998,12 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         pc->o.max_request_body_size = POD_DEFAULT_MAX_REQUEST_BODY;
     if (pc->o.ready_timeout_ns <= 0)
         pc->o.ready_timeout_ns = POD_READY_TIMEOUT_NS;
+    if (pc->o.scan_ns <= 0)
+        pc->o.scan_ns = POD_SCAN_NS;
+    if ((pc->o.ttl_ns > 0 || pc->o.ttl_for) && !(pc->scan = loop_timer_add(l, pc->o.scan_ns, scan, pc))) {
+        free(pc);
+        return buf_printf(err, "out of memory"), NULL;
+    }
     return pc;
 }
 
@@ -928,6 +1011,7 @@ void pod_cache_free(pod_cache *pc)
 {
     if (!pc)
         return;
+    loop_timer_cancel(pc->l, pc->scan);
     while (pc->pending) {
         pod_waiter *w = pc->pending;
         pc->pending = w->next;

@@ -51,6 +51,8 @@ typedef enum pod_dial { POD_DIAL_SERVICE, POD_DIAL_POD } pod_dial;
 
 #define POD_READY_TIMEOUT_NS (60LL * 1000000000)   /* Porch's podReadyTimeout */
 #define POD_LOG_TAIL_LINES 20
+#define POD_TTL_NS (30LL * 60 * 1000000000)   /* Porch's --pod-ttl */
+#define POD_SCAN_NS (60LL * 1000000000)       /* Porch's --scan-interval */
 
 /* The wrapper server's health asked on the loop: a hook, as lib/kube
  * speaks no gRPC (runtime/health_check gives one). start returns the
@@ -73,6 +75,15 @@ typedef struct pod_cache_opts {
     unsigned long long max_request_body_size;   /* 0: 6 MiB */
     int64_t ready_timeout_ns;      /* 0: POD_READY_TIMEOUT_NS */
     int keep_watching;             /* watch serving pods (a long-lived runner), drop on delete */
+    /* Idle pods, as Porch's runner reclaims them: a serving pod with no call
+     * for its time to live is deleted with its Service. ttl_ns 0: never
+     * (a one-shot CLI leaves its pod for the next one). ttl_for, when set,
+     * gives an image's own (a FunctionConfig's podExecutor.timeToLive; 0:
+     * ttl_ns). Looked for every scan_ns (0: POD_SCAN_NS). */
+    int64_t ttl_ns;
+    int64_t (*ttl_for)(const char *image, void *ctx);
+    void *ttl_ctx;
+    int64_t scan_ns;
     const pod_health_hook *health; /* POD_DIAL_POD: serve once the wrapper answers SERVING,
                                       before Ready; NULL: wait for Ready, as Porch */
     registry_opts registry;        /* strings must outlive the cache */
@@ -117,8 +128,11 @@ typedef void pod_drop_fn(const char *image, const char *pod, void *ctx);
 int pod_cache_on_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx);
 void pod_cache_off_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx);
 
-/* A call through image's pod ended now (its idle time starts again). */
-void pod_cache_used(pod_cache *pc, const char *image);
+/* A call through pod (image's) starts or ends: a pod with calls is never
+ * reclaimed, and its idle time counts from the last call's end. Calls for a
+ * pod the cache no longer holds are ignored. */
+void pod_cache_call_begin(pod_cache *pc, const char *image, const char *pod);
+void pod_cache_call_end(pod_cache *pc, const char *image, const char *pod);
 
 /* API calls still in flight (a Delete of a failed pod...): a command that
  * exits after its answer runs the loop until this is 0, for a while. */

@@ -66,6 +66,7 @@ struct pod_call {
     gc_stream *stream;
     int resent;                /* sent again after a connection ended it */
     int via_service;           /* the cache answered the Service, not the pod's IP */
+    int in_pod;                /* counted among the pod's calls (pod_cache_call_begin) */
     char *pod;                 /* the pod dialed */
     char *addr;
     buf packed;                /* the request message */
@@ -79,11 +80,26 @@ struct pod_call {
 static void link_submit(pod_ev *p, pod_call *c);
 static void on_pod(const pod_answer *a, void *ctx);
 
+/* The pod cache counts a pod's calls: one with calls is never reclaimed as
+ * idle, and its idle time starts at the last call's end. */
+static void count_in_pod(pod_call *c, int begin)
+{
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (begin && !c->in_pod) {
+        pod_cache_call_begin(p->pc, c->image, c->pod);
+        c->in_pod = 1;
+    } else if (!begin && c->in_pod) {
+        pod_cache_call_end(p->pc, c->image, c->pod);
+        c->in_pod = 0;
+    }
+}
+
 static void finish(pod_call *c, int code, const char *message)
 {
     if (c->ended)
         return;
     c->ended = 1;
+    count_in_pod(c, 0);
     if (code != GRPC_OK) {
         buf_append_str(&c->message, message ? message : "");
         c->res = (ev_result){.code = code, .message = c->message.data ? c->message.data : ""};
@@ -178,7 +194,6 @@ static void on_answer(const gc_result *r, void *ctx)
             finish(c, GRPC_UNAVAILABLE, r->message);
         return;
     }
-    pod_cache_used(p->pc, c->image);
     if (r->status != GRPC_OK) {
         if (r->status == GRPC_UNAVAILABLE)
             pod_cache_forget(p->pc, c->image, c->pod, r->message);
@@ -319,11 +334,13 @@ static void on_pod(const pod_answer *a, void *ctx)
     p->last.ready = a->ready;
     p->last.pod_wait_ns = a->waited_ns;
     c->via_service = a->name && strcmp(a->name, a->addr) != 0;
+    count_in_pod(c, 0);   /* sent again: it leaves the pod it had */
     free(c->pod);
     free(c->addr);
     c->addr = NULL;
     if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr)))
         return finish(c, GRPC_UNAVAILABLE, "out of memory");
+    count_in_pod(c, 1);
     link_submit(p, c);
 }
 
@@ -382,6 +399,7 @@ static void call_release(ev_call *base)
 {
     pod_call *c = (pod_call *)base;
     pod_ev *p = (pod_ev *)base->ev;
+    count_in_pod(c, 0);
     pod_cache_cancel(p->pc, c->waiter);
     loop_timer_cancel(p->l, c->deferred);
     gc_call_cancel(c->stream);   /* running: its stream is reset, the connection stays */

@@ -190,3 +190,30 @@ def test_serve_unpullable_image_fails_fast_with_kubelet_reason(pb, k8s, api, ima
         assert srv.proc.poll() is None
     finally:
         srv.stop()
+
+
+def test_serve_reclaims_idle_pods_with_their_service(api, pb, k8s, images, namespace, tmp_path):
+    """--pod-ttl: a pod with no call for its time to live is deleted with its
+    Service, as Porch's runner reclaims idle pods; the next call makes a new
+    one. A call in flight keeps its pod (the function here answers at once,
+    so only the idle rule is exercised)."""
+    r = Runner(pb, k8s, namespace, tmp_path, "--pod-ttl", "3s", "--scan-interval", "500ms")
+    try:
+        check_answer(r.evaluate(images.fn))
+        (pod,) = function_pods(api, namespace)
+        svc = pod["metadata"]["labels"]["fn.kpt.dev/image"]
+        assert api.get("services", namespace, svc)
+        # calls within the time to live keep it
+        time.sleep(2)
+        check_answer(r.evaluate(images.fn))
+        time.sleep(2)
+        assert [p["metadata"]["uid"] for p in function_pods(api, namespace)] == [pod["metadata"]["uid"]]
+        # then it goes, Service included
+        api.wait_gone("pods", namespace, pod["metadata"]["name"], timeout=15 * SLOW)
+        api.wait_gone("services", namespace, svc, timeout=15 * SLOW)
+        assert "time to live 3 s): deleting it and its Service" in r.stderr(), r.stderr()
+        check_answer(r.evaluate(images.fn))
+        uids = [p["metadata"]["uid"] for p in function_pods(api, namespace)]
+        assert len(uids) == 1 and uids[0] != pod["metadata"]["uid"], uids
+    finally:
+        r.stop()
