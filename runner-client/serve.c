@@ -83,6 +83,7 @@ typedef struct serve_opts {
     const char *idle, *grace, *log_level;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
+    int warm_up;
     serve_pod_flags pod;
 } serve_opts;
 
@@ -96,6 +97,7 @@ typedef struct runner {
     int exec_enabled, pod_disabled;
     const serve_pod_flags *pod_flags;
     serve_pod *pods;            /* the pod runtime, while serving */
+    int warm_up;                /* --warm-up-pod-cache */
     size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
     int64_t prespawn_idle_ns;
 } runner;
@@ -222,11 +224,39 @@ static void runner_reload(void *ctx)
 /* Appends one configured image name to out, as a user would write it: the
  * entry's first prefix ("" = --default-image-prefix) before spec.image, or
  * the bare name when any repository is accepted (no prefixes). */
+/* PREFIX/IMAGE:TAG, a '/' put between when the prefix has none at its end. */
+static void join_image(const char *prefix, const char *image, const char *tag, buf *out)
+{
+    size_t n = strlen(prefix);
+    buf_printf(out, "%s%s%s:%s", prefix, n && prefix[n - 1] != '/' ? "/" : "", image, tag);
+}
+
 static void append_image_name(const runner *r, const fnconfig_entry *e, const char *tag, buf *out)
 {
-    const char *prefix = !e->n_prefixes ? "" : e->prefixes[0][0] ? e->prefixes[0] : r->prefix;
-    size_t n = strlen(prefix);
-    buf_printf(out, "%s%s%s:%s", prefix, n && prefix[n - 1] != '/' ? "/" : "", e->image, tag);
+    join_image(!e->n_prefixes ? "" : e->prefixes[0][0] ? e->prefixes[0] : r->prefix, e->image, tag,
+               out);
+}
+
+/* Porch's --warm-up-pod-cache: at start, one pod for each FunctionConfig with
+ * podExecutor.tags, its image the first prefix (or the default one), the
+ * short name and the first tag; images the exec runtime serves need none. */
+static void runner_warm_up(const runner *r)
+{
+    for (size_t i = 0; i < r->cfg.n; i++) {
+        const fnconfig_entry *e = &r->cfg.entries[i];
+        if (!e->pod.present || !e->pod.n_tags)
+            continue;
+        buf image = {0};
+        join_image(e->n_prefixes && e->prefixes[0][0] ? e->prefixes[0] : r->prefix, e->image,
+                   e->pod.tags[0], &image);
+        if (!image.data)
+            log_warn("warm-up: out of memory");
+        else if (r->exec_enabled && fnconfig_match_binary(&r->cfg, image.data, r->prefix, NULL))
+            log_v(2, "warm-up: %s runs from its binary (exec runtime): no pod", image.data);
+        else
+            serve_pod_warm(r->pods, image.data);
+        buf_free(&image);
+    }
 }
 
 /* What NOT_FOUND adds to `function "IMG" not found`: the images the exec
@@ -368,6 +398,7 @@ static int serve_configure(runner *r, const serve_opts *o)
         return -1;
     }
     r->pod_flags = &o->pod;
+    r->warm_up = o->warm_up;
     log_verbosity = (int)level;
     r->config_path = o->config;
     r->functions_dir = o->functions ? o->functions : "./functions";
@@ -438,6 +469,8 @@ static int serve_run(runner *r)
     if (r->pods)
         log_info("pod runtime: function pods in namespace %s, dialed by %s", r->pod_flags->ns,
                  strcmp(r->pod_flags->dial, "pod") ? "their Service" : "pod IP");
+    if (r->pods && r->warm_up)
+        runner_warm_up(r);
     log_info("function runner: %zu FunctionConfigs%s%s", r->cfg.n,
              r->config_path ? " from " : "", r->config_path ? r->config_path : "");
     int rc = fn_server_run(l, ev, r->server, runner_reload, r, "runner-client serve");
@@ -484,7 +517,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_opts o = {.pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
+    serve_opts o = {.warm_up = 1, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
                             .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
         {"--port", &o.port}, {"--function-config", &o.config}, {"--functions", &o.functions},
@@ -501,6 +534,7 @@ int cmd_serve(int argc, char **argv)
         {"--namespace", &o.pod.ns}, {"--dial", &o.pod.dial},
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
+        {"--warm-up-pod-cache", NULL, &o.warm_up},
         {0},
     };
     registry_flags reg = {0};

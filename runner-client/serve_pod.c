@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/log.h"
 #include "kube/kube_client.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/kubeconfig.h"
@@ -96,6 +97,22 @@ evaluator *serve_pod_evaluator(serve_pod *p)
      * has --ready-timeout */
     ev_pod_opts eo = {.max_message = p->max_message};
     return ev_pod_new(p->l, p->pc, &eo);
+}
+
+static void on_warm(const pod_answer *a, void *ctx)
+{
+    (void)ctx;
+    if (a->error)
+        log_warn("warm-up of %s's pod failed (the first call will try again): %s", a->image, a->error);
+    else
+        log_info("warm-up: pod %s %s for %s", a->pod, a->created ? "created" : "adopted", a->image);
+}
+
+void serve_pod_warm(serve_pod *p, const char *image)
+{
+    log_info("warm-up: starting the pod for %s", image);
+    if (!pod_cache_get(p->pc, image, on_warm, NULL))
+        log_warn("warm-up of %s: out of memory", image);
 }
 
 void serve_pod_close(serve_pod *p)

@@ -42,6 +42,8 @@ typedef struct serve_pod_flags {
     "                               a call (default 30m, as Porch; a FunctionConfig's\n" \
     "                               podExecutor.timeToLive wins; 0: never)\n" \
     "  --scan-interval DUR          how often idle pods are looked for (default 1m)\n" \
+    "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
+    "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP
 
 typedef struct serve_pod serve_pod;
@@ -56,6 +58,9 @@ int serve_pod_check(const serve_pod_flags *f, buf *err);
 serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_message, buf *err);
 /* The pod evaluator (given to ev_multi, which destroys it); NULL: ENOMEM. */
 evaluator *serve_pod_evaluator(serve_pod *p);
+/* Starts image's pod now, before any call asks for it (Porch's
+ * --warm-up-pod-cache); the outcome is logged. */
+void serve_pod_warm(serve_pod *p, const char *image);
 /* After the evaluator is destroyed. */
 void serve_pod_close(serve_pod *p);
 

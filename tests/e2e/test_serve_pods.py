@@ -217,3 +217,28 @@ def test_serve_reclaims_idle_pods_with_their_service(api, pb, k8s, images, names
         assert len(uids) == 1 and uids[0] != pod["metadata"]["uid"], uids
     finally:
         r.stop()
+
+
+def test_serve_warms_up_pods_of_its_function_configs(api, pb, k8s, images, namespace, tmp_path):
+    """--warm-up-pod-cache (on by default, as Porch's): a FunctionConfig with
+    podExecutor.tags gets its pod at start, before any call; the first call
+    then finds it serving."""
+    repo, tag = images.fn.rsplit(":", 1)
+    prefix, short = repo.rsplit("/", 1)
+    cfg = tmp_path / "fc.yaml"
+    cfg.write_text(f"apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                   f"metadata:\n  name: {short}\n  namespace: {namespace}\n"
+                   f"spec:\n  image: {short}\n  prefixes: [\"{prefix}/\"]\n"
+                   f"  podExecutor:\n    tags: [\"{tag}\"]\n")
+    r = Runner(pb, k8s, namespace, tmp_path, "--function-config", str(cfg))
+    try:
+        deadline = time.monotonic() + 60 * SLOW
+        while "warm-up: pod " not in r.stderr():
+            assert time.monotonic() < deadline, r.stderr()
+            time.sleep(0.2)
+        assert f"warm-up: starting the pod for {images.fn}" in r.stderr(), r.stderr()
+        (pod,) = function_pods(api, namespace)
+        check_answer(r.evaluate(images.fn))
+        assert [p["metadata"]["uid"] for p in function_pods(api, namespace)] == [pod["metadata"]["uid"]]
+    finally:
+        r.stop()
