@@ -718,6 +718,27 @@ static void adopt(entry *e, const json *pod)
         start_watch(e);
 }
 
+/* A pod this cache would have made: Porch's template version, and our
+ * wrapper image in its init container. Porch adopts only its template's
+ * version and leaves the others alone; so do we, and a runner given a new
+ * --wrapper-server-image creates fresh pods instead of calling old ones. */
+static int adoptable(const entry *e, const json *pod)
+{
+    const char *version = json_get_str(json_get(json_get(pod, "metadata"), "annotations"),
+                                       "fn.kpt.dev/template-version");
+    const json *inits = json_get(json_get(pod, "spec"), "initContainers");
+    const char *wrapper = inits && inits->type == JSON_ARRAY && inits->len > 0
+                              ? json_get_str(inits->items[0], "image") : NULL;
+    int ok = version && !strcmp(version, POD_DEFAULT_TEMPLATE_VERSION) && wrapper &&
+             !strcmp(wrapper, e->pc->o.wrapper_image);
+    if (!ok)
+        log_info("pod %s for %s not adopted: made from another template (version %s, wrapper image "
+                 "%s; ours: %s, %s); left alone", kube_path_str(pod, "metadata.name") ?
+                 kube_path_str(pod, "metadata.name") : "?", e->image, version ? version : "none",
+                 wrapper ? wrapper : "none", POD_DEFAULT_TEMPLATE_VERSION, e->pc->o.wrapper_image);
+    return ok;
+}
+
 static void on_list(const kube_result *r, void *ctx)
 {
     entry *e = ctx;
@@ -729,7 +750,7 @@ static void on_list(const kube_result *r, void *ctx)
     for (size_t i = 0; items && items->type == JSON_ARRAY && i < items->len; i++) {
         pod_status st;
         pod_status_read(items->items[i], &st);
-        if (st.verdict == POD_VERDICT_TERMINATING)
+        if (st.verdict == POD_VERDICT_TERMINATING || !adoptable(e, items->items[i]))
             continue;
         if (!pick || st.verdict == POD_VERDICT_READY)
             pick = items->items[i];

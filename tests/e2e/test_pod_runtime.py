@@ -7,6 +7,7 @@ token gives the 401 text. `--dial=pod` everywhere: the lab has no kube-proxy
 or cluster DNS. Figures (create -> first answer) are printed, not asserted.
 """
 
+import json
 import os
 import time
 
@@ -172,3 +173,20 @@ def test_bad_token_401(runner, images, tmp_path):
     r, _ = eval_kube(runner, tmp_path, "default", images.fn, "--kubeconfig", str(path))
     assert r.returncode == 1
     assert "refused our credentials (401 Unauthorized)" in r.stderr, r.stderr
+
+
+def test_pod_of_another_wrapper_image_is_not_adopted(api, runner, images, namespace, tmp_path):
+    """A function pod labelled for the image but made with another wrapper
+    image (an older runner's) is left alone, as Porch leaves other template
+    versions: the runner creates its own pod and calls that."""
+    info = json.loads(runner(["image", "--output", "json", images.fn], check=True).stdout)
+    r = runner(["pod", "render", "--image", images.fn, "--digest", info["digest"],
+                "--wrapper-image", images.init + "-old", "--namespace", namespace,
+                "--entrypoint-json", json.dumps(info["entrypoint"])], check=True)
+    pod = [d for d in yaml.safe_load_all(r.stdout) if d and d["kind"] == "Pod"][0]
+    old = api.create(pod)["metadata"]["name"]
+    r, _ = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_answer(r)
+    assert f"pod {old} for {images.fn} not adopted: made from another template" in r.stderr, r.stderr
+    names = sorted(p["metadata"]["name"] for p in function_pods(api, namespace))
+    assert len(names) == 2 and old in names, names
