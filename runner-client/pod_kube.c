@@ -18,7 +18,6 @@
 
 #define FN_LABEL_SELECTOR "labelSelector=fn.kpt.dev%2Fimage"
 /* Not written by Porch: set by our runner after each call (absent: "-"). */
-#define LAST_CALL_ANNOTATION "fn.kpt.dev/last-call"
 
 /* One command's run: the loop, the client, what is left to do. */
 typedef struct kube_run {
@@ -146,7 +145,7 @@ static void print_pod(const json *pod)
     const char *name = kube_path_str(pod, "metadata.name");
     const char *image = json_get_str(function_container(pod), "image");
     const json *ann = kube_path(pod, "metadata.annotations");
-    const char *last = json_get_str(ann, LAST_CALL_ANNOTATION);
+    const char *last = json_get_str(ann, POD_LAST_CALL_ANNOTATION);
     char age[32] = "-", idle[32] = "-";
     long long s = since(kube_path_str(pod, "metadata.creationTimestamp"));
     if (s >= 0)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -63,6 +64,8 @@ struct entry {
     char health_seen[300];     /* its last answer, for the timeout's message */
     int ready;                 /* the pod was seen Ready (else served on health) */
     int calls;                 /* running through it (pod_cache_call_begin) */
+    int64_t marked_ns;         /* last_used_ns as last written to the pod (LAST_CALL) */
+    int mark_failed;           /* a failed write was logged once */
     int delete_service;        /* delete_now removes the Service too (reclaimed) */
 };
 
@@ -935,6 +938,38 @@ static void reclaim(entry *e, int64_t ttl)
     entry_drop(e);
 }
 
+static void on_marked(const kube_result *r, void *ctx)
+{
+    entry *e = ctx;
+    e->inflight--, e->pc->inflight--;
+    if (!r->ok && !r->not_found && !e->mark_failed) {
+        e->mark_failed = 1;
+        log_warn("pod %s: cannot write its last call's time (" POD_LAST_CALL_ANNOTATION
+                 "; `pod list` shows its idle time from it): %s", e->pod ? e->pod : "?", r->error);
+    }
+    maybe_free(e);
+}
+
+/* The last call's time on the pod (once a scan, only when it moved), so
+ * that `runner-client pod list` can show how long a pod has been idle. */
+static void mark_last_call(entry *e, int64_t now)
+{
+    char when[32], patch[128];
+    time_t t = time(NULL) - (time_t)((now - e->last_used_ns) / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return;
+    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"" POD_LAST_CALL_ANNOTATION
+             "\":\"%s\"}}}", when);
+    kube_ref ref = {"/api/v1", "pods", e->pc->o.namespace, e->pod, NULL};
+    buf err = {0};
+    if (kube_patch(e->pc->c, &ref, patch, strlen(patch), on_marked, e, &err) == 0) {
+        e->inflight++, e->pc->inflight++;
+        e->marked_ns = e->last_used_ns;
+    }
+    buf_free(&err);
+}
+
 static void scan(loop *l, void *ctx)
 {
     pod_cache *pc = ctx;
@@ -942,8 +977,12 @@ static void scan(loop *l, void *ctx)
     for (entry *e = pc->entries, *next; e; e = next) {
         next = e->next;
         int64_t ttl = ttl_of(pc, e);
-        if (e->state == POD_SERVING && !e->calls && e->pod && ttl > 0 && now - e->last_used_ns >= ttl)
+        if (e->state != POD_SERVING || !e->pod)
+            continue;
+        if (!e->calls && ttl > 0 && now - e->last_used_ns >= ttl)
             reclaim(e, ttl);
+        else if (e->last_used_ns != e->marked_ns)
+            mark_last_call(e, now);
     }
     if (!(pc->scan = loop_timer_add(l, pc->o.scan_ns, scan, pc)))
         log_warn("out of memory: idle function pods are no longer reclaimed");

@@ -47,6 +47,10 @@
 #define POD_WRAPPER_PORT 9446
 #define POD_DEFAULT_NAMESPACE "porch-fn-system"
 #define POD_DEFAULT_TEMPLATE_VERSION "inline-v1"     /* Porch's inlineTemplateVersionv1 */
+/* Written on a serving pod by a long-lived runner (kube_pod_cache's scan,
+ * UTC, RFC 3339): its last call's end, which `runner-client pod list`
+ * shows as the idle time. Not part of the rendered template. */
+#define POD_LAST_CALL_ANNOTATION "fn.kpt.dev/last-call"
 #define POD_DEFAULT_MAX_REQUEST_BODY 6291456ULL      /* 6 MiB, as Porch */
 
 typedef enum pod_probe {

@@ -26,9 +26,9 @@ from test_pod_runtime import check_answer, eval_kube
 # What the pod runtime needs in the function pods' namespace (README,
 # "Function pods"): keep the two in step.
 RUNNER_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create", "delete"]},
     {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list"]},
 ]
 READ_PODS_ONLY = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]

@@ -207,7 +207,14 @@ def test_serve_reclaims_idle_pods_with_their_service(api, pb, k8s, images, names
         time.sleep(2)
         check_answer(r.evaluate(images.fn))
         time.sleep(2)
-        assert [p["metadata"]["uid"] for p in function_pods(api, namespace)] == [pod["metadata"]["uid"]]
+        (now,) = function_pods(api, namespace)
+        assert now["metadata"]["uid"] == pod["metadata"]["uid"]
+        # the scans wrote its last call's time, which `pod list` shows as idle time
+        assert "fn.kpt.dev/last-call" in now["metadata"].get("annotations", {}), now["metadata"]
+        listed = subprocess.run([CLIENT_BIN, "pod", "list", "--kubeconfig", k8s.kubeconfig,
+                                 "--namespace", namespace], capture_output=True, text=True, timeout=30)
+        row = [line for line in listed.stdout.splitlines() if line.startswith(pod["metadata"]["name"])]
+        assert row and row[0].split()[3] != "-", listed.stdout
         # then it goes, Service included
         api.wait_gone("pods", namespace, pod["metadata"]["name"], timeout=15 * SLOW)
         api.wait_gone("services", namespace, svc, timeout=15 * SLOW)
