@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "core/go_quote.h"
-#include "core/log.h"
 #include "krm/rl_results.h"
+#include "term_text.h"
 
 #define NS_PER_MS 1000000LL
 #define TENTH_NS (100 * NS_PER_MS)
@@ -37,24 +37,8 @@ int progress_running(const char *name, buf *out)
     return rc | buf_append_str(out, "\n");
 }
 
-/* Text a function chose (a result's message, an error quoting its stderr)
- * on the user's terminal: control bytes (ESC, C1, ...) and bytes that are
- * not UTF-8 escaped as the log sink escapes them, so a function cannot
- * drive the terminal. Line breaks are the caller's to handle first. */
-static int append_escaped(const char *text, size_t len, buf *out)
-{
-    char chunk[1024];
-    while (len) {
-        size_t used, n = log_escape(chunk, sizeof chunk, text, len, &used);
-        if (buf_append(out, chunk, n) < 0)
-            return -1;
-        text += used;
-        len -= used;
-    }
-    return 0;
-}
-
-/* One line of a block: indented, line breaks inside it made spaces. */
+/* One line of a block: indented, line breaks inside it made spaces; text a
+ * function chose is quoted (stderr) or escaped (term_text.h). */
 static int block_line(const char *text, size_t len, int quote, buf *out)
 {
     int rc = buf_append_str(out, INDENT);
@@ -64,7 +48,7 @@ static int block_line(const char *text, size_t len, int quote, buf *out)
         for (size_t i = 0, run; rc == 0 && i < len; i += run) {
             run = strcspn(text + i, "\n\r");
             run = run < len - i ? run : len - i;
-            rc = append_escaped(text + i, run, out);
+            rc = term_escape(text + i, run, out);
             if (run < len - i) {
                 rc |= buf_append_str(out, " ");
                 run++;
@@ -132,7 +116,7 @@ static int error_block(const char *error, buf *out)
     int rc = buf_append_str(out, "  Error: ");
     for (const char *p = error; *p && rc == 0;) {
         size_t run = strcspn(p, "\n\r");
-        rc = append_escaped(p, run, out);
+        rc = term_escape(p, run, out);
         p += run;
         if (*p == '\n' && p[1] && rc == 0)
             rc = buf_append_str(out, "\n" INDENT);

@@ -5,8 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/buf.h"
 #include "core/log.h"
+
+int term_escape(const char *text, size_t len, buf *out)
+{
+    char chunk[1024];
+    while (len) {
+        size_t used, n = log_escape(chunk, sizeof chunk, text, len, &used);
+        if (buf_append(out, chunk, n) < 0)
+            return -1;
+        text += used;
+        len -= used;
+    }
+    return 0;
+}
 
 int term_printf(FILE *f, const char *fmt, ...)
 {
@@ -18,21 +30,16 @@ int term_printf(FILE *f, const char *fmt, ...)
     if (n < 0)
         return -1;
     buf out = { 0 };
-    char chunk[1024];
     int rc = 0;
     /* line by line: the line breaks are the message's own */
     for (const char *p = text, *end = text + n; p < end && rc == 0;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        while (len && rc == 0) {
-            size_t used, m = log_escape(chunk, sizeof chunk, p, len, &used);
-            rc = buf_append(&out, chunk, m);
-            p += used;
-            len -= used;
-        }
+        rc = term_escape(p, len, &out);
+        p += len;
         if (nl && rc == 0) {
             rc = buf_append(&out, "\n", 1);
-            p = nl + 1;
+            p++;
         }
     }
     free(text);

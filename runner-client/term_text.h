@@ -10,10 +10,17 @@
 #ifndef KRM_RC_TERM_TEXT_H
 #define KRM_RC_TERM_TEXT_H
 
+#include <stddef.h>
 #include <stdio.h>
 
-/* fprintf, escaped as above. Returns what fprintf returns for the escaped
- * text, or -1. */
+#include "core/buf.h"
+
+/* Appends text[0..len) escaped as above, line breaks included (the caller
+ * decides what a line break becomes). 0, or -1 when out of memory. */
+int term_escape(const char *text, size_t len, buf *out);
+
+/* fprintf, escaped as above, line breaks kept. Returns the bytes written,
+ * or -1. */
 int term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
