@@ -30,31 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <yaml.h>
 
-/* openat2(2) has no libc wrapper; musl builds see no kernel headers, so the
- * ABI (fixed since Linux 5.6) is spelt out when they are missing. */
-#if defined(__has_include)
-#if __has_include(<linux/openat2.h>)
-#include <linux/openat2.h>
-#define FNCONFIG_HAVE_OPENAT2_H 1
-#endif
-#endif
-#ifndef FNCONFIG_HAVE_OPENAT2_H
-struct open_how {
-    uint64_t flags;
-    uint64_t mode;
-    uint64_t resolve;
-};
-#define RESOLVE_NO_MAGICLINKS 0x02
-#define RESOLVE_BENEATH 0x08
-#endif
-#ifndef SYS_openat2
-#define SYS_openat2 437   /* the same number on every architecture */
-#endif
-
+#include "core/beneath.h"
 #include "core/duration.h"
 #include "core/fdio.h"
 #include "krm/yaml_depth.h"
@@ -708,12 +687,10 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
 
 static int read_file(const char *path, buf *data, buf *err)
 {
-    if (file_read_all(path, data, FNCONFIG_MAX_FILE_SIZE) == 0)
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, path, 0, FNCONFIG_MAX_FILE_SIZE, data, why) == 0)
         return 0;
-    if (errno == EFBIG)
-        buf_printf(err, "%s: file is larger than %u bytes", path, FNCONFIG_MAX_FILE_SIZE);
-    else
-        buf_printf(err, "%s: %s", path, strerror(errno));
+    buf_printf(err, "%s: %s", path, why);
     return -1;
 }
 
@@ -957,23 +934,6 @@ int fnconfig_resolve_image(const char *default_prefix, const char *image, buf *o
 /* ------------------------------------------------------------------------ */
 /* Binaries beneath --functions                                              */
 
-/* EAGAIN: a rename raced a ".." step of the walk and the kernel could not
- * prove it stayed beneath; openat2(2) says to retry. */
-static int open_beneath(int dir_fd, const char *path, int cloexec)
-{
-    struct open_how how = {
-        .flags = O_PATH | (cloexec ? O_CLOEXEC : 0),
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    for (int tries = 0;; tries++) {
-        long fd = syscall(SYS_openat2, dir_fd, path, &how, sizeof how);
-        if (fd >= 0)
-            return (int)fd;
-        if ((errno != EAGAIN && errno != EINTR) || tries == 8)
-            return -1;
-    }
-}
-
 static const char *dir_text(const char *functions_dir)
 {
     return functions_dir && *functions_dir ? functions_dir : ".";
@@ -1003,7 +963,8 @@ int fnconfig_open_binary(int functions_fd, const char *functions_dir, const fnco
             buf_append_str(why, " (absolute paths are refused: give it relative to that directory)");
         return -1;
     }
-    int fd = open_beneath(functions_fd, e->binary.beneath, !inheritable);
+    int fd = beneath_open_links(functions_fd, e->binary.beneath,
+                                O_PATH | (inheritable ? 0 : O_CLOEXEC));
     if (fd >= 0)
         return fd;
     if (errno == EXDEV)

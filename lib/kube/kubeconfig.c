@@ -238,14 +238,13 @@ static int yaml_error(const yaml_parser_t *p, const char *file, buf *err)
 static int load_file(kc_set *s, kc_file *f, int missing_ok)
 {
     buf data = {0};
-    if (file_read_all(f->path, &data, KUBECONFIG_MAX_FILE) < 0) {
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, f->path, 0, KUBECONFIG_MAX_FILE, &data, why) < 0) {
         int e = errno;
         buf_free(&data);
         if (e == ENOENT && missing_ok)
             return 0;
-        if (e == EFBIG)
-            return buf_printf(s->err, "%s: larger than %u bytes", f->path, KUBECONFIG_MAX_FILE), -1;
-        return buf_printf(s->err, "%s: %s", f->path, strerror(e)), -1;
+        return buf_printf(s->err, "%s: %s", f->path, why), -1;
     }
     size_t line, column;
     if (yaml_flow_depth_check(data.data ? data.data : "", data.len, &line, &column) < 0) {
@@ -359,8 +358,9 @@ static int read_pem(const kc_where *w, const kc_entry *e, const char *data_key,
     if (!path)
         return oom(w->s);
     int rc = 0;
-    if (file_read_all(path, out, CRED_MAX_FILE) < 0)
-        rc = failf(w, file_key, "%s: %s", path, strerror(errno));
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, path, 0, CRED_MAX_FILE, out, why) < 0)
+        rc = failf(w, file_key, "%s: %s", path, why);
     free(path);
     *from = file_key;
     return rc;
@@ -488,10 +488,11 @@ static int read_user(const kc_set *s, const kc_entry *e, kube_config *c)
     else if (token_file) {
         c->token_file = resolve_path(e->file->path, token_file);
         buf t = {0};
+        char why[FDIO_WHY_MAX];
         if (!c->token_file)
             rc = oom(s);
-        else if (file_read_all(c->token_file, &t, CRED_MAX_FILE) < 0)
-            rc = failf(&w, "tokenFile", "%s: %s", c->token_file, strerror(errno));
+        else if (file_read_at(AT_FDCWD, c->token_file, 0, CRED_MAX_FILE, &t, why) < 0)
+            rc = failf(&w, "tokenFile", "%s: %s", c->token_file, why);
         else {
             while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
                 t.data[--t.len] = '\0';   /* files written by echo end in a newline */
@@ -608,8 +609,9 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
         port = "443";
     buf_printf(&path, "%s/token", dir);
     buf t = {0};
-    if (file_read_all(path.data, &t, CRED_MAX_FILE) < 0) {
-        buf_printf(err, "in-cluster: %s: %s", path.data, strerror(errno));
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, path.data, 0, CRED_MAX_FILE, &t, why) < 0) {
+        buf_printf(err, "in-cluster: %s: %s", path.data, why);
         goto out;
     }
     while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
@@ -617,13 +619,13 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
     c->token = buf_steal(&t, NULL);
     c->token_file = buf_steal(&path, NULL);
     buf_printf(&path, "%s/ca.crt", dir);
-    if (file_read_all(path.data, &c->ca_pem, CRED_MAX_FILE) < 0) {
-        buf_printf(err, "in-cluster: %s: %s", path.data, strerror(errno));
+    if (file_read_at(AT_FDCWD, path.data, 0, CRED_MAX_FILE, &c->ca_pem, why) < 0) {
+        buf_printf(err, "in-cluster: %s: %s", path.data, why);
         goto out;
     }
     buf_reset(&path);
     buf_printf(&path, "%s/namespace", dir);
-    if (file_read_all(path.data, &ns, 256) == 0)
+    if (file_read_at(AT_FDCWD, path.data, 0, 256, &ns, why) == 0)
         while (ns.len && strchr(" \t\r\n", ns.data[ns.len - 1]))
             ns.data[--ns.len] = '\0';
     const char *use_ns = o->namespace && *o->namespace ? o->namespace : ns.len ? ns.data : "default";

@@ -2,12 +2,14 @@
 #include "oci/docker_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/base64.h"
+#include "core/fdio.h"
 #include "core/json.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
@@ -28,21 +30,9 @@ char *docker_config_default_path(void)
 
 static int read_file(const char *path, buf *out, buf *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return buf_printf(err, "cannot read Docker config %s: %s", path, strerror(errno)), -1;
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (out->len + n > CONFIG_MAX_BYTES || buf_append(out, chunk, n) < 0) {
-            fclose(f);
-            return buf_printf(err, "Docker config %s is too large", path), -1;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        return buf_printf(err, "cannot read Docker config %s: read error", path), -1;
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, out, why) < 0)
+        return buf_printf(err, "cannot read Docker config %s: %s", path, why), -1;
     return 0;
 }
 

@@ -489,7 +489,7 @@ Test(fnconfig, file_too_large)
         fprintf(f, "# %1020d\n", i);   /* 1 KiB lines, 5 MiB */
     fclose(f);
     char want[128];
-    snprintf(want, sizeof want, "%s: file is larger than 4194304 bytes", path);
+    snprintf(want, sizeof want, "%s: is larger than 4194304 bytes (it has 5237760)", path);
     const char *paths[] = {path};
     expect_load_error(paths, 1, want);
     unlink(path);
