@@ -49,7 +49,8 @@ static const char eval_usage[] =
     "                       the progress (default true)\n"
     "  --timeout DUR        deadline of each call (default 5m; 0: none), e.g. 30s;\n"
     "                       connecting may take at most 10s, or DUR when shorter\n"
-    "  --max-message BYTES  largest answer accepted (default 6291456)\n"
+    "  --max-message BYTES  largest answer accepted, and most input read: a file, a\n"
+    "                       package's files together, stdin (default 6291456)\n"
     "\n"
     "Progress goes to stderr, per function: [RUNNING] \"IMG\", then [PASS] or [FAIL]\n"
     "\"IMG\" in TIME, its results, its stderr and, on failure, the error. A function\n"
@@ -128,10 +129,11 @@ static int split_args(int argc, char **argv, const flag_def *defs, eval_args *a,
 }
 
 /* The steps from --fn or --pipeline; 0, or -1 with err set. */
-static int build_pipeline(const eval_args *a, const char *kptfile, pipeline *p, buf *err)
+static int build_pipeline(const eval_args *a, const char *kptfile, size_t max, pipeline *p,
+                          buf *err)
 {
     if (kptfile)
-        return pipeline_load_kptfile(p, kptfile, err);
+        return pipeline_load_kptfile(p, kptfile, max, err);
     for (int i = 0; i < a->n_fns; i++)
         if (pipeline_add_fn(p, a->fns[i], err) < 0)
             return -1;
@@ -206,7 +208,7 @@ int cmd_eval(int argc, char **argv)
                                : parse_eval(argc, argv, &a, &o, &err);
     int piped = a.n_fns > 0 || o.kptfile;
     if (rc == 0 && piped)
-        rc = build_pipeline(&a, o.kptfile, &p, &err);
+        rc = build_pipeline(&a, o.kptfile, (size_t)o.max_message, &p, &err);
     if (rc == 0)
         rc = eval_output_choose(&out, o.input, o.out.output, &err);
     if (rc != 0) {
@@ -222,7 +224,7 @@ int cmd_eval(int argc, char **argv)
     g.call.max_message = (uint32_t)o.max_message;
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
                     .truncate = o.out.truncate, .results_dir = o.out.results_dir};
-    if (rl_input_build(o.input, &rl, why, sizeof why) < 0) {
+    if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
         term_printf(stderr, "runner-client eval: %s\n", why);
         rc = 2;
     } else if (eval_cli_out_prepare(&o.out, &err) < 0) {

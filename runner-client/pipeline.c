@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/beneath.h"
+#include "core/fdio.h"
 #include "oci/image_ref.h"
 
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
@@ -106,47 +108,27 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err)
 /* What a Kptfile is being read as, for messages. */
 typedef struct kptfile {
     const char *path;      /* the Kptfile */
-    char *dir;             /* its directory, for configPath */
+    char *dir;             /* its directory (the package), for messages */
+    int dir_fd;            /* the package, which configPath stays beneath */
+    size_t max;            /* the most read of the Kptfile and of each configPath */
     rl_doc *doc;
     const yaml_document_t *y;
     buf *err;
 } kptfile;
 
-static int read_whole_file(const char *path, buf *out)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    for (;;) {
-        if (buf_reserve(out, 65536) < 0)
-            break;
-        ssize_t n = read(fd, out->data + out->len, out->cap - out->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int saved = errno;
-            close(fd);
-            errno = saved;
-            return n < 0 ? -1 : 0;
-        }
-        out->len += (size_t)n;
-        out->data[out->len] = '\0';
-    }
-    close(fd);
-    errno = ENOMEM;
-    return -1;
-}
-
-/* Reads `path` as one YAML object; NULL with a message in err. */
-static rl_doc *load_object_file(const char *path, const char *what, buf *err)
+/* Reads `path` (beneath dir_fd as file_read_at's flags say) as one YAML
+ * object; NULL with a message naming `shown` in err. */
+static rl_doc *load_object_file(int dir_fd, const char *path, int flags, size_t max,
+                                const char *what, const char *shown, buf *err)
 {
     buf data = { 0 };
-    char why[512];
+    char why[FDIO_WHY_MAX];
     rl_doc *d = NULL;
-    if (read_whole_file(path, &data) < 0)
-        buf_printf(err, "%s %s: %s", what, path, strerror(errno));
+    if (file_read_at(dir_fd, path, flags, max, &data, why) < 0)
+        buf_printf(err, "%s %s: %s%s", what, shown, why,
+                   errno == EFBIG ? ": more than a request may carry (--max-message)" : "");
     else if (!(d = rl_doc_load_object(data.data, data.len, why, sizeof why)))
-        buf_printf(err, "%s %s: %s", what, path, why);
+        buf_printf(err, "%s %s: %s", what, shown, why);
     buf_free(&data);
     return d;
 }
@@ -187,15 +169,23 @@ static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_s
     return rc;
 }
 
+/* configPath as kpt takes it: relative, inside the package (kpt's words
+ * when not), and here also opened beneath the package with no symbolic
+ * link on the way, so neither a link nor a rename leads out of it. */
 static int step_config_path(kptfile *k, const char *list, size_t i, const char *rel, pl_step *s)
 {
-    buf path = { 0 }, why = { 0 };
+    buf clean = { 0 }, shown = { 0 }, why = { 0 };
+    const char *bad = NULL;
     int rc = 0;
-    if (rel[0] == '/' ? buf_append_str(&path, rel) : buf_printf(&path, "%s/%s", k->dir, rel))
+    if (beneath_clean(rel, &clean, &bad) < 0)
+        rc = step_error(k, list, i, "configPath \"%s\": %s", rel, bad);
+    else if (buf_printf(&shown, "%s/%s", k->dir, clean.data) < 0)
         rc = step_error(k, list, i, "out of memory");
-    else if (!(s->config = load_object_file(path.data, "configPath", &why)))
+    else if (!(s->config = load_object_file(k->dir_fd, clean.data, FDIO_BENEATH, k->max,
+                                            "configPath", shown.data, &why)))
         rc = step_error(k, list, i, "%s", why.data ? why.data : "out of memory");
-    buf_free(&path);
+    buf_free(&clean);
+    buf_free(&shown);
     buf_free(&why);
     return rc;
 }
@@ -282,28 +272,39 @@ static int check_kptfile(kptfile *k)
     return pl;
 }
 
-/* Where the Kptfile is: `path` itself, or path/Kptfile for a directory. */
-static int locate_kptfile(const char *path, buf *file, char **dir)
+/* Where the Kptfile is: `path` itself, or path/Kptfile for a directory,
+ * whose "Kptfile" is then a file of the package (no link followed); a
+ * Kptfile named by the user may be a link. The package directory is
+ * opened for configPath. */
+static int locate_kptfile(const char *path, buf *file, kptfile *k, int *read_flags)
 {
     struct stat st;
     int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     if (is_dir ? buf_printf(file, "%s/Kptfile", path) < 0 : buf_append_str(file, path) < 0)
-        return -1;
+        return buf_printf(k->err, "out of memory"), -1;
     const char *slash = strrchr(file->data, '/');
-    *dir = slash ? strndup(file->data, (size_t)(slash - file->data + (slash == file->data)))
-                 : strdup(".");
-    return *dir ? 0 : -1;
+    k->dir = slash ? strndup(file->data, (size_t)(slash - file->data + (slash == file->data)))
+                   : strdup(".");
+    if (!k->dir)
+        return buf_printf(k->err, "out of memory"), -1;
+    if ((k->dir_fd = open(k->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return buf_printf(k->err, "--pipeline %s: %s", file->data, strerror(errno)), -1;
+    *read_flags = is_dir ? FDIO_BENEATH : 0;
+    return 0;
 }
 
-int pipeline_load_kptfile(pipeline *p, const char *path, buf *err)
+int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
 {
     buf file = { 0 };
-    kptfile k = { .err = err };
+    kptfile k = { .err = err, .dir_fd = -1, .max = max };
     size_t before = p->n_steps;
-    int rc = -1;
-    if (locate_kptfile(path, &file, &k.dir) < 0) {
-        buf_printf(err, "out of memory");
-    } else if ((k.path = file.data), (k.doc = load_object_file(k.path, "--pipeline", err))) {
+    int read_flags = 0, rc = -1;
+    if (locate_kptfile(path, &file, &k, &read_flags) < 0) {
+        ;
+    } else if ((k.path = file.data),
+               (k.doc = load_object_file(read_flags ? k.dir_fd : AT_FDCWD,
+                                         read_flags ? "Kptfile" : k.path, read_flags, max,
+                                         "--pipeline", k.path, err))) {
         k.y = rl_doc_yaml(k.doc);
         int pl = check_kptfile(&k);
         if (pl < 0)
@@ -320,6 +321,8 @@ int pipeline_load_kptfile(pipeline *p, const char *path, buf *err)
     }
     rl_doc_free(k.doc);
     free(k.dir);
+    if (k.dir_fd >= 0)
+        close(k.dir_fd);
     buf_free(&file);
     return rc;
 }

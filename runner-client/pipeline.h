@@ -31,9 +31,13 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
 /* Adds the steps of a Kptfile (`path` is the file, or a directory holding
  * one): pipeline.mutators, then pipeline.validators, each {image, name,
  * configMap | configPath}; configPath is read relative to the Kptfile's
- * directory and its single object becomes the functionConfig. Returns 0, or
- * -1 with a one-line reason naming the file and the entry in err. */
-int pipeline_load_kptfile(pipeline *p, const char *path, buf *err);
+ * directory and its single object becomes the functionConfig. configPath
+ * must stay inside that directory, as kpt says ("path must be relative",
+ * "path must not be outside the package"), and no symbolic link on its way
+ * is followed. The Kptfile and each configPath are read up to max bytes,
+ * regular files only. Returns 0, or -1 with a one-line reason naming the
+ * file and the entry in err. */
+int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
 
 void pipeline_free(pipeline *p);
 

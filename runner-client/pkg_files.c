@@ -4,28 +4,47 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/beneath.h"
 #include "core/buf.h"
 #include "err_line.h"
+#include "term_text.h"
 
 typedef struct walk {
+    int pkg_fd;
     pkg_files_fn on_file;
     void *ctx;
     char *err;
     size_t errlen;
 } walk;
 
-static int visible_entry(const struct dirent *entry)
+/* A directory entry as listed: its name and what lstat said it is. */
+typedef struct entry {
+    char *name;
+    mode_t mode;
+} entry;
+
+typedef struct listing {
+    entry *v;
+    size_t n, cap;
+} listing;
+
+static void listing_free(listing *l)
 {
-    return entry->d_name[0] != '.';
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].name);
+    free(l->v);
 }
 
-static int by_name_bytes(const struct dirent **a, const struct dirent **b)
+static int by_name_bytes(const void *a, const void *b)
 {
-    return strcmp((*a)->d_name, (*b)->d_name);
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
 static int has_suffix(const char *name, const char *suffix)
@@ -50,27 +69,97 @@ static int join_path(buf *out, const char *dir, const char *name)
     return buf_printf(out, "%s%s%s", dir, sep, name);
 }
 
+static int list_add(listing *l, const char *name, mode_t mode)
+{
+    if (l->n == l->cap) {
+        size_t grown = l->cap ? l->cap * 2 : 16;
+        entry *v = realloc(l->v, grown * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = grown;
+    }
+    if (!(l->v[l->n].name = strdup(name)))
+        return -1;
+    l->v[l->n++].mode = mode;
+    return 0;
+}
+
+/* The visible entries of rel_dir (NULL: the package itself), each with its
+ * type, sorted; the directory is closed before any is visited, so a deep
+ * tree holds one descriptor besides the package's. */
+static int list_directory(walk *w, const char *dir_path, const char *rel_dir, listing *l)
+{
+    int fd = rel_dir ? beneath_open(w->pkg_fd, rel_dir, O_RDONLY | O_DIRECTORY)
+                     : openat(w->pkg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        err_line_set(w->err, w->errlen, "%s: %s", dir_path,
+                     e == ELOOP ? "a symbolic link appeared on the way (links inside a package "
+                                  "are not followed)"
+                                : strerror(e));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    errno = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        struct stat st;
+        if (de->d_name[0] == '.')
+            continue;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            err_line_set(w->err, w->errlen, "%s/%s: %s", dir_path, de->d_name, strerror(errno));
+            rc = -1;
+        } else if (list_add(l, de->d_name, st.st_mode) < 0) {
+            err_line_set(w->err, w->errlen, "%s: out of memory", dir_path);
+            rc = -1;
+        }
+        errno = 0;
+    }
+    if (rc == 0 && errno) {
+        err_line_set(w->err, w->errlen, "%s: %s", dir_path, strerror(errno));
+        rc = -1;
+    }
+    closedir(d);
+    if (rc == 0 && l->n)
+        qsort(l->v, l->n, sizeof *l->v, by_name_bytes);
+    return rc;
+}
+
+/* A link is never followed; it is mentioned when it looks like something
+ * that would have been read: a resource file's name, or a directory. */
+static void skip_link(const walk *w, const char *path, const char *rel, const char *name)
+{
+    struct stat st;
+    int to_dir = fstatat(w->pkg_fd, rel, &st, 0) == 0 && S_ISDIR(st.st_mode);
+    if (is_resource_file(name) || to_dir)
+        term_printf(stderr,
+                    "runner-client eval: warning: %s: skipped: a symbolic link%s (links inside a "
+                    "package are not followed, as kpt ignores them)\n",
+                    path, to_dir ? " to a directory" : "");
+}
+
 static int walk_directory(walk *w, const char *dir_path, const char *rel_dir);
 
-/* One directory entry: a subdirectory is walked, a matching regular file
- * or symlink is handed to the callback, anything else is ignored. */
-static int walk_entry(walk *w, const char *dir_path, const char *rel_dir, const char *entry)
+/* One directory entry: a subdirectory is walked, a link skipped, anything
+ * else with a resource file's name handed to the callback (whose read
+ * refuses what is not a regular file), the rest ignored. */
+static int walk_entry(walk *w, const char *dir_path, const char *rel_dir, const entry *e)
 {
     buf path = { 0 }, rel = { 0 };
-    struct stat st;
-    int rc;
-    if (join_path(&path, dir_path, entry) < 0 || join_path(&rel, rel_dir, entry) < 0) {
+    int rc = 0;
+    if (join_path(&path, dir_path, e->name) < 0 || join_path(&rel, rel_dir, e->name) < 0) {
         err_line_set(w->err, w->errlen, "%s: out of memory", dir_path);
         rc = -1;
-    } else if (lstat(path.data, &st) < 0) {
-        err_line_set(w->err, w->errlen, "%s: %s", path.data, strerror(errno));
-        rc = -1;
-    } else if (S_ISDIR(st.st_mode)) {
+    } else if (S_ISDIR(e->mode)) {
         rc = walk_directory(w, path.data, rel.data);
-    } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && is_resource_file(entry)) {
-        rc = w->on_file(w->ctx, path.data, rel.data);
-    } else {
-        rc = 0;
+    } else if (S_ISLNK(e->mode)) {
+        skip_link(w, path.data, rel.data, e->name);
+    } else if (is_resource_file(e->name)) {
+        rc = w->on_file(w->ctx, w->pkg_fd, path.data, rel.data);
     }
     buf_free(&path);
     buf_free(&rel);
@@ -80,24 +169,24 @@ static int walk_entry(walk *w, const char *dir_path, const char *rel_dir, const 
 /* rel_dir is NULL for the top directory. */
 static int walk_directory(walk *w, const char *dir_path, const char *rel_dir)
 {
-    struct dirent **entries = NULL;
-    int n = scandir(dir_path, &entries, visible_entry, by_name_bytes);
-    if (n < 0) {
-        err_line_set(w->err, w->errlen, "%s: %s", dir_path, strerror(errno));
-        return -1;
-    }
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (rc == 0)
-            rc = walk_entry(w, dir_path, rel_dir, entries[i]->d_name);
-        free(entries[i]);
-    }
-    free(entries);
+    listing l = { 0 };
+    int rc = list_directory(w, dir_path, rel_dir, &l);
+    for (size_t i = 0; rc == 0 && i < l.n; i++)
+        rc = walk_entry(w, dir_path, rel_dir, &l.v[i]);
+    listing_free(&l);
     return rc;
 }
 
 int pkg_files_walk(const char *dir, pkg_files_fn on_file, void *ctx, char *err, size_t errlen)
 {
-    walk w = { .on_file = on_file, .ctx = ctx, .err = err, .errlen = errlen };
-    return walk_directory(&w, dir, NULL);
+    /* the package itself is the user's choice: a link to it is followed */
+    walk w = { .on_file = on_file, .ctx = ctx, .err = err, .errlen = errlen,
+               .pkg_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+    if (w.pkg_fd < 0) {
+        err_line_set(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = walk_directory(&w, dir, NULL);
+    close(w.pkg_fd);
+    return rc;
 }

@@ -51,7 +51,8 @@ static const char eval_kube_usage[] =
     "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n"
     "  --timeout DUR                deadline of the call (default 5m; 0: none)\n"
     "  --ready-timeout DUR          wait for the pod at most DUR (default 60s, as Porch)\n"
-    "  --max-message BYTES          largest answer accepted (default 6291456)\n"
+    "  --max-message BYTES          largest answer accepted, and most input read\n"
+    "                               (default 6291456)\n"
     "  -o, --output OUT, --results-dir DIR, --truncate-output[=false]   as for eval\n"
     REGISTRY_FLAGS_HELP
     "The output and the progress are eval's (see eval --help): a DIR is updated in\n"
@@ -325,7 +326,7 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
         return fputs(eval_kube_usage, stdout), 0;
     buf rl = {0};
     char why[1024];
-    if (rl_input_build(k->input, &rl, why, sizeof why) < 0) {
+    if (rl_input_build(k->input, (size_t)max_message, &rl, why, sizeof why) < 0) {
         term_printf(stderr, "runner-client eval: %s\n", why);
         return 2;
     }

@@ -33,6 +33,7 @@
 #include "rl_input.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,12 +164,21 @@ static int build_from_bytes(const char *data, size_t len, const char *display,
     return rc;
 }
 
-static int build_from_stdin(buf *out, char *err, size_t errlen)
+/* " (--max-message)" after a size refusal: the flag that raises the limit. */
+static const char *limit_hint(int err)
+{
+    return err == EFBIG ? ": more than a request may carry (--max-message)" : "";
+}
+
+static int build_from_stdin(size_t max, buf *out, char *err, size_t errlen)
 {
     buf data = { 0 };
     int rc;
-    if (fd_read_all(STDIN_FILENO, &data, 0) < 0) {
-        err_line_set(err, errlen, "stdin: %s", strerror(errno));
+    if (fd_read_all(STDIN_FILENO, &data, max) < 0) {
+        if (errno == EFBIG)
+            err_line_set(err, errlen, "stdin: is larger than %zu bytes%s", max, limit_hint(EFBIG));
+        else
+            err_line_set(err, errlen, "stdin: %s", strerror(errno));
         rc = -1;
     } else {
         rc = build_from_bytes(data.data, data.len, "stdin", NULL, out, err, errlen);
@@ -177,12 +187,15 @@ static int build_from_stdin(buf *out, char *err, size_t errlen)
     return rc;
 }
 
-static int build_from_file(const char *path, buf *out, char *err, size_t errlen)
+/* A file the user named: a link to it is followed (their choice), a FIFO
+ * is refused like any file that is not regular (stdin takes a pipe). */
+static int build_from_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
 {
     buf data = { 0 };
+    char why[FDIO_WHY_MAX];
     int rc;
-    if (file_read_all(path, &data, 0) < 0) {
-        err_line_set(err, errlen, "%s: %s", path, strerror(errno));
+    if (file_read_at(AT_FDCWD, path, 0, max, &data, why) < 0) {
+        err_line_set(err, errlen, "%s: %s%s", path, why, limit_hint(errno));
         rc = -1;
     } else {
         const char *slash = strrchr(path, '/');
@@ -195,18 +208,32 @@ static int build_from_file(const char *path, buf *out, char *err, size_t errlen)
 
 /* ---- directories ----------------------------------------------------------- */
 
+/* What the walk fills: the list, and the bytes read so far against the
+ * limit (each file, and all of them together). */
+typedef struct dir_input {
+    rl_writer w;
+    size_t max, read;
+} dir_input;
+
 /* pkg_files_fn: appends the objects of one file of a directory; lists are
  * not unwrapped. */
-static int add_package_file(void *ctx, const char *path, const char *rel_path)
+static int add_package_file(void *ctx, int pkg_fd, const char *path, const char *rel_path)
 {
-    rl_writer *w = ctx;
+    dir_input *in = ctx;
+    rl_writer *w = &in->w;
     buf data = { 0 };
     event_list list = { 0 };
+    char why[FDIO_WHY_MAX];
     const char *dir_name = w->name;
     w->name = path;
-    int rc = file_read_all(path, &data, 0) < 0
-                 ? rl_writer_fail(w, "%s: %s", path, strerror(errno))
-                 : event_list_parse(data.data, data.len, path, &list, w->err, w->errlen);
+    int rc;
+    if (file_read_at(pkg_fd, rel_path, FDIO_BENEATH, in->max, &data, why) < 0)
+        rc = rl_writer_fail(w, "%s: %s%s", path, why, limit_hint(errno));
+    else if ((in->read += data.len) > in->max)
+        rc = rl_writer_fail(w, "%s: its files are larger than %zu bytes together%s", dir_name,
+                            in->max, limit_hint(EFBIG));
+    else
+        rc = event_list_parse(data.data, data.len, path, &list, w->err, w->errlen);
     if (rc == 0)
         rc = wrap_documents(w, &list, rel_path);
     event_list_free(&list);
@@ -215,20 +242,22 @@ static int add_package_file(void *ctx, const char *path, const char *rel_path)
     return rc;
 }
 
-static int build_from_directory(const char *path, buf *out, char *err, size_t errlen)
+static int build_from_directory(const char *path, size_t max, buf *out, char *err,
+                                size_t errlen)
 {
-    rl_writer w;
-    rl_writer_init(&w, out, err, errlen, path);
-    int rc = rl_writer_open(&w);
+    dir_input in = { .max = max };
+    rl_writer *w = &in.w;
+    rl_writer_init(w, out, err, errlen, path);
+    int rc = rl_writer_open(w);
     if (rc == 0)
-        rc = rl_writer_emit_new(&w, YAML_SEQUENCE_START_EVENT);
+        rc = rl_writer_emit_new(w, YAML_SEQUENCE_START_EVENT);
     if (rc == 0)
-        rc = pkg_files_walk(path, add_package_file, &w, err, errlen);
-    if (rc == 0 && w.objects == 0)
-        rc = rl_writer_fail(&w, "%s: " RL_INPUT_NO_RESOURCES, path);
+        rc = pkg_files_walk(path, add_package_file, &in, err, errlen);
+    if (rc == 0 && w->objects == 0)
+        rc = rl_writer_fail(w, "%s: " RL_INPUT_NO_RESOURCES, path);
     if (rc == 0)
-        rc = rl_writer_emit_new(&w, YAML_SEQUENCE_END_EVENT);
-    return rl_writer_close(&w, rc);
+        rc = rl_writer_emit_new(w, YAML_SEQUENCE_END_EVENT);
+    return rl_writer_close(w, rc);
 }
 
 /* ---- public entry points ---------------------------------------------------- */
@@ -240,18 +269,18 @@ static int names_stdin(const char *name)
     return !name || strcmp(name, "-") == 0 || strcmp(name, "stdin") == 0;
 }
 
-int rl_input_build(const char *path, buf *out, char *err, size_t errlen)
+int rl_input_build(const char *path, size_t max, buf *out, char *err, size_t errlen)
 {
     if (!path || strcmp(path, "-") == 0)
-        return build_from_stdin(out, err, errlen);
+        return build_from_stdin(max, out, err, errlen);
     struct stat st;
     if (stat(path, &st) < 0) {
         err_line_set(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     if (S_ISDIR(st.st_mode))
-        return build_from_directory(path, out, err, errlen);
-    return build_from_file(path, out, err, errlen);
+        return build_from_directory(path, max, out, err, errlen);
+    return build_from_file(path, max, out, err, errlen);
 }
 
 int rl_input_build_bytes(const char *data, size_t len, const char *name, buf *out, char *err,

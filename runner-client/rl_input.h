@@ -18,10 +18,13 @@
     "no resources found (no KRM object in a Kptfile, *.yaml, *.yml or *.json file beneath it)"
 
 /* Reads `path` (a file, a directory, or "-" / NULL for stdin) and appends the
- * ResourceList to out. Returns 0, or -1 with a one-line reason in err naming
+ * ResourceList to out, reading at most max bytes (a file, stdin, or a
+ * directory's files together: more could not be sent in one request, whose
+ * limit max is). Only regular files are read (pkg_files.h: a directory's
+ * links are skipped). Returns 0, or -1 with a one-line reason in err naming
  * the file (and line, for YAML errors); a directory without any object is
  * an error (RL_INPUT_NO_RESOURCES), a file or stdin without any is not. */
-int rl_input_build(const char *path, buf *out, char *err, size_t errlen);
+int rl_input_build(const char *path, size_t max, buf *out, char *err, size_t errlen);
 
 /* The same for bytes already in memory; `name` is used in annotations and
  * messages (e.g. "stdin"). */

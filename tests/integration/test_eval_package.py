@@ -400,15 +400,17 @@ def test_a_linked_directory_never_takes_a_write_outside(edit, package, tmp_path)
     assert os.listdir(outside) == []
 
 
-def test_a_linked_file_is_replaced_not_written_through(edit, package, tmp_path):
-    """multi.yaml is a link to a file outside the package: the rewritten
-    multi.yaml is a file of the package, and the file outside keeps its bytes."""
+def test_a_linked_file_is_skipped_never_read_nor_written(edit, package, tmp_path):
+    """multi.yaml is a link to a file outside the package: kpt ignores links
+    inside a package, and so do we, with a warning: its objects never reach
+    the function, the link stays a link and the file outside keeps its bytes."""
     outside = tmp_path / "outside.yaml"
     outside.write_text(MULTI)
     (package / "multi.yaml").unlink()
     os.symlink(outside, package / "multi.yaml")
     res = client("eval", "--addr", edit.addr, "--image", IMAGE, str(package))
     assert res.returncode == 0, explain(res)
+    assert (f"warning: {package}/multi.yaml: skipped: a symbolic link (links inside a package "
+            "are not followed, as kpt ignores them)") in res.err, explain(res)
     assert outside.read_text() == MULTI
-    assert not os.path.islink(package / "multi.yaml")
-    assert (package / "multi.yaml").read_text() == MULTI_AFTER
+    assert os.readlink(package / "multi.yaml") == str(outside)

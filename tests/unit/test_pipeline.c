@@ -99,7 +99,7 @@ Test(pipeline, kptfile_steps_in_order)
     (void)kptfile;
     pipeline p = { 0 };
     buf err = { 0 };
-    cr_assert_eq(pipeline_load_kptfile(&p, dir, &err), 0, "%s", err.data);
+    cr_assert_eq(pipeline_load_kptfile(&p, dir, 6291456, &err), 0, "%s", err.data);
     cr_assert_eq(p.n_steps, 3);
     cr_assert_str_eq(p.steps[0].image, "m1");
     cr_assert_str_eq(p.steps[0].name, "first");
@@ -122,7 +122,7 @@ static void assert_kptfile_error(const char *body, const char *want)
     const char *path = write_file("Kptfile", text);
     pipeline p = { 0 };
     buf err = { 0 };
-    cr_assert_eq(pipeline_load_kptfile(&p, path, &err), -1, "accepted:\n%s", text);
+    cr_assert_eq(pipeline_load_kptfile(&p, path, 6291456, &err), -1, "accepted:\n%s", text);
     cr_assert(err.data && strstr(err.data, want), "\"%s\" lacks \"%s\"", err.data, want);
     cr_assert(strstr(err.data, path), "\"%s\" does not name the file", err.data);
     pipeline_free(&p);
@@ -149,12 +149,37 @@ Test(pipeline, bad_kptfiles)
     assert_kptfile_error("pipeline: {mutators: [{image: a}]}\n: bad\n  - x", "line ");
 }
 
+/* kpt's rules for configPath, and no link on its way. */
+Test(pipeline, config_paths_stay_in_the_package)
+{
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: ../x.yaml\n",
+                         "pipeline.mutators[0]: configPath \"../x.yaml\": path must not be "
+                         "outside the package");
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: a/../../x\n",
+                         "path must not be outside the package");
+    assert_kptfile_error("pipeline:\n  validators:\n  - image: a\n    configPath: /etc/hosts\n",
+                         "pipeline.validators[0]: configPath \"/etc/hosts\": path must be "
+                         "relative");
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: ' '\n",
+                         "path must not be empty");
+    write_file("real.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+    char link[512];
+    snprintf(link, sizeof link, "%s/link.yaml", dir);
+    cr_assert_eq(symlink("real.yaml", link), 0);
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: link.yaml\n",
+                         "link.yaml: is or passes through a symbolic link, not followed inside "
+                         "a package");
+    /* a path that only passes through "..", staying inside, is kpt's too */
+    assert_kptfile_error("pipeline:\n  mutators:\n  - image: a\n    configPath: x/../nope\n",
+                         "nope: No such file");
+}
+
 Test(pipeline, not_a_kptfile)
 {
     const char *path = write_file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\n");
     pipeline p = { 0 };
     buf err = { 0 };
-    cr_assert_eq(pipeline_load_kptfile(&p, path, &err), -1);
+    cr_assert_eq(pipeline_load_kptfile(&p, path, 6291456, &err), -1);
     cr_assert(strstr(err.data, "not a Kptfile"), "%s", err.data);
     pipeline_free(&p);
     buf_free(&err);

@@ -97,7 +97,7 @@ static void build_ok(const char *path, parsed *p)
     char err[512] = "";
     memset(p, 0, sizeof *p);
     const char *full = strcmp(path, "-") == 0 ? path : in_dir(path);
-    cr_assert_eq(rl_input_build(full, &p->out, err, sizeof err), 0, "failed: %s", err);
+    cr_assert_eq(rl_input_build(full, 6291456, &p->out, err, sizeof err), 0, "failed: %s", err);
     load(p);
 }
 
@@ -197,7 +197,7 @@ static void assert_reader_annotations(parsed *p, const char *item, const char *p
 static void build_fails(const char *path, char *err, size_t errlen)
 {
     buf out = { 0 };
-    cr_assert_eq(rl_input_build(in_dir(path), &out, err, errlen), -1, "unexpected success:\n%s",
+    cr_assert_eq(rl_input_build(in_dir(path), 6291456, &out, err, errlen), -1, "unexpected success:\n%s",
                  out.data);
     cr_assert_eq(out.len, 0, "output left behind on failure");
     cr_assert_null(strchr(err, '\n'), "error is not one line: %s", err);
@@ -269,7 +269,7 @@ Test(rl_input, resource_list_passes_through_byte_for_byte)
     write_file("rl.yaml", list);
     buf out = { 0 };
     char err[256] = "";
-    cr_assert_eq(rl_input_build(in_dir("rl.yaml"), &out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(rl_input_build(in_dir("rl.yaml"), 6291456, &out, err, sizeof err), 0, "%s", err);
     cr_assert_eq(out.len, strlen(list));
     cr_assert_eq(memcmp(out.data, list, out.len), 0);
     buf_reset(&out);
@@ -618,16 +618,56 @@ Test(rl_input, missing_file_reports_strerror)
     cr_assert_str_eq(err, want);
 }
 
-Test(rl_input, unreadable_file_in_directory_reports_strerror)
+/* kpt ignores links inside a package: a dangling one, one to a file
+ * outside and one to a file inside are all skipped (with a warning). */
+Test(rl_input, links_in_a_directory_are_skipped)
 {
     make_dir("pkg");
     write_file("pkg/a.yaml", "kind: A\n");
+    write_file("outside.yaml", "kind: Outside\n");
     cr_assert_eq(symlink("/nonexistent/target.yaml", in_dir("pkg/dangling.yaml")), 0);
+    cr_assert_eq(symlink("../outside.yaml", in_dir("pkg/out.yaml")), 0);
+    cr_assert_eq(symlink("a.yaml", in_dir("pkg/twice.yaml")), 0);
+    buf out = { 0 };
+    char err[512];
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 6291456, &out, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(out.data, "kind: A"), "%s", out.data);
+    cr_assert_null(strstr(out.data, "Outside"), "%s", out.data);
+    cr_assert_null(strstr(out.data, "twice"), "%s", out.data);
+    buf_free(&out);
+}
+
+Test(rl_input, special_file_in_directory_is_refused)
+{
+    make_dir("pkg");
+    write_file("pkg/a.yaml", "kind: A\n");
+    cr_assert_eq(mkfifo(in_dir("pkg/b.yaml"), 0644), 0);
     char err[512];
     build_fails("pkg", err, sizeof err);
     char want[600];
-    snprintf(want, sizeof want, "%s/pkg/dangling.yaml: No such file or directory", test_dir);
+    snprintf(want, sizeof want, "%s/pkg/b.yaml: is a FIFO (named pipe), not a regular file: only "
+             "regular files are read (a read could wait forever or never end)", test_dir);
     cr_assert_str_eq(err, want);
+}
+
+Test(rl_input, files_over_the_limit_alone_or_together_are_refused)
+{
+    make_dir("pkg");
+    write_file("pkg/a.yaml", "kind: A\n");   /* 8 bytes */
+    write_file("pkg/b.yaml", "kind: B\n");
+    buf out = { 0 };
+    char err[512], want[600];
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 7, &out, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s/pkg/a.yaml: is larger than 7 bytes (it has 8): more than a "
+             "request may carry (--max-message)", test_dir);
+    cr_assert_str_eq(err, want);
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 12, &out, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s/pkg: its files are larger than 12 bytes together: more than a "
+             "request may carry (--max-message)", test_dir);
+    cr_assert_str_eq(err, want);
+    cr_assert_eq(out.len, 0);
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 16, &out, err, sizeof err), 0, "%s", err);
+    buf_free(&out);
 }
 
 Test(rl_input, unreadable_directory_reports_strerror)
