@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,7 @@ static int list_add(listing *l, const char *name, mode_t mode)
  * tree holds one descriptor besides the package's. */
 static int list_directory(walk *w, const char *dir_path, const char *rel_dir, listing *l)
 {
-    int fd = rel_dir ? beneath_open(w->pkg_fd, rel_dir, O_RDONLY | O_DIRECTORY)
+    int fd = rel_dir ? beneath_open(w->pkg_fd, rel_dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK)
                      : openat(w->pkg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
     if (!d) {
@@ -153,6 +154,10 @@ static int walk_entry(walk *w, const char *dir_path, const char *rel_dir, const 
     int rc = 0;
     if (join_path(&path, dir_path, e->name) < 0 || join_path(&rel, rel_dir, e->name) < 0) {
         err_line_set(w->err, w->errlen, "%s: out of memory", dir_path);
+        rc = -1;
+    } else if (rel.len >= PATH_MAX) {
+        /* openat2 says so too; without it this bounds the walk's depth */
+        err_line_set(w->err, w->errlen, "%s: %s", path.data, strerror(ENAMETOOLONG));
         rc = -1;
     } else if (S_ISDIR(e->mode)) {
         rc = walk_directory(w, path.data, rel.data);
