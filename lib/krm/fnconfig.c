@@ -715,9 +715,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Appends "dir/name" to the list when it is a regular file (links
- * followed); anything else (a directory named x.yaml, a dangling link) is
- * skipped. Returns -1 only on ENOMEM. */
+/* Appends "dir/name" to the list unless it is a directory named x.yaml or
+ * a dangling link (links are followed); a FIFO, device or socket is listed
+ * so that reading it refuses it by name rather than skipping it unseen.
+ * Returns -1 only on ENOMEM. */
 static int add_yaml_file(const char *dir, const char *name, char ***v, size_t *n, size_t *cap)
 {
     size_t len = strlen(dir);
@@ -725,7 +726,7 @@ static int add_yaml_file(const char *dir, const char *name, char ***v, size_t *n
     struct stat st;
     if (buf_printf(&full, "%s%s%s", dir, len && dir[len - 1] == '/' ? "" : "/", name) < 0)
         return -1;
-    if (stat(full.data, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (stat(full.data, &st) < 0 || S_ISDIR(st.st_mode)) {
         buf_free(&full);
         return 0;
     }

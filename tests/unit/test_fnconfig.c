@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "krm/fnconfig.h"
@@ -227,6 +228,26 @@ Test(fnconfig, empty_input_and_empty_directory)
     c = load_ok(dir, NULL);
     cr_assert_eq(c.n, 0);
     fnconfig_free(&c);
+    rmdir(dir);
+}
+
+/* A FIFO in a FunctionConfig directory is refused by name, never opened in
+ * a way that could wait for a writer, nor skipped unseen. */
+Test(fnconfig, fifo_in_directory_is_refused)
+{
+    char dir[] = "/tmp/fnconfig-fifo-XXXXXX", fifo[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/functions.yaml", dir);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    fnconfig c = {0};
+    buf err = {0};
+    cr_assert_eq(fnconfig_load(dir, "/fns", &c, &err), -1);
+    char want[256];
+    snprintf(want, sizeof want, "%s: is a FIFO (named pipe), not a regular file: only regular "
+             "files are read (a read could wait forever or never end)", fifo);
+    cr_assert_str_eq(err.data, want);
+    buf_free(&err);
+    unlink(fifo);
     rmdir(dir);
 }
 
