@@ -54,12 +54,8 @@ int beneath_clean(const char *path, buf *out, const char **why)
     while (*p) {
         size_t n = strcspn(p, "/");
         if (n == 2 && p[0] == '.' && p[1] == '.') {
-            if (out->len == start) {   /* nothing left to climb out of */
-                out->len = start;
-                if (out->data)
-                    out->data[start] = '\0';
+            if (out->len == start)   /* nothing left to climb out of */
                 return *why = BENEATH_OUTSIDE, -1;
-            }
             char *last = memrchr(out->data + start, '/', out->len - start);
             out->len = last ? (size_t)(last - out->data) : start;
             out->data[out->len] = '\0';
