@@ -190,12 +190,15 @@ def uses_asan():
         return b"libasan" in f.read()
 
 
+ASAN = uses_asan()
+
+
 def run_measured(args, tmp_path, stdin=subprocess.DEVNULL, timeout=QUICK):
     """runner-client run to completion under a 2 GiB address-space limit
     (without ASan, which needs more): (exit status, stderr, peak RSS in MiB).
     The limit only keeps an unbounded read from taking the machine down."""
     def limit():
-        if not uses_asan() and not SERVER_WRAPPER:
+        if not ASAN and not SERVER_WRAPPER:
             resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
         p = subprocess.Popen(wrapped([CLIENT_BIN, *args]), stdin=stdin, stdout=out, stderr=err,
@@ -217,7 +220,7 @@ def run_measured(args, tmp_path, stdin=subprocess.DEVNULL, timeout=QUICK):
 # Peak RSS allowed: the 6 MiB input, its copy as a ResourceList, the
 # program; ASan's shadow and quarantine add more. Under KRM_SERVER_WRAPPER
 # (valgrind) the figure is the wrapper's: not checked.
-RSS_MIB = 160 if uses_asan() else 64
+RSS_MIB = 160 if ASAN else 64
 
 
 def assert_rss(rss):
