@@ -140,6 +140,10 @@ static const char *pod_state_text(const json *pod)
     return phase ? phase : "Unknown";
 }
 
+/* NAME, STATE, AGE, IDLE, IMAGE: every cell comes from the cluster, so
+ * every cell is escaped (term_row). */
+static const int list_widths[] = {50, 18, 8, 8, 0};
+
 static void print_pod(const json *pod)
 {
     const char *name = kube_path_str(pod, "metadata.name");
@@ -152,8 +156,8 @@ static void print_pod(const json *pod)
         age_text(s, age, sizeof age);
     if ((s = since(last)) >= 0)
         age_text(s, idle, sizeof idle);
-    printf("%-50s %-18s %-8s %-8s %s\n", name ? name : "?", pod_state_text(pod), age, idle,
-           image ? image : "?");
+    const char *row[] = {name ? name : "?", pod_state_text(pod), age, idle, image ? image : "?"};
+    term_row(stdout, row, list_widths, 5);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -189,7 +193,8 @@ static void on_list(const kube_result *res, void *ctx)
             fail(r, "list", err.data ? err.data : "out of memory");
         buf_free(&err);
     } else {
-        printf("%-50s %-18s %-8s %-8s %s\n", "NAME", "STATE", "AGE", "IDLE", "IMAGE");
+        static const char *const head[] = {"NAME", "STATE", "AGE", "IDLE", "IMAGE"};
+        term_row(stdout, head, list_widths, 5);
         for (size_t i = 0; i < items->len; i++)
             print_pod(items->items[i]);
     }

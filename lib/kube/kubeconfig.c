@@ -28,9 +28,11 @@
 
 #include "core/base64.h"
 #include "core/fdio.h"
+#include "core/header_value.h"
 #include "core/json.h"
 #include "krm/yaml_depth.h"
 #include "krm/yaml_node.h"
+#include "kube/pod_id.h"
 
 #define KUBECONFIG_MAX_FILE (4u << 20)   /* kubeconfigs with embedded certificates are KiBs */
 #define CRED_MAX_FILE (1u << 20)         /* a token, a CA bundle, a key */
@@ -481,9 +483,11 @@ static int read_user(const kc_set *s, const kc_entry *e, kube_config *c)
     yaml_node_t *exec = map_get(d, e->body, "exec");
     if (yaml_node_kind(exec) != YV_NULL && read_exec(&w, e, exec, c) < 0)
         return -1;
-    buf kind = {0};
+    buf kind = {0}, why = {0};
     int rc = 0;
-    if (token)
+    if (token && header_value_check("the token", token, strlen(token), &why) < 0)
+        rc = failf(&w, "token", "%s", why.data);
+    else if (token)
         rc = dup_into(s, &c->token, token);
     else if (token_file) {
         c->token_file = resolve_path(e->file->path, token_file);
@@ -495,10 +499,14 @@ static int read_user(const kc_set *s, const kc_entry *e, kube_config *c)
         else {
             while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
                 t.data[--t.len] = '\0';   /* files written by echo end in a newline */
-            c->token = buf_steal(&t, NULL);
+            if (header_value_check("the token", t.data ? t.data : "", t.len, &why) < 0)
+                rc = failf(&w, "tokenFile", "%s: %s", c->token_file, why.data);
+            else
+                c->token = buf_steal(&t, NULL);
         }
         buf_free(&t);
     }
+    buf_free(&why);
     if (rc == 0 && token)
         rc = auth_kind_add(s, &kind, "bearer token");
     if (rc == 0 && token_file) {
@@ -553,6 +561,9 @@ static int resolve_context(kc_set *s, const kube_config_opts *o, const char *fil
         return -1;
     if (!cluster)
         return failf(&w, "cluster", "required (the name of an entry in clusters)");
+    /* it goes into every request's path */
+    if (ns && !dns1123_label_valid(ns))
+        return failf(&w, "namespace", "\"%s\" is not a namespace name (a DNS-1123 label)", ns);
     const kc_entry *ce = find(&s->clusters, cluster);
     if (!ce)
         return failf(&w, "cluster", "cluster \"%s\" is not defined in clusters", cluster);
@@ -614,6 +625,12 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
     }
     while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
         t.data[--t.len] = '\0';
+    buf why = {0};
+    if (header_value_check("the token", t.data ? t.data : "", t.len, &why) < 0) {
+        buf_printf(err, "in-cluster: %s: %s", path.data, why.data);
+        buf_free(&why);
+        goto out;
+    }
     c->token = buf_steal(&t, NULL);
     c->token_file = buf_steal(&path, NULL);
     buf_printf(&path, "%s/ca.crt", dir);
@@ -626,6 +643,11 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
     if (file_read_all(path.data, &ns, 256) == 0)
         while (ns.len && strchr(" \t\r\n", ns.data[ns.len - 1]))
             ns.data[--ns.len] = '\0';
+    if (ns.len && (strlen(ns.data) != ns.len || !dns1123_label_valid(ns.data))) {
+        buf_printf(err, "in-cluster: %s: \"%s\" is not a namespace name (a DNS-1123 label)",
+                   path.data, ns.data);
+        goto out;
+    }
     const char *use_ns = o->namespace && *o->namespace ? o->namespace : ns.len ? ns.data : "default";
     buf server = {0}, src = {0}, kind = {0};
     buf_printf(&server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
@@ -809,6 +831,37 @@ static int drain(int out_fd, int err_fd, buf *out, buf *errout, int64_t deadline
     return 0;
 }
 
+/* Waits, until the deadline, for the plugin to exit (it may close its
+ * output and go on) without reaping it: while it is a zombie its process
+ * group's number cannot be given to another group. 0, or -1 on timeout. */
+static int wait_exit(pid_t pid, int64_t deadline)
+{
+    for (;;) {
+        siginfo_t info = {0};
+        int r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+        if (r == 0 && info.si_pid == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return 0;   /* not ours to wait for (cannot happen): end_group says */
+        if (now_ms() >= deadline)
+            return -1;
+        struct timespec tick = {0, 10 * 1000000};
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* Kills the plugin's process group, whatever the plugin did: anything it
+ * started and left behind (a helper, a grandchild that hangs) goes with
+ * it. Then reaps the plugin; its wait status. */
+static int end_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
+}
+
 static int exec_fail(const kube_config *cfg, buf *err, const char *fmt, const char *detail)
 {
     buf_printf(err, "exec credential plugin %s (%s, user in %s): ", cfg->exec.command,
@@ -832,7 +885,9 @@ static int take_credential(kube_config *cfg, const char *text, size_t len, buf *
     }
     const char *kind = json_get_str(j, "kind"), *api = json_get_str(j, "apiVersion");
     const json *st = json_get(j, "status");
+    const json *token_v = json_get(st, "token");
     const char *token = json_get_str(st, "token");
+    buf bad = {0};
     const char *cert = json_get_str(st, "clientCertificateData");
     const char *key = json_get_str(st, "clientKeyData");
     if (!kind || strcmp(kind, "ExecCredential")) {
@@ -846,6 +901,9 @@ static int take_credential(kube_config *cfg, const char *text, size_t len, buf *
     } else if ((cert != NULL) != (key != NULL)) {
         exec_fail(cfg, err, "%s", "its ExecCredential has only one of status.clientCertificateData "
                   "and status.clientKeyData");
+    } else if (token && header_value_check("its ExecCredential's status.token", token, token_v->len,
+                                           &bad) < 0) {
+        exec_fail(cfg, err, "%s", bad.data);
     } else {
         rc = 0;
         if (token) {
@@ -865,6 +923,7 @@ static int take_credential(kube_config *cfg, const char *text, size_t len, buf *
 out:
     json_free(j);
     buf_free(&why);
+    buf_free(&bad);
     return rc;
 }
 
@@ -885,7 +944,8 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     int rc = -1;
     pid_t pid = -1;
     posix_spawn_file_actions_t fa;
-    int fa_ok = 0;
+    posix_spawnattr_t attr;
+    int fa_ok = 0, attr_ok = 0;
     if (!envp || !argv) {
         buf_printf(err, "out of memory");
         goto out;
@@ -904,7 +964,14 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
         buf_printf(err, "out of memory");
         goto out;
     }
-    int e = posix_spawnp(&pid, cfg->exec.command, &fa, NULL, argv, envp);
+    /* its own process group, so what it starts is killed with it */
+    attr_ok = posix_spawnattr_init(&attr) == 0;
+    if (!attr_ok || posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP) ||
+        posix_spawnattr_setpgroup(&attr, 0)) {
+        buf_printf(err, "out of memory");
+        goto out;
+    }
+    int e = posix_spawnp(&pid, cfg->exec.command, &fa, &attr, argv, envp);
     if (e) {
         pid = -1;
         buf b = {0};
@@ -918,12 +985,10 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     close(outp[1]);
     close(errp[1]);
     outp[1] = errp[1] = -1;
-    int timed_out = drain(outp[0], errp[0], &out, &errout, now_ms() + exec_timeout_ms) < 0;
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    int64_t deadline = now_ms() + exec_timeout_ms;
+    int timed_out = drain(outp[0], errp[0], &out, &errout, deadline) < 0 ||
+                    wait_exit(pid, deadline) < 0;
+    int status = end_group(pid);
     pid = -1;
     while (errout.len && strchr(" \t\r\n", errout.data[errout.len - 1]))
         errout.data[--errout.len] = '\0';
@@ -947,6 +1012,8 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
 out:
     if (fa_ok)
         posix_spawn_file_actions_destroy(&fa);
+    if (attr_ok)
+        posix_spawnattr_destroy(&attr);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0)
             close(outp[i]);

@@ -63,7 +63,10 @@ int kube_config_load(const kube_config_opts *opts, kube_config *out, buf *err);
 
 /* Runs the exec plugin (if any) and puts its credential into cfg (token, or
  * cert and key). Blocking, with a 30 s limit: call it before the event loop
- * runs. 0, or -1 with why (the command, its exit status, its stderr). */
+ * runs. The plugin runs in its own process group, killed whole when the
+ * plugin exits or its time is up, so nothing it started outlives it. A
+ * token with a control byte is refused. 0, or -1 with why (the command, its
+ * exit status, its stderr). */
 int kube_config_exec_credential(kube_config *cfg, buf *err);
 
 void kube_config_free(kube_config *cfg);

@@ -378,3 +378,109 @@ Test(kubeconfig, relative_path_errors)
     cr_assert_str_eq(e, "config: --context: context \"other\" is not defined in contexts");
     free(e);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Tokens become a header line: control bytes are refused at each source    */
+
+Test(kubeconfig, token_control_bytes_refused)
+{
+    clean_env();
+    expect_err(USER("{token: \"tok\\r\\nX-Injected: 1\"}"),
+               "config: users[0] (\"u\").user.token: the token contains a control byte (0x0d at byte "
+               "3 of 18), which would end or split the HTTP header it is sent in: refused");
+    expect_err(USER("{token: \"a\\x7f\"}"),
+               "config: users[0] (\"u\").user.token: the token contains a control byte (0x7f at byte "
+               "1 of 2), which would end or split the HTTP header it is sent in: refused");
+    /* a token file: its trailing line break is dropped, one inside is not */
+    char dir[] = "/tmp/kcfg-tok-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char tok[64], cfgp[64];
+    snprintf(tok, sizeof tok, "%s/token", dir);
+    snprintf(cfgp, sizeof cfgp, "%s/config", dir);
+    FILE *f = fopen(tok, "w");
+    fputs("good\r\nX-Injected: 1\n", f);
+    fclose(f);
+    f = fopen(cfgp, "w");
+    fputs(USER("{tokenFile: token}"), f);
+    fclose(f);
+    kube_config_opts o = {.kubeconfig = cfgp};
+    kube_config c;
+    buf err = {0};
+    cr_assert_eq(kube_config_load(&o, &c, &err), -1);
+    cr_assert(strstr(err.data, "user.tokenFile: ") && strstr(err.data, "/token: the token contains a "
+              "control byte (0x0d at byte 4 of 19)"), "%s", err.data);
+    buf_free(&err);
+    unlink(tok);
+    unlink(cfgp);
+    rmdir(dir);
+}
+
+Test(kubeconfig, exec_token_control_bytes_refused)
+{
+    char *e = exec_err("crlf", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "its ExecCredential's status.token contains a control byte (0x0d at "
+                     "byte 3 of 18), which would end or split the HTTP header it is sent in: refused");
+    free(e);
+    e = exec_err("nul", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "its ExecCredential's status.token contains a control byte (0x00 at "
+                     "byte 3 of 8), which would end or split the HTTP header it is sent in: refused");
+    free(e);
+}
+
+/* Whether pid is a live process (a zombie is not). */
+static int alive(long pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *close = strrchr(stat, ')');
+    return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+/* Reads the pids the plugin wrote; waits up to 2 s for each to be gone. */
+static void expect_all_gone(const char *pidfile, int want)
+{
+    FILE *f = fopen(pidfile, "r");
+    cr_assert_not_null(f, "the plugin wrote no %s", pidfile);
+    long pid;
+    int n = 0;
+    while (fscanf(f, "%ld", &pid) == 1) {
+        n++;
+        for (int i = 0; i < 200 && alive(pid); i++)
+            usleep(10000);
+        cr_assert(!alive(pid), "process %ld of the plugin's group outlived it", pid);
+    }
+    fclose(f);
+    cr_assert_eq(n, want);
+    unlink(pidfile);
+}
+
+Test(kubeconfig, exec_plugin_group_killed)
+{
+    char pidfile[] = "/tmp/kcfg-pids-XXXXXX";
+    int fd = mkstemp(pidfile);
+    cr_assert(fd >= 0);
+    close(fd);
+    setenv("PLUGIN_PIDFILE", pidfile, 1);
+    /* hangs with two helpers (one holding its output): all three killed */
+    kube_config_test_overrides(NULL, 500);
+    char *e = exec_err("forkhang", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "did not finish within 500 ms (killed)");
+    free(e);
+    expect_all_gone(pidfile, 3);
+    /* answers and leaves a helper behind: the helper goes too */
+    kube_config_opts o = {.kubeconfig = FIX "/exec.yaml"};
+    kube_config c = load_ok(&o);
+    free(c.exec.args[0]);
+    c.exec.args[0] = strdup("forkok");
+    buf err = {0};
+    cr_assert_eq(kube_config_exec_credential(&c, &err), 0, "%s", err.data);
+    cr_assert_str_eq(c.token, "t");
+    kube_config_free(&c);
+    expect_all_gone(pidfile, 1);
+}
