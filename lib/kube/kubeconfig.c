@@ -873,7 +873,7 @@ static int exec_fail(const kube_config *cfg, buf *err, const char *fmt, const ch
 /* Takes status.token or status.clientCertificateData + clientKeyData. */
 static int take_credential(kube_config *cfg, const char *text, size_t len, buf *err)
 {
-    buf why = {0};
+    buf why = {0}, bad = {0};
     json *j = json_parse(text, len, &why);
     int rc = -1;
     if (!j) {
@@ -887,7 +887,6 @@ static int take_credential(kube_config *cfg, const char *text, size_t len, buf *
     const json *st = json_get(j, "status");
     const json *token_v = json_get(st, "token");
     const char *token = json_get_str(st, "token");
-    buf bad = {0};
     const char *cert = json_get_str(st, "clientCertificateData");
     const char *key = json_get_str(st, "clientKeyData");
     if (!kind || strcmp(kind, "ExecCredential")) {

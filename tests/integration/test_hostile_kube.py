@@ -339,14 +339,22 @@ def test_pod_log_read_is_bounded(api, tmp_path):
 def test_watch_closed_after_each_event_backs_off(api, tmp_path):
     """The server ends every watch right after one event: the client opens
     the next one after a backoff, not at once (it reopened 4,100 times a
-    second). Counted over the 3 s the pod is waited for."""
+    second). Counted over 3 s; then an event says the image cannot be
+    pulled, which ends the wait."""
     image = api.add_image()
     pending = {"phase": "Pending"}
+    failing = {"phase": "Pending", "containerStatuses": [
+        {"name": "function", "state": {"waiting": {"reason": "ErrImagePull", "message": "no such image"}}}]}
+    opens = []
+    window = 3.0
 
     def one_event_then_close(f, h, query):
+        now = time.monotonic()
+        opens.append(now)
+        status = pending if now - opens[0] < window else failing
         ev = json.dumps({"type": "MODIFIED", "object": {
             "kind": "Pod", "metadata": {"name": "fn-pod", "namespace": NS, "uid": "u1", "resourceVersion": "3"},
-            "status": pending}}).encode() + b"\n"
+            "status": status}}).encode() + b"\n"
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
         h.send_header("Transfer-Encoding", "chunked")
@@ -354,13 +362,11 @@ def test_watch_closed_after_each_event_backs_off(api, tmp_path):
         h.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(ev), ev))
 
     pod_flow(api, pending, watch=one_event_then_close)
-    t0 = time.monotonic()
-    r = pod_create(api, tmp_path, image, "--ready-timeout", "3s")
-    took = time.monotonic() - t0
-    assert r.returncode == 1 and "not ready after 3 s" in r.err, krmtest.explain(r)
-    opens = len(api.requests("GET", "watch=1"))
-    print(f"watch: {opens} opens in {took:.2f} s")
-    assert 1 <= opens <= 10, f"{opens} watches opened in {took:.2f} s"
+    r = pod_create(api, tmp_path, image, "--ready-timeout", "40s")
+    assert r.returncode == 1 and "ErrImagePull" in r.err, krmtest.explain(r)
+    in_window = [t for t in opens if t - opens[0] < window]
+    print(f"watch: {len(in_window)} opens in the first {window} s, {len(opens)} in all")
+    assert 1 <= len(in_window) <= 10, f"{len(in_window)} watches opened in {window} s"
 
 
 # ------------------------------------------------------------------ class 10: bulk delete
@@ -402,4 +408,6 @@ def test_delete_all_bounded_and_failures_named(api, tmp_path):
     assert len(summary) == 1, r.err[-2000:]
     assert f'deleted 1997 of 2000 function pods in namespace "{NS}"; not deleted: ' in summary[0], summary
     assert sorted(summary[0].split("not deleted: ")[1].split(", ")) == sorted(FAILING), summary
-    assert api.max_active <= 16 + 2, f"{api.max_active} connections open at once"
+    # 16 requests in flight; the server counts a connection until its
+    # thread sees it closed, so one curl replaced may briefly count twice
+    assert api.max_active <= 24, f"{api.max_active} connections open at once"
