@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "core/base64.h"
 #include "core/fdio.h"
 #include "core/header_value.h"
+#include "core/spawn.h"
 #include "core/json.h"
 #include "krm/yaml_depth.h"
 #include "krm/yaml_node.h"
@@ -942,9 +942,7 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     buf out = {0}, errout = {0};
     int rc = -1;
     pid_t pid = -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    int fa_ok = 0, attr_ok = 0;
+    int null_fd = -1;
     if (!envp || !argv) {
         buf_printf(err, "out of memory");
         goto out;
@@ -956,21 +954,13 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
         exec_fail(cfg, err, "pipe: %s", strerror(errno));
         goto out;
     }
-    fa_ok = posix_spawn_file_actions_init(&fa) == 0;
-    if (!fa_ok || posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
-        posix_spawn_file_actions_adddup2(&fa, outp[1], 1) ||
-        posix_spawn_file_actions_adddup2(&fa, errp[1], 2)) {
-        buf_printf(err, "out of memory");
+    if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        exec_fail(cfg, err, "/dev/null: %s", strerror(errno));
         goto out;
     }
     /* its own process group, so what it starts is killed with it */
-    attr_ok = posix_spawnattr_init(&attr) == 0;
-    if (!attr_ok || posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP) ||
-        posix_spawnattr_setpgroup(&attr, 0)) {
-        buf_printf(err, "out of memory");
-        goto out;
-    }
-    int e = posix_spawnp(&pid, cfg->exec.command, &fa, &attr, argv, envp);
+    int e = spawn_in_group(cfg->exec.command, 1, argv, envp, (int[3]){null_fd, outp[1], errp[1]},
+                           &pid);
     if (e) {
         pid = -1;
         buf b = {0};
@@ -1009,10 +999,8 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
         rc = take_credential(cfg, out.data ? out.data : "", out.len, err);
     }
 out:
-    if (fa_ok)
-        posix_spawn_file_actions_destroy(&fa);
-    if (attr_ok)
-        posix_spawnattr_destroy(&attr);
+    if (null_fd >= 0)
+        close(null_fd);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0)
             close(outp[i]);
