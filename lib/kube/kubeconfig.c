@@ -385,6 +385,10 @@ static int read_cluster(const kc_set *s, const kc_entry *e, kube_config *c)
     if (c->insecure && from)
         return failf(&w, "insecure-skip-tls-verify", "true together with %s: give one of them "
                      "(kubectl refuses both)", from);
+    /* it becomes the host of every request's URL */
+    if (tls_name && tls_name[strspn(tls_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789.-_")])
+        return failf(&w, "tls-server-name", "\"%s\" is not a host name", tls_name);
     size_t len = strlen(server);
     while (len > 8 && server[len - 1] == '/')
         len--;

@@ -484,3 +484,65 @@ Test(kubeconfig, exec_plugin_group_killed)
     kube_config_free(&c);
     expect_all_gone(pidfile, 1);
 }
+
+/* The service account's files: a token or a namespace that cannot be used
+ * as it is (a header, a path) is refused naming the file. */
+Test(kubeconfig, in_cluster_bad_token_and_namespace)
+{
+    clean_env();
+    char dir[] = "/tmp/kcfg-sa-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[96];
+    const char *names[] = {"token", "ca.crt", "namespace"};
+    const char *texts[] = {"sa\r\nX-Injected: 1\n", "SA-CA\n", "fn-ns\n"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        FILE *f = fopen(p, "w");
+        fputs(texts[i], f);
+        fclose(f);
+    }
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    kube_config_test_overrides(dir, 0);
+    kube_config c;
+    buf err = {0};
+    char want[256];
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    snprintf(want, sizeof want, "in-cluster: %s/token: the token contains a control byte (0x0d at "
+             "byte 2 of 17), which would end or split the HTTP header it is sent in: refused", dir);
+    cr_assert_str_eq(err.data, want);
+    buf_reset(&err);
+    snprintf(p, sizeof p, "%s/token", dir);
+    FILE *f = fopen(p, "w");
+    fputs("good\n", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/namespace", dir);
+    f = fopen(p, "w");
+    fputs("ns/../../x\n", f);
+    fclose(f);
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    snprintf(want, sizeof want, "in-cluster: %s/namespace: \"ns/../../x\" is not a namespace name "
+             "(a DNS-1123 label)", dir);
+    cr_assert_str_eq(err.data, want);
+    buf_free(&err);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+Test(kubeconfig, context_namespace_must_be_a_label)
+{
+    clean_env();
+    expect_err(HEAD CLUSTER "contexts:\n- name: x\n  context: {cluster: c, namespace: \"a/../b\"}\n",
+               "config: contexts[0] (\"x\").context.namespace: \"a/../b\" is not a namespace name (a "
+               "DNS-1123 label)");
+}
+
+Test(kubeconfig, tls_server_name_must_be_a_host)
+{
+    clean_env();
+    expect_err(HEAD CTX "users:\n- name: u\n  user: {}\n"
+               "clusters:\n- name: c\n  cluster: {server: \"https://s\", tls-server-name: \"evil.example/x?\"}\n",
+               "config: clusters[0] (\"c\").cluster.tls-server-name: \"evil.example/x?\" is not a host name");
+}
