@@ -168,24 +168,43 @@ Test(kubeconfig, home_config)
     rmdir(dir);
 }
 
-Test(kubeconfig, in_cluster)
+/* A service account directory as the kubelet mounts it (token, ca.crt,
+ * namespace with these contents) made from the template dir (mkdtemp), and the
+ * environment of a pod that has it. */
+static const char *const sa_names[] = {"token", "ca.crt", "namespace"};
+
+static void write_sa_dir(char *dir, const char *const texts[3])
 {
     clean_env();
-    char dir[] = "/tmp/kcfg-sa-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    kube_config_test_overrides(dir, 0);
     char p[96];
-    const char *names[] = {"token", "ca.crt", "namespace"};
-    const char *texts[] = {"sa-token\n", "SA-CA\n", "fn-ns\n"};
     for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        snprintf(p, sizeof p, "%s/%s", dir, sa_names[i]);
         FILE *f = fopen(p, "w");
         cr_assert_not_null(f);
         fputs(texts[i], f);
         fclose(f);
     }
-    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    kube_config_test_overrides(dir, 0);
+}
+
+static void remove_sa_dir(const char *dir)
+{
+    char p[96];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, sa_names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+Test(kubeconfig, in_cluster)
+{
+    char dir[] = "/tmp/kcfg-sa-XXXXXX", p[96];
+    const char *const texts[] = {"sa-token\n", "SA-CA\n", "fn-ns\n"};
+    write_sa_dir(dir, texts);
     kube_config c = load_ok(NULL);
     cr_assert_str_eq(c.server, "https://10.96.0.1:443");
     cr_assert_str_eq(c.token, "sa-token");
@@ -208,11 +227,7 @@ Test(kubeconfig, in_cluster)
     snprintf(want, sizeof want, "in-cluster: %s/token: No such file or directory", dir);
     cr_assert_str_eq(err.data, want);
     buf_free(&err);
-    for (int i = 1; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    remove_sa_dir(dir);
 }
 
 Test(kubeconfig, nothing_found)
@@ -489,20 +504,9 @@ Test(kubeconfig, exec_plugin_group_killed)
  * as it is (a header, a path) is refused naming the file. */
 Test(kubeconfig, in_cluster_bad_token_and_namespace)
 {
-    clean_env();
-    char dir[] = "/tmp/kcfg-sa-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char p[96];
-    const char *names[] = {"token", "ca.crt", "namespace"};
-    const char *texts[] = {"sa\r\nX-Injected: 1\n", "SA-CA\n", "fn-ns\n"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        FILE *f = fopen(p, "w");
-        fputs(texts[i], f);
-        fclose(f);
-    }
-    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-    kube_config_test_overrides(dir, 0);
+    char dir[] = "/tmp/kcfg-sa-XXXXXX", p[96];
+    const char *const texts[] = {"sa\r\nX-Injected: 1\n", "SA-CA\n", "fn-ns\n"};
+    write_sa_dir(dir, texts);
     kube_config c;
     buf err = {0};
     char want[256];
@@ -524,11 +528,7 @@ Test(kubeconfig, in_cluster_bad_token_and_namespace)
              "(a DNS-1123 label)", dir);
     cr_assert_str_eq(err.data, want);
     buf_free(&err);
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    remove_sa_dir(dir);
 }
 
 Test(kubeconfig, context_namespace_must_be_a_label)
