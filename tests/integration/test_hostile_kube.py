@@ -18,7 +18,9 @@ connections open at once and the bytes it managed to send.
 - a watch that the server ends after each event is reopened at a bounded
   rate (backoff), not thousands of times a second;
 - `pod delete --all` over 2,000 pods keeps at most a few connections open
-  at once, and the deletes that fail are named, with the exit status 1.
+  at once, and the deletes that fail are named, with the exit status 1;
+- an exec plugin's helper does not outlive the plugin (its process group
+  is killed).
 """
 
 import http.server
@@ -228,6 +230,48 @@ def test_good_token_still_sent(api, tmp_path):
     r = rc(tmp_path, "pod", "list", "--kubeconfig", str(kc))
     assert r.returncode == 0, krmtest.explain(r)
     assert api.seen[0][2].get("Authorization") == "Bearer good-token"
+
+
+# ------------------------------------------------------------------ class 10: exec plugin's group
+
+def test_exec_plugin_helpers_do_not_outlive_it(api, tmp_path):
+    """An exec credential plugin that answers and leaves a helper running
+    (its output closed, so nothing waits for it): the helper is killed with
+    the plugin's process group; before, it ran on, reparented to init. (The
+    hanging plugin, killed at its timeout with its helpers, is
+    tests/unit/test_kubeconfig.c's exec_plugin_group_killed: 500 ms there,
+    30 s here.)"""
+    api.route("GET", "/api/v1/", lambda f, h, p, q: f.send(h, 200, pod_list([pod("p1")])))
+    pidfile = tmp_path / "helper.pid"
+    plugin = tmp_path / "plugin.sh"
+    cred = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+            "status": {"token": "from-plugin"}}
+    plugin.write_text("#!/bin/sh\nsleep 120 >/dev/null 2>&1 </dev/null &\n"
+                      f"echo $! > {pidfile}\n"
+                      "cat <<'EOF'\n" + json.dumps(cred) + "\nEOF\n")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
+    user = f"    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {plugin}\n"
+    kc = kubeconfig(tmp_path, api.port, user)
+    r = rc(tmp_path, "pod", "list", "--kubeconfig", str(kc))
+    assert r.returncode == 0, krmtest.explain(r)
+    assert api.seen[0][2].get("Authorization") == "Bearer from-plugin"
+    helper = int(pidfile.read_text())
+    deadline = time.monotonic() + 3
+    while live(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if live(helper):
+        os.kill(helper, 9)
+        pytest.fail(f"the plugin's helper {helper} outlived it")
+
+
+def live(pid):
+    """pid is a process that runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 # ------------------------------------------------------------------ class 9: terminal text
