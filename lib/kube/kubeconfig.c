@@ -866,6 +866,63 @@ static int end_group(pid_t pid)
     return status;
 }
 
+/* While a plugin runs, a signal that would end us kills its group first:
+ * in its own group it is not in the terminal's foreground group, so a
+ * Ctrl-C reaches only us, and it would run on. Only signals left at their
+ * default action are taken over (a caller's handler or ignore stays), and
+ * only for the plugin's time. */
+static volatile sig_atomic_t running_group;
+static const int ending_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define N_ENDING (sizeof ending_signals / sizeof *ending_signals)
+
+typedef struct signal_guard {
+    struct sigaction old[N_ENDING];
+    int taken[N_ENDING];
+    sigset_t mask;   /* the mask before: the signals wait while the plugin starts */
+} signal_guard;
+
+static void end_group_and_die(int sig)
+{
+    if (running_group > 0)
+        kill(-running_group, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);   /* delivered when this handler returns: we end as we would have */
+}
+
+/* Before the spawn: the handlers set, the signals held until the plugin's
+ * group is known (the plugin itself starts with none blocked). */
+static void guard_signals(signal_guard *g)
+{
+    struct sigaction sa = {0};
+    sigset_t hold;
+    sa.sa_handler = end_group_and_die;
+    sigemptyset(&sa.sa_mask);
+    sigemptyset(&hold);
+    running_group = 0;
+    for (size_t i = 0; i < N_ENDING; i++) {
+        sigaddset(&hold, ending_signals[i]);
+        g->taken[i] = sigaction(ending_signals[i], NULL, &g->old[i]) == 0 &&
+                      g->old[i].sa_handler == SIG_DFL && sigaction(ending_signals[i], &sa, NULL) == 0;
+    }
+    sigprocmask(SIG_BLOCK, &hold, &g->mask);
+}
+
+/* After the spawn: pid's group (0: none) is the one to kill; the signals
+ * held meanwhile arrive now. */
+static void guard_group(signal_guard *g, pid_t pid)
+{
+    running_group = pid;
+    sigprocmask(SIG_SETMASK, &g->mask, NULL);
+}
+
+static void unguard_signals(signal_guard *g)
+{
+    for (size_t i = 0; i < N_ENDING; i++)
+        if (g->taken[i])
+            sigaction(ending_signals[i], &g->old[i], NULL);
+    running_group = 0;
+}
+
 static int exec_fail(const kube_config *cfg, buf *err, const char *fmt, const char *detail)
 {
     buf_printf(err, "exec credential plugin %s (%s, user in %s): ", cfg->exec.command,
@@ -963,9 +1020,13 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
         goto out;
     }
     /* its own process group, so what it starts is killed with it */
+    signal_guard guard;
+    guard_signals(&guard);
     int e = spawn_in_group(cfg->exec.command, 1, argv, envp, (int[3]){null_fd, outp[1], errp[1]},
                            &pid);
+    guard_group(&guard, e ? 0 : pid);
     if (e) {
+        unguard_signals(&guard);
         pid = -1;
         buf b = {0};
         buf_printf(&b, "cannot be run: %s", strerror(e));
@@ -982,6 +1043,7 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     int timed_out = drain(outp[0], errp[0], &out, &errout, deadline) < 0 ||
                     wait_exit(pid, deadline) < 0;
     int status = end_group(pid);
+    unguard_signals(&guard);
     pid = -1;
     while (errout.len && strchr(" \t\r\n", errout.data[errout.len - 1]))
         errout.data[--errout.len] = '\0';

@@ -26,9 +26,11 @@ connections open at once and the bytes it managed to send.
 import http.server
 import json
 import os
+import signal
 import socket
 import socketserver
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -262,6 +264,41 @@ def test_exec_plugin_helpers_do_not_outlive_it(api, tmp_path):
     if live(helper):
         os.kill(helper, 9)
         pytest.fail(f"the plugin's helper {helper} outlived it")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_exec_plugin_group_killed_when_runner_client_is(api, tmp_path, sig):
+    """Ctrl-C (or a TERM) while the plugin runs: the plugin, in its own
+    process group, does not get the terminal's signal, so runner-client
+    kills the group on its way out."""
+    pidfile = tmp_path / "pids"
+    plugin = tmp_path / "plugin.sh"
+    plugin.write_text("#!/bin/sh\nsleep 120 &\n"
+                      f"echo $! > {pidfile}.tmp; echo $$ >> {pidfile}.tmp; mv {pidfile}.tmp {pidfile}\n"
+                      "exec sleep 121\n")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
+    user = f"    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {plugin}\n"
+    kc = kubeconfig(tmp_path, api.port, user)
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    proc = subprocess.Popen([CLIENT_BIN, "pod", "list", "--kubeconfig", str(kc)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pidfile.exists(), "the plugin did not start"
+    pids = [int(x) for x in pidfile.read_text().split()]
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == -sig, (proc.returncode, err)
+    assert not krmtest.sanitizer_reports(err), err
+    deadline = time.monotonic() + 3
+    while any(live(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in pids if live(p)]
+    for p in left:
+        os.kill(p, 9)
+    assert not left, f"the plugin's processes {left} outlived runner-client"
 
 
 def live(pid):
