@@ -802,22 +802,39 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Reads both pipes until EOF or the deadline; 0, or -1 on timeout. */
-static int drain(int out_fd, int err_fd, buf *out, buf *errout, int64_t deadline)
+/* Whether the plugin has exited, without reaping it: while it is a zombie
+ * its process group's number cannot be given to another group. */
+static int has_exited(pid_t pid)
+{
+    siginfo_t info = {0};
+    int r;
+    while ((r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT)) < 0 && errno == EINTR)
+        ;
+    return r < 0 || info.si_pid == pid;   /* an error: not ours to wait for; end_group says */
+}
+
+#define EXEC_QUIET_MS 50   /* pipes silent this long after the plugin exited: what is left is a helper's */
+
+/* Reads both pipes until the plugin has exited and they are at EOF or
+ * quiet (a helper it left may hold them open, writing nothing), or the
+ * deadline; 0, or -1 on timeout. */
+static int drain(pid_t pid, int out_fd, int err_fd, buf *out, buf *errout, int64_t deadline)
 {
     struct pollfd p[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
     buf *dst[2] = {out, errout};
     int open_fds = 2;
-    while (open_fds) {
+    for (;;) {
         int64_t left = deadline - now_ms();
         if (left <= 0)
             return -1;
-        int r = poll(p, 2, left > INT_MAX ? INT_MAX : (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? -1 : -1;
-        for (int i = 0; i < 2; i++) {
+        if (!open_fds && has_exited(pid))
+            return 0;
+        int r = poll(p, 2, left > EXEC_QUIET_MS ? EXEC_QUIET_MS : (int)left);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r == 0 && has_exited(pid))
+            return 0;
+        for (int i = 0; r > 0 && i < 2; i++) {
             if (p[i].fd < 0 || !p[i].revents)
                 continue;
             char chunk[4096];
@@ -831,26 +848,6 @@ static int drain(int out_fd, int err_fd, buf *out, buf *errout, int64_t deadline
                 buf_append(dst[i], chunk, (size_t)got);   /* beyond the cap: drained, dropped */
             }
         }
-    }
-    return 0;
-}
-
-/* Waits, until the deadline, for the plugin to exit (it may close its
- * output and go on) without reaping it: while it is a zombie its process
- * group's number cannot be given to another group. 0, or -1 on timeout. */
-static int wait_exit(pid_t pid, int64_t deadline)
-{
-    for (;;) {
-        siginfo_t info = {0};
-        int r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
-        if (r == 0 && info.si_pid == pid)
-            return 0;
-        if (r < 0 && errno != EINTR)
-            return 0;   /* not ours to wait for (cannot happen): end_group says */
-        if (now_ms() >= deadline)
-            return -1;
-        struct timespec tick = {0, 10 * 1000000};
-        nanosleep(&tick, NULL);
     }
 }
 
@@ -1040,8 +1037,7 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     close(errp[1]);
     outp[1] = errp[1] = -1;
     int64_t deadline = now_ms() + exec_timeout_ms;
-    int timed_out = drain(outp[0], errp[0], &out, &errout, deadline) < 0 ||
-                    wait_exit(pid, deadline) < 0;
+    int timed_out = drain(pid, outp[0], errp[0], &out, &errout, deadline) < 0;
     int status = end_group(pid);
     unguard_signals(&guard);
     pid = -1;

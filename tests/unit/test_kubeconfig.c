@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube/kubeconfig.h"
@@ -475,13 +476,37 @@ static void expect_all_gone(const char *pidfile, int want)
     unlink(pidfile);
 }
 
+/* A file for the plugin to write its group's pids in ($PLUGIN_PIDFILE). */
+static void plugin_pidfile(char *path)
+{
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    setenv("PLUGIN_PIDFILE", path, 1);
+}
+
+/* Runs the fixture plugin in mode; it must answer want_token. Seconds taken. */
+static double exec_ok(const char *mode, const char *want_token)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/exec.yaml"};
+    kube_config c = load_ok(&o);
+    free(c.exec.args[0]);
+    c.exec.args[0] = strdup(mode);
+    buf err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(kube_config_exec_credential(&c, &err), 0, "%s", err.data);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert_str_eq(c.token, want_token);
+    kube_config_free(&c);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
 Test(kubeconfig, exec_plugin_group_killed)
 {
     char pidfile[] = "/tmp/kcfg-pids-XXXXXX";
-    int fd = mkstemp(pidfile);
-    cr_assert(fd >= 0);
-    close(fd);
-    setenv("PLUGIN_PIDFILE", pidfile, 1);
+    plugin_pidfile(pidfile);
     /* hangs with two helpers (one holding its output): all three killed */
     kube_config_test_overrides(NULL, 500);
     char *e = exec_err("forkhang", NULL);
@@ -489,14 +514,19 @@ Test(kubeconfig, exec_plugin_group_killed)
     free(e);
     expect_all_gone(pidfile, 3);
     /* answers and leaves a helper behind: the helper goes too */
-    kube_config_opts o = {.kubeconfig = FIX "/exec.yaml"};
-    kube_config c = load_ok(&o);
-    free(c.exec.args[0]);
-    c.exec.args[0] = strdup("forkok");
-    buf err = {0};
-    cr_assert_eq(kube_config_exec_credential(&c, &err), 0, "%s", err.data);
-    cr_assert_str_eq(c.token, "t");
-    kube_config_free(&c);
+    exec_ok("forkok", "t");
+    expect_all_gone(pidfile, 1);
+}
+
+/* A helper that keeps the plugin's output open does not make an answered
+ * plugin wait for its timeout (kubectl before Go 1.20 waited forever). */
+Test(kubeconfig, exec_plugin_helper_holding_output)
+{
+    char pidfile[] = "/tmp/kcfg-pids-XXXXXX";
+    plugin_pidfile(pidfile);
+    kube_config_test_overrides(NULL, 5000);
+    double took = exec_ok("forkhold", "held");
+    cr_assert_lt(took, 2.0, "took %.2f s", took);
     expect_all_gone(pidfile, 1);
 }
 
