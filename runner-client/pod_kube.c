@@ -27,8 +27,16 @@ typedef struct kube_run {
     const char *ns;
     int pending;   /* calls in flight */
     int rc;        /* exit status */
-    int all;       /* delete: every function pod */
+    size_t n_deleted, n_failed;   /* delete: outcomes so far */
+    buf failed;    /* delete: the names of the pods not deleted, ", "-separated */
 } kube_run;
+
+/* One pod's delete in flight: its name as we asked for it (the answer's
+ * name is the server's word). */
+typedef struct deletion {
+    kube_run *r;
+    char *name;
+} deletion;
 
 static int kube_usage(const char *sub, const char *msg)
 {
@@ -140,6 +148,10 @@ static const char *pod_state_text(const json *pod)
     return phase ? phase : "Unknown";
 }
 
+/* NAME, STATE, AGE, IDLE, IMAGE: every cell comes from the cluster, so
+ * every cell is escaped (term_row). */
+static const int list_widths[] = {50, 18, 8, 8, 0};
+
 static void print_pod(const json *pod)
 {
     const char *name = kube_path_str(pod, "metadata.name");
@@ -152,8 +164,8 @@ static void print_pod(const json *pod)
         age_text(s, age, sizeof age);
     if ((s = since(last)) >= 0)
         age_text(s, idle, sizeof idle);
-    printf("%-50s %-18s %-8s %-8s %s\n", name ? name : "?", pod_state_text(pod), age, idle,
-           image ? image : "?");
+    const char *row[] = {name ? name : "?", pod_state_text(pod), age, idle, image ? image : "?"};
+    term_row(stdout, row, list_widths, 5);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -189,7 +201,8 @@ static void on_list(const kube_result *res, void *ctx)
             fail(r, "list", err.data ? err.data : "out of memory");
         buf_free(&err);
     } else {
-        printf("%-50s %-18s %-8s %-8s %s\n", "NAME", "STATE", "AGE", "IDLE", "IMAGE");
+        static const char *const head[] = {"NAME", "STATE", "AGE", "IDLE", "IMAGE"};
+        term_row(stdout, head, list_widths, 5);
         for (size_t i = 0; i < items->len; i++)
             print_pod(items->items[i]);
     }
@@ -199,14 +212,31 @@ static void on_list(const kube_result *res, void *ctx)
 /* ------------------------------------------------------------------------ */
 /* delete                                                                    */
 
+/* Each pod's outcome is printed as it comes (deleted on stdout, the reason
+ * on stderr) and counted, so a bulk delete that fails part-way says which
+ * pods are gone and which are not. */
+static void delete_failed(kube_run *r, const char *name, const char *why)
+{
+    fail(r, "delete", why);
+    r->n_failed++;
+    if (r->failed.len)
+        buf_append_str(&r->failed, ", ");
+    buf_append_str(&r->failed, name);
+}
+
 static void on_deleted(const kube_result *res, void *ctx)
 {
-    kube_run *r = ctx;
-    if (res->ok)
-        printf("deleted pod %s\n", kube_path_str(res->obj, "metadata.name") ?
-               kube_path_str(res->obj, "metadata.name") : "?");
-    else
-        fail(r, "delete", res->error);
+    deletion *d = ctx;
+    kube_run *r = d->r;
+    if (res->ok) {
+        const char *row[] = {"deleted pod", d->name};
+        term_row(stdout, row, NULL, 2);
+        r->n_deleted++;
+    } else {
+        delete_failed(r, d->name, res->error);
+    }
+    free(d->name);
+    free(d);
     call_ended(r);
 }
 
@@ -214,10 +244,20 @@ static void delete_one(kube_run *r, const char *name)
 {
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", r->ns, name, NULL};
-    if (kube_delete(r->c, &ref, on_deleted, r, &err) == 0)
+    deletion *d = calloc(1, sizeof *d);
+    int started = 0;
+    if (d && (d->name = strdup(name))) {
+        d->r = r;
+        started = kube_delete(r->c, &ref, on_deleted, d, &err) == 0;
+    }
+    if (started) {
         r->pending++;
-    else
-        fail(r, "delete", err.data ? err.data : "out of memory");
+    } else {
+        delete_failed(r, name, err.data ? err.data : "out of memory");
+        if (d)
+            free(d->name);
+        free(d);
+    }
     buf_free(&err);
 }
 
@@ -314,7 +354,14 @@ int cmd_pod_kube(const char *sub, int argc, char **argv)
             fail(&r, sub, err.data ? err.data : "out of memory");
     }
     int rc = started ? run_loop(&r) : 1;
+    if (is_delete && all && r.n_failed)
+        term_printf(stderr, "runner-client pod delete: deleted %zu of %zu function pods in namespace "
+                    "\"%s\"; not deleted: %s\n", r.n_deleted, r.n_deleted + r.n_failed, r.ns,
+                    r.failed.data ? r.failed.data : "?");
+    else if (is_delete && all && r.n_deleted)
+        term_printf(stderr, "deleted %zu function pods in namespace \"%s\"\n", r.n_deleted, r.ns);
     buf_free(&err);
+    buf_free(&r.failed);
     run_close(&r);
     return rc;
 }

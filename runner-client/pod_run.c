@@ -188,7 +188,12 @@ static void on_created(const pod_answer *a, void *ctx)
         term_printf(stderr, "runner-client pod create: %s\n", a->error);
         r->rc = 1;
     } else {
-        printf("pod %s\nuid %s\naddress %s\n", a->pod, a->uid ? a->uid : "", a->name);
+        /* the names come from the cluster: escaped, one per line */
+        const char *pod[] = {"pod", a->pod}, *uid[] = {"uid", a->uid ? a->uid : ""},
+                   *addr[] = {"address", a->name};
+        term_row(stdout, pod, NULL, 2);
+        term_row(stdout, uid, NULL, 2);
+        term_row(stdout, addr, NULL, 2);
         term_printf(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
                 (double)a->waited_ns / 1e9, a->ready ? "" : " (its wrapper answered SERVING; not Ready yet)");
         r->rc = fflush(stdout) == 0 ? 0 : 1;

@@ -48,3 +48,26 @@ int term_printf(FILE *f, const char *fmt, ...)
     buf_free(&out);
     return rc;
 }
+
+int term_row(FILE *f, const char *const *cells, const int *widths, size_t n)
+{
+    buf out = { 0 };
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *cell = cells[i] ? cells[i] : "";
+        if (i)
+            rc = buf_append(&out, " ", 1);
+        size_t start = out.len;
+        if (rc == 0)
+            rc = term_escape(cell, strlen(cell), &out);
+        size_t want = widths && widths[i] > 0 ? (size_t)widths[i] : 0;
+        while (rc == 0 && out.len - start < want)
+            rc = buf_append(&out, " ", 1);
+    }
+    if (rc == 0)
+        rc = buf_append(&out, "\n", 1);
+    if (rc == 0)
+        rc = fwrite(out.data, 1, out.len, f) == out.len ? 0 : -1;
+    buf_free(&out);
+    return rc;
+}

@@ -23,4 +23,10 @@ int term_escape(const char *text, size_t len, buf *out);
  * or -1. */
 int term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* One line of a table or a listing on f: each cell escaped as above, line
+ * breaks too (a pod name cannot forge a row), left-aligned in widths[i]
+ * columns (widths NULL or 0: as long as it is), one space between cells,
+ * then a line break. 0, or -1 (out of memory, or f failed). */
+int term_row(FILE *f, const char *const *cells, const int *widths, size_t n);
+
 #endif

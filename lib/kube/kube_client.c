@@ -176,13 +176,24 @@ static void on_done(const kube_resp *resp, void *ctx)
 {
     call *k = ctx;
     kube_result r = {.status = resp->status};
-    buf why = {0}, text = {0};
+    buf why = {0}, text = {0}, cut = {0};
     json *body = NULL;
     r.ok = resp->curl_code == 0 && resp->status >= 200 && resp->status < 300;
     if (resp->curl_code == 0 && resp->body->len && !(r.ok && k->text))
         body = json_parse(resp->body->data, resp->body->len, &why);
     r.obj = body;
-    if (r.ok && k->text) {
+    if (r.ok && k->text && resp->cut) {
+        /* said where it is shown: the reader may not look at r.cut */
+        if (buf_append(&cut, resp->body->data, resp->body->len) < 0 ||
+            buf_printf(&cut, "\n[cut: the answer was longer than %u bytes; the rest was not read]",
+                       KUBE_TEXT_MAX) < 0) {
+            r.ok = 0;
+            buf_printf(&text, "out of memory");
+        }
+        r.text = cut.data;
+        r.text_len = cut.len;
+        r.cut = 1;
+    } else if (r.ok && k->text) {
         r.text = resp->body->data ? resp->body->data : "";
         r.text_len = resp->body->len;
     } else if (r.ok && !body && resp->body->len) {
@@ -203,6 +214,7 @@ static void on_done(const kube_resp *resp, void *ctx)
     json_free(body);
     buf_free(&why);
     buf_free(&text);
+    buf_free(&cut);
     call_free(k);
 }
 
@@ -250,8 +262,11 @@ static int start_as(kube_client *c, const char *verb, const char *method, const 
     k->name = ref->name ? strdup(ref->name) : NULL;
     if (!k->api || !k->resource || (ref->namespace && !k->namespace) || (ref->name && !k->name))
         goto oom;
+    /* a text answer (a log) is asked for, and read, up to KUBE_TEXT_MAX */
+    if (text)
+        buf_printf(&path, "%climitBytes=%u", ref->query && *ref->query ? '&' : '?', KUBE_TEXT_MAX);
     kube_http_req rq = {method, path.data, content_type, body, len, KUBE_CALL_TIMEOUT_MS,
-                        NULL, on_done, k};
+                        NULL, on_done, k, text ? KUBE_TEXT_MAX : 0, text};
     if (!kube_http_start(c->http, &rq, err)) {
         call_free(k);
         buf_free(&path);

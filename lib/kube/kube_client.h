@@ -35,8 +35,10 @@ typedef struct kube_result {
     int already_exists;      /* 409 AlreadyExists */
     int not_found;           /* 404 */
     int gone;                /* 410 (a watch's resourceVersion is too old) */
-    const char *text;        /* kube_get_text: the body as received (NUL-terminated) */
+    const char *text;        /* kube_get_text: the body as received (NUL-terminated); when
+                                cut, followed by a line saying so */
     size_t text_len;
+    int cut;                 /* kube_get_text: the answer was longer than KUBE_TEXT_MAX */
 } kube_result;
 
 /* Called once per call; r and what it points to live until it returns. */
@@ -52,7 +54,12 @@ void kube_client_free(kube_client *c);
  * in err. */
 int kube_get(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
 /* A GET whose answer is not JSON (pods/NAME/log): ok answers leave obj
- * NULL and give the body in text; errors are read as for kube_get. */
+ * NULL and give the body in text; errors are read as for kube_get. At most
+ * KUBE_TEXT_MAX bytes are asked for (limitBytes) and read, whatever the
+ * server sends: past them the transfer is stopped and the result is cut
+ * (r->cut, and a last line in text says so). A log asked for by its last
+ * lines (tailLines) may still have lines of any length. */
+#define KUBE_TEXT_MAX (64u << 10)
 int kube_get_text(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
 int kube_list(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
 /* body: JSON or YAML (content_type "application/json" or "application/yaml"). */

@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/header_value.h"
 #include "core/log.h"
 #include "http/http_multi.h"
 
 #define CONNECT_TIMEOUT_MS 10000L
+#define USER_AGENT "krm-fn-runtime/runner-client"
 
 struct kube_req {
     kube_http *h;
@@ -18,7 +20,11 @@ struct kube_req {
     kube_done_fn *on_done;
     void *ctx;
     buf body;
-    int too_large;
+    size_t max_body;
+    int too_large, cut_at_max, cut;
+    int counted;        /* holds one of the KUBE_HTTP_MAX_INFLIGHT places */
+    int queued;         /* waits in h->queue, not yet in the multi */
+    kube_req *next_queued;
     char what[160];     /* "GET /api/v1/...", for the log */
     int64_t started_ns;
     char errbuf[CURL_ERROR_SIZE];
@@ -30,14 +36,35 @@ struct kube_http {
     const kube_config *cfg;
     char *base;          /* URL prefix: the server, or https://<tls-server-name>:port */
     struct curl_slist *connect_to;   /* tls-server-name: connect to the real host */
-    char *auth_header;
+    char *token;         /* "Bearer <token>": the Authorization header's value */
     kube_req *reqs;
+    kube_req *queue, *queue_tail;   /* requests waiting for a place, oldest first */
+    int inflight;                   /* counted requests in the multi */
+    loop_timer *pump;               /* starts queued requests from the loop */
 };
+
+static void schedule_pump(kube_http *h);
 
 http_multi *kube_http_multi(const kube_http *h) { return h->m; }
 
 /* ------------------------------------------------------------------------ */
 /* Requests                                                                  */
+
+static void unqueue(kube_http *h, kube_req *r)
+{
+    kube_req *prev = NULL;
+    for (kube_req *q = h->queue; q; prev = q, q = q->next_queued)
+        if (q == r) {
+            if (prev)
+                prev->next_queued = r->next_queued;
+            else
+                h->queue = r->next_queued;
+            if (h->queue_tail == r)
+                h->queue_tail = prev;
+            break;
+        }
+    r->queued = 0;
+}
 
 static void req_free(kube_req *r)
 {
@@ -47,6 +74,12 @@ static void req_free(kube_req *r)
             *p = r->next;
             break;
         }
+    if (r->queued)
+        unqueue(h, r);
+    if (r->counted) {
+        h->inflight--;
+        schedule_pump(h);   /* a place is free */
+    }
     http_multi_remove(h->m, &r->x);
     curl_easy_cleanup(r->x.easy);
     curl_slist_free_all(r->headers);
@@ -59,6 +92,9 @@ static void req_done(http_xfer *x, CURLcode code)
     kube_req *r = x->ctx;
     kube_resp resp = {0};
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &resp.status);
+    if (r->cut && code == CURLE_WRITE_ERROR)
+        code = CURLE_OK;   /* we stopped it, at the limit the caller chose */
+    resp.cut = r->cut;
     resp.curl_code = (int)code;
     if (code != CURLE_OK)
         resp.curl_error = r->too_large ? "the response is larger than the limit"
@@ -78,11 +114,37 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
     size_t len = size * n;
     if (r->on_data)
         return r->on_data(data, len, r->ctx) < 0 ? 0 : len;
-    if (r->body.len + len > KUBE_HTTP_MAX_BODY) {
-        r->too_large = 1;
+    if (len > r->max_body - r->body.len) {
+        if (!r->cut_at_max) {
+            r->too_large = 1;
+            return 0;
+        }
+        r->cut = 1;   /* keep what fits, then stop reading: the rest is never received */
+        buf_append(&r->body, data, r->max_body - r->body.len);
         return 0;
     }
     return buf_append(&r->body, data, len) < 0 ? 0 : len;
+}
+
+/* Every header a request carries is made here, its value checked first
+ * (core/header_value: a CR or LF would add headers of its own). */
+static int header_add(struct curl_slist **list, const char *name, const char *value, buf *err)
+{
+    buf line = {0}, what = {0};
+    buf_printf(&what, "the %s header's value", name);
+    int rc = header_value_check(what.data ? what.data : name, value, strlen(value), err);
+    if (rc == 0 && buf_printf(&line, "%s: %s", name, value) < 0)
+        rc = (buf_printf(err, "out of memory"), -1);
+    struct curl_slist *more = rc == 0 ? curl_slist_append(*list, line.data) : NULL;
+    if (rc == 0 && !more)
+        rc = (buf_printf(err, "out of memory"), -1);
+    if (more)
+        *list = more;
+    if (line.data)
+        memset(line.data, 0, line.len);   /* it may hold the token */
+    buf_free(&line);
+    buf_free(&what);
+    return rc;
 }
 
 static void set_tls(kube_http *h, CURL *c)
@@ -121,19 +183,13 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
     r->on_data = rq->on_data;
     r->on_done = rq->on_done;
     r->ctx = rq->ctx;
-    struct curl_slist *hd = curl_slist_append(NULL, "Accept: application/json");
-    if (hd && h->auth_header)
-        hd = curl_slist_append(hd, h->auth_header);
-    if (hd && rq->content_type) {
-        char ct[128];
-        snprintf(ct, sizeof ct, "Content-Type: %s", rq->content_type);
-        hd = curl_slist_append(hd, ct);
-    }
-    if (!hd) {
-        buf_printf(err, "out of memory");
+    r->max_body = rq->max_body ? rq->max_body : KUBE_HTTP_MAX_BODY;
+    r->cut_at_max = rq->cut_at_max;
+    if (header_add(&r->headers, "Accept", "application/json", err) < 0 ||
+        header_add(&r->headers, "User-Agent", USER_AGENT, err) < 0 ||
+        (h->token && header_add(&r->headers, "Authorization", h->token, err) < 0) ||
+        (rq->content_type && header_add(&r->headers, "Content-Type", rq->content_type, err) < 0))
         goto fail;
-    }
-    r->headers = hd;
     CURL *c = r->x.easy;
     r->x.done = req_done;
     r->x.ctx = r;
@@ -147,7 +203,6 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->headers);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "krm-fn-runtime/runner-client");
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
@@ -158,11 +213,22 @@ kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err)
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     set_tls(h, c);
     buf_free(&url);
-    if (http_multi_add(h->m, &r->x, err) < 0) {
+    /* a stream (a watch) is not counted: it would hold a place for minutes */
+    if (!rq->on_data && (h->queue || h->inflight >= KUBE_HTTP_MAX_INFLIGHT)) {
+        r->queued = 1;
+        if (h->queue_tail)
+            h->queue_tail->next_queued = r;
+        else
+            h->queue = r;
+        h->queue_tail = r;
+    } else if (http_multi_add(h->m, &r->x, err) < 0) {
         curl_slist_free_all(r->headers);
         curl_easy_cleanup(c);
         free(r);
         return NULL;
+    } else if (!rq->on_data) {
+        r->counted = 1;
+        h->inflight++;
     }
     r->next = h->reqs;
     h->reqs = r;
@@ -175,6 +241,38 @@ fail:
     free(r);
     buf_free(&url);
     return NULL;
+}
+
+/* Starts queued requests while places are free; from a loop timer, so a
+ * failure to start can be answered through on_done at once. */
+static void on_pump(loop *l, void *ctx)
+{
+    (void)l;
+    kube_http *h = ctx;
+    h->pump = NULL;
+    while (h->queue && h->inflight < KUBE_HTTP_MAX_INFLIGHT) {
+        kube_req *r = h->queue;
+        unqueue(h, r);
+        buf err = {0};
+        r->started_ns = loop_now_ns();
+        if (http_multi_add(h->m, &r->x, &err) == 0) {
+            r->counted = 1;
+            h->inflight++;
+        } else {
+            kube_resp resp = {.curl_code = CURLE_OUT_OF_MEMORY, .body = &r->body,
+                              .curl_error = err.data ? err.data : "out of memory"};
+            if (r->on_done)
+                r->on_done(&resp, r->ctx);
+            req_free(r);
+        }
+        buf_free(&err);
+    }
+}
+
+static void schedule_pump(kube_http *h)
+{
+    if (h->queue && !h->pump && !(h->pump = loop_timer_add(http_multi_loop(h->m), 0, on_pump, h)))
+        log_warn("API requests: out of memory starting the queued ones (retried when one ends)");
 }
 
 void kube_http_cancel(kube_http *h, kube_req *r)
@@ -241,12 +339,18 @@ kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err)
     }
     if (cfg->token) {
         buf a = {0};
-        if (buf_printf(&a, "Authorization: Bearer %s", cfg->token) < 0) {
+        if (buf_printf(&a, "Bearer %s", cfg->token) < 0) {
             buf_printf(err, "out of memory");
             kube_http_free(h);
             return NULL;
         }
-        h->auth_header = buf_steal(&a, NULL);
+        h->token = buf_steal(&a, NULL);
+        /* refused here once, with the source named, rather than at each request */
+        if (header_value_check("the bearer token", cfg->token, strlen(cfg->token), err) < 0) {
+            buf_printf(err, " (from %s)", cfg->source ? cfg->source : "the kubeconfig");
+            kube_http_free(h);
+            return NULL;
+        }
     }
     return h;
 }
@@ -255,13 +359,18 @@ void kube_http_free(kube_http *h)
 {
     if (!h)
         return;
+    h->queue = h->queue_tail = NULL;   /* the requests are all in h->reqs */
+    for (kube_req *r = h->reqs; r; r = r->next)
+        r->queued = r->counted = 0;
     while (h->reqs)
         req_free(h->reqs);
+    if (h->pump)
+        loop_timer_cancel(http_multi_loop(h->m), h->pump);
     http_multi_free(h->m);
     curl_slist_free_all(h->connect_to);
-    if (h->auth_header)
-        memset(h->auth_header, 0, strlen(h->auth_header));   /* the token */
-    free(h->auth_header);
+    if (h->token)
+        memset(h->token, 0, strlen(h->token));
+    free(h->token);
     free(h->base);
     free(h);
 }

@@ -26,6 +26,8 @@ typedef struct kube_resp {
     int curl_code;           /* CURLcode; 0 when the transfer completed */
     const char *curl_error;  /* curl's reason when curl_code != 0 */
     const buf *body;         /* the whole body (empty for streamed requests) */
+    int cut;                 /* the body reached the request's max_body (cut_at_max): the
+                                transfer was stopped there and body holds what came */
 } kube_resp;
 
 /* Streamed body bytes (watch). Called from inside libcurl: must not call
@@ -45,9 +47,18 @@ typedef struct kube_http_req {
     kube_data_fn *on_data;     /* NULL: collect the body */
     kube_done_fn *on_done;
     void *ctx;
+    size_t max_body;           /* 0: KUBE_HTTP_MAX_BODY */
+    int cut_at_max;            /* past max_body: stop reading, answer what came (resp->cut);
+                                  0: the request fails ("larger than the limit") */
 } kube_http_req;
 
 #define KUBE_HTTP_MAX_BODY (64u << 20)   /* a list of thousands of pods fits */
+/* Requests (not streams: a watch holds its connection for minutes) in flight
+ * at once; the others wait in order. Each one is a connection over HTTP/1.1,
+ * so a command acting on thousands of pods stays within the descriptor
+ * limit and does not flood the API server (kubectl's client paces itself
+ * with QPS and burst for the same reason). */
+#define KUBE_HTTP_MAX_INFLIGHT 16
 
 /* cfg must outlive the client. NULL with why in err. */
 kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err);
@@ -58,7 +69,9 @@ void kube_http_free(kube_http *h);
  * cache's registry lookups). Lives as long as the client. */
 http_multi *kube_http_multi(const kube_http *h);
 
-/* Starts a request. NULL with why in err (out of memory, curl refused). */
+/* Starts a request, or queues it behind KUBE_HTTP_MAX_INFLIGHT others (its
+ * timeout runs from when it starts). NULL with why in err (out of memory,
+ * a header value refused, curl refused). */
 kube_req *kube_http_start(kube_http *h, const kube_http_req *rq, buf *err);
 /* Abandons a request: on_done is not called. Not from inside on_data. */
 void kube_http_cancel(kube_http *h, kube_req *r);

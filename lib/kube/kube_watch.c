@@ -13,10 +13,13 @@
  * a FIN or RST (a NAT or load balancer dropping it) carries nothing, and the
  * server's end never arrives; past this the stream is reopened. */
 #define WATCH_CLIENT_TIMEOUT_MS ((WATCH_TIMEOUT_S + 30) * 1000L)
-/* A stream the server ended cleanly after at least this long is a normal
- * end (its timeoutSeconds): reopened at once, quiet or not. A shorter one
- * backs off, so a server that ends every watch at once is not hammered. */
-#define WATCH_MIN_CLEAN_NS 1000000000LL
+/* A stream that lived at least this long was healthy: the backoff starts
+ * again from its minimum, and when the server ended it cleanly (its
+ * timeoutSeconds) it is reopened at once, quiet or not. A stream that ends
+ * sooner counts as a failure, clean end and events or not, and the next one
+ * waits the backoff: a server (or a proxy) that ends every watch after an
+ * event is otherwise asked again thousands of times a second. */
+#define WATCH_MIN_HEALTHY_NS 5000000000LL
 
 /* ------------------------------------------------------------------------ */
 /* Decoding                                                                  */
@@ -121,7 +124,7 @@ struct kube_watch {
     json *refusal;         /* the Status the server answered instead of a stream (403...) */
     loop_timer *retry;
     unsigned attempt;
-    int listing, listed, relist, events_seen, stopped;
+    int listing, listed, relist, stopped;
 };
 
 static void relist(kube_watch *w);
@@ -238,8 +241,6 @@ static int on_line(const char *line, size_t len, void *ctx)
         buf_free(&err);
         return -1;   /* the stream is broken: reopen it */
     }
-    w->attempt = 0;
-    w->events_seen = 1;
     if (ev.type == KUBE_ERROR) {
         if (ev.code == 410) {
             w->relist = 1;   /* our version is too old: list again */
@@ -297,13 +298,14 @@ static void on_stream_done(const kube_resp *resp, void *ctx)
         log_info("watch %s: resourceVersion %s is too old (410 Gone); listing again", w->resource,
                  w->rv ? w->rv : "?");
     }
-    if (resp->curl_code == 0 && resp->status == 200 &&
-        (w->events_seen || loop_now_ns() - w->stream_started_ns >= WATCH_MIN_CLEAN_NS)) {
+    int healthy = loop_now_ns() - w->stream_started_ns >= WATCH_MIN_HEALTHY_NS;
+    if (healthy)
+        w->attempt = 0;
+    if (healthy && !w->relist && resp->curl_code == 0 && resp->status == 200) {
         /* the server ended a healthy watch (its timeoutSeconds), with events
          * or quiet: reopen at once. Backing off here would leave a quiet
          * watch closed longer after each end, up to 30 s in which a pod's
          * change waits unseen. */
-        w->attempt = 0;
         open_stream(w);
         return;
     }
@@ -321,7 +323,6 @@ static void on_stream_done(const kube_resp *resp, void *ctx)
 static void open_stream(kube_watch *w)
 {
     buf q = {0}, path = {0}, err = {0};
-    w->events_seen = 0;
     buf_printf(&q, "watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s%s%s",
                WATCH_TIMEOUT_S, w->rv, w->query ? "&" : "", w->query ? w->query : "");
     kube_ref ref = ref_of(w, q.data);

@@ -7,8 +7,10 @@
  * reopened. The watch asks for bookmarks (allowWatchBookmarks), so the
  * resourceVersion it resumes from stays fresh; when the stream ends it is
  * reopened from the last resourceVersion seen: at once when the server ended
- * it cleanly (its timeoutSeconds, quiet or not), else after a backoff
- * doubling from 250 ms to 30 s (reset once events flow). The client ends a
+ * it cleanly after it lived a healthy while (5 s; its timeoutSeconds, quiet
+ * or not), else after a backoff doubling from 250 ms to 30 s, reset only by
+ * a stream that lived that healthy while (a server that ends each watch
+ * after an event is not asked again at once, events or not). The client ends a
  * request itself 30 s after the server should have (a connection that died
  * silently). A 410 Gone (an ERROR event or the status) means that version
  * is too old: the watch lists again (logged) and tells the caller through

@@ -13,39 +13,31 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <yaml.h>
 
 #include "core/base64.h"
 #include "core/fdio.h"
-#include "core/json.h"
+#include "core/header_value.h"
 #include "krm/yaml_depth.h"
 #include "krm/yaml_node.h"
+#include "kube/pod_id.h"
 
 #define KUBECONFIG_MAX_FILE (4u << 20)   /* kubeconfigs with embedded certificates are KiBs */
 #define CRED_MAX_FILE (1u << 20)         /* a token, a CA bundle, a key */
-#define EXEC_MAX_OUTPUT (1u << 20)
 #define SA_DIR_DEFAULT "/var/run/secrets/kubernetes.io/serviceaccount"
 
-extern char **environ;
-
 static const char *sa_dir_override;
-static int exec_timeout_ms = 30000;
 
 void kube_config_test_overrides(const char *sa_dir, int exec_timeout)
 {
     sa_dir_override = sa_dir;
-    exec_timeout_ms = exec_timeout > 0 ? exec_timeout : 30000;
+    kube_exec_test_timeout(exec_timeout);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -383,6 +375,10 @@ static int read_cluster(const kc_set *s, const kc_entry *e, kube_config *c)
     if (c->insecure && from)
         return failf(&w, "insecure-skip-tls-verify", "true together with %s: give one of them "
                      "(kubectl refuses both)", from);
+    /* it becomes the host of every request's URL */
+    if (tls_name && tls_name[strspn(tls_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789.-_")])
+        return failf(&w, "tls-server-name", "\"%s\" is not a host name", tls_name);
     size_t len = strlen(server);
     while (len > 8 && server[len - 1] == '/')
         len--;
@@ -481,9 +477,11 @@ static int read_user(const kc_set *s, const kc_entry *e, kube_config *c)
     yaml_node_t *exec = map_get(d, e->body, "exec");
     if (yaml_node_kind(exec) != YV_NULL && read_exec(&w, e, exec, c) < 0)
         return -1;
-    buf kind = {0};
+    buf kind = {0}, why = {0};
     int rc = 0;
-    if (token)
+    if (token && header_value_check("the token", token, strlen(token), &why) < 0)
+        rc = failf(&w, "token", "%s", why.data);
+    else if (token)
         rc = dup_into(s, &c->token, token);
     else if (token_file) {
         c->token_file = resolve_path(e->file->path, token_file);
@@ -496,10 +494,14 @@ static int read_user(const kc_set *s, const kc_entry *e, kube_config *c)
         else {
             while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
                 t.data[--t.len] = '\0';   /* files written by echo end in a newline */
-            c->token = buf_steal(&t, NULL);
+            if (header_value_check("the token", t.data ? t.data : "", t.len, &why) < 0)
+                rc = failf(&w, "tokenFile", "%s: %s", c->token_file, why.data);
+            else
+                c->token = buf_steal(&t, NULL);
         }
         buf_free(&t);
     }
+    buf_free(&why);
     if (rc == 0 && token)
         rc = auth_kind_add(s, &kind, "bearer token");
     if (rc == 0 && token_file) {
@@ -554,6 +556,9 @@ static int resolve_context(kc_set *s, const kube_config_opts *o, const char *fil
         return -1;
     if (!cluster)
         return failf(&w, "cluster", "required (the name of an entry in clusters)");
+    /* it goes into every request's path */
+    if (ns && !dns1123_label_valid(ns))
+        return failf(&w, "namespace", "\"%s\" is not a namespace name (a DNS-1123 label)", ns);
     const kc_entry *ce = find(&s->clusters, cluster);
     if (!ce)
         return failf(&w, "cluster", "cluster \"%s\" is not defined in clusters", cluster);
@@ -616,6 +621,12 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
     }
     while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
         t.data[--t.len] = '\0';
+    buf why = {0};
+    if (header_value_check("the token", t.data ? t.data : "", t.len, &why) < 0) {
+        buf_printf(err, "in-cluster: %s: %s", path.data, why.data);
+        buf_free(&why);
+        goto out;
+    }
     c->token = buf_steal(&t, NULL);
     c->token_file = buf_steal(&path, NULL);
     buf_printf(&path, "%s/ca.crt", dir);
@@ -628,6 +639,11 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
     if (file_read_at(AT_FDCWD, path.data, 0, 256, &ns, why) == 0)
         while (ns.len && strchr(" \t\r\n", ns.data[ns.len - 1]))
             ns.data[--ns.len] = '\0';
+    if (ns.len && (strlen(ns.data) != ns.len || !dns1123_label_valid(ns.data))) {
+        buf_printf(err, "in-cluster: %s: \"%s\" is not a namespace name (a DNS-1123 label)",
+                   path.data, ns.data);
+        goto out;
+    }
     const char *use_ns = o->namespace && *o->namespace ? o->namespace : ns.len ? ns.data : "default";
     buf server = {0}, src = {0}, kind = {0};
     buf_printf(&server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
@@ -738,227 +754,6 @@ done:
     buf_free(&files);
     if (rc < 0)
         kube_config_free(out);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Exec credential plugins                                                   */
-
-/* Our environment plus the plugin's env entries (which win) plus
- * KUBERNETES_EXEC_INFO. */
-static char **exec_environ(const kube_exec *x, const char *info)
-{
-    size_t n = 0, m = 0;
-    while (environ[n])
-        n++;
-    while (x->env && x->env[m])
-        m++;
-    char **v = calloc(n + m + 2, sizeof *v);
-    if (!v)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t nl = strcspn(environ[i], "=");
-        int overridden = !strncmp(environ[i], "KUBERNETES_EXEC_INFO=", 21);
-        for (size_t j = 0; j < m && !overridden; j++)
-            overridden = !strncmp(environ[i], x->env[j], nl + 1);
-        if (!overridden)
-            v[k++] = environ[i];
-    }
-    for (size_t j = 0; j < m; j++)
-        v[k++] = x->env[j];
-    v[k++] = (char *)info;
-    return v;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Reads both pipes until EOF or the deadline; 0, or -1 on timeout. */
-static int drain(int out_fd, int err_fd, buf *out, buf *errout, int64_t deadline)
-{
-    struct pollfd p[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-    buf *dst[2] = {out, errout};
-    int open_fds = 2;
-    while (open_fds) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0)
-            return -1;
-        int r = poll(p, 2, left > INT_MAX ? INT_MAX : (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? -1 : -1;
-        for (int i = 0; i < 2; i++) {
-            if (p[i].fd < 0 || !p[i].revents)
-                continue;
-            char chunk[4096];
-            ssize_t got = read(p[i].fd, chunk, sizeof chunk);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got <= 0) {
-                p[i].fd = -1;
-                open_fds--;
-            } else if (dst[i]->len < EXEC_MAX_OUTPUT) {
-                buf_append(dst[i], chunk, (size_t)got);   /* beyond the cap: drained, dropped */
-            }
-        }
-    }
-    return 0;
-}
-
-static int exec_fail(const kube_config *cfg, buf *err, const char *fmt, const char *detail)
-{
-    buf_printf(err, "exec credential plugin %s (%s, user in %s): ", cfg->exec.command,
-               cfg->exec.api_version, cfg->source ? cfg->source : "kubeconfig");
-    buf_printf(err, fmt, detail);
-    return -1;
-}
-
-/* Takes status.token or status.clientCertificateData + clientKeyData. */
-static int take_credential(kube_config *cfg, const char *text, size_t len, buf *err)
-{
-    buf why = {0};
-    json *j = json_parse(text, len, &why);
-    int rc = -1;
-    if (!j) {
-        buf b = {0};
-        buf_printf(&b, "its output is not JSON (%s)", why.data ? why.data : "?");
-        exec_fail(cfg, err, "%s", b.data);
-        buf_free(&b);
-        goto out;
-    }
-    const char *kind = json_get_str(j, "kind"), *api = json_get_str(j, "apiVersion");
-    const json *st = json_get(j, "status");
-    const char *token = json_get_str(st, "token");
-    const char *cert = json_get_str(st, "clientCertificateData");
-    const char *key = json_get_str(st, "clientKeyData");
-    if (!kind || strcmp(kind, "ExecCredential")) {
-        exec_fail(cfg, err, "its output has kind \"%s\", not ExecCredential", kind ? kind : "");
-    } else if (!api || strcmp(api, cfg->exec.api_version)) {
-        exec_fail(cfg, err, "its output has apiVersion \"%s\", not the one the kubeconfig asks for",
-                  api ? api : "");
-    } else if (!token && !(cert && key)) {
-        exec_fail(cfg, err, "%s", "its ExecCredential has neither status.token nor "
-                  "status.clientCertificateData with status.clientKeyData");
-    } else if ((cert != NULL) != (key != NULL)) {
-        exec_fail(cfg, err, "%s", "its ExecCredential has only one of status.clientCertificateData "
-                  "and status.clientKeyData");
-    } else {
-        rc = 0;
-        if (token) {
-            free(cfg->token);
-            if (!(cfg->token = strdup(token)))
-                rc = -1;
-        }
-        if (cert) {
-            buf_reset(&cfg->cert_pem);
-            buf_reset(&cfg->key_pem);
-            if (buf_append_str(&cfg->cert_pem, cert) < 0 || buf_append_str(&cfg->key_pem, key) < 0)
-                rc = -1;
-        }
-        if (rc < 0)
-            buf_printf(err, "out of memory");
-    }
-out:
-    json_free(j);
-    buf_free(&why);
-    return rc;
-}
-
-int kube_config_exec_credential(kube_config *cfg, buf *err)
-{
-    if (!cfg->exec.command || cfg->token)
-        return 0;   /* no plugin, or a static token that kubectl would use first */
-    char info[256];
-    snprintf(info, sizeof info, "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
-             "\"spec\":{\"interactive\":false}}", cfg->exec.api_version);
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    char **envp = exec_environ(&cfg->exec, info);
-    size_t na = 0;
-    while (cfg->exec.args && cfg->exec.args[na])
-        na++;
-    char **argv = calloc(na + 2, sizeof *argv);
-    buf out = {0}, errout = {0};
-    int rc = -1;
-    pid_t pid = -1;
-    posix_spawn_file_actions_t fa;
-    int fa_ok = 0;
-    if (!envp || !argv) {
-        buf_printf(err, "out of memory");
-        goto out;
-    }
-    argv[0] = cfg->exec.command;
-    for (size_t i = 0; i < na; i++)
-        argv[i + 1] = cfg->exec.args[i];
-    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-        exec_fail(cfg, err, "pipe: %s", strerror(errno));
-        goto out;
-    }
-    fa_ok = posix_spawn_file_actions_init(&fa) == 0;
-    if (!fa_ok || posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) ||
-        posix_spawn_file_actions_adddup2(&fa, outp[1], 1) ||
-        posix_spawn_file_actions_adddup2(&fa, errp[1], 2)) {
-        buf_printf(err, "out of memory");
-        goto out;
-    }
-    int e = posix_spawnp(&pid, cfg->exec.command, &fa, NULL, argv, envp);
-    if (e) {
-        pid = -1;
-        buf b = {0};
-        buf_printf(&b, "cannot be run: %s", strerror(e));
-        if (cfg->exec.install_hint)
-            buf_printf(&b, " (installHint: %s)", cfg->exec.install_hint);
-        exec_fail(cfg, err, "%s", b.data ? b.data : strerror(e));
-        buf_free(&b);
-        goto out;
-    }
-    close(outp[1]);
-    close(errp[1]);
-    outp[1] = errp[1] = -1;
-    int timed_out = drain(outp[0], errp[0], &out, &errout, now_ms() + exec_timeout_ms) < 0;
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    pid = -1;
-    while (errout.len && strchr(" \t\r\n", errout.data[errout.len - 1]))
-        errout.data[--errout.len] = '\0';
-    if (timed_out) {
-        char t[64];
-        snprintf(t, sizeof t, "%d ms", exec_timeout_ms);
-        exec_fail(cfg, err, "did not finish within %s (killed)", t);
-    } else if (WIFSIGNALED(status)) {
-        char t[32];
-        snprintf(t, sizeof t, "%d", WTERMSIG(status));
-        exec_fail(cfg, err, "was killed by signal %s", t);
-        buf_printf(err, "; stderr: %s", errout.len ? errout.data : "(empty)");
-    } else if (WEXITSTATUS(status) != 0) {
-        char t[32];
-        snprintf(t, sizeof t, "%d", WEXITSTATUS(status));
-        exec_fail(cfg, err, "exited with status %s", t);
-        buf_printf(err, "; stderr: %s", errout.len ? errout.data : "(empty)");
-    } else {
-        rc = take_credential(cfg, out.data ? out.data : "", out.len, err);
-    }
-out:
-    if (fa_ok)
-        posix_spawn_file_actions_destroy(&fa);
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0)
-            close(outp[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
-    free(envp);
-    free(argv);
-    buf_free(&out);
-    buf_free(&errout);
     return rc;
 }
 

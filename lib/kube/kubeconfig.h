@@ -61,9 +61,13 @@ typedef struct kube_config_opts {
  * naming the file and the field, or saying that none was found where). */
 int kube_config_load(const kube_config_opts *opts, kube_config *out, buf *err);
 
-/* Runs the exec plugin (if any) and puts its credential into cfg (token, or
- * cert and key). Blocking, with a 30 s limit: call it before the event loop
- * runs. 0, or -1 with why (the command, its exit status, its stderr). */
+/* Runs the exec plugin (if any; exec_credential.c) and puts its credential
+ * into cfg (token, or cert and key). Blocking, with a 30 s limit: call it
+ * before the event loop runs. The plugin runs in its own process group,
+ * killed whole when the plugin has answered or failed, when its time is up
+ * or when we are interrupted or terminated meanwhile, so nothing it started
+ * outlives it. A token with a control byte is refused. 0, or -1 with why
+ * (the command, its exit status, its stderr). */
 int kube_config_exec_credential(kube_config *cfg, buf *err);
 
 void kube_config_free(kube_config *cfg);
@@ -72,5 +76,7 @@ void kube_config_free(kube_config *cfg);
  * of /var/run/secrets/kubernetes.io/serviceaccount (NULL: that), and give
  * exec plugins exec_timeout_ms instead of 30 s (0: 30 s). */
 void kube_config_test_overrides(const char *sa_dir, int exec_timeout_ms);
+/* The exec plugins' part of it (exec_credential.c). */
+void kube_exec_test_timeout(int exec_timeout_ms);
 
 #endif

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +23,10 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/spawn.h"
 #include "grpc/metrics.h"
 #include "runtime/fn_slots.h"
 #include "runtime/orphans.h"
-
-extern char **environ;
 
 #define FN_JOB_DRAIN_NS (2 * 1000000000LL)   /* wait for pipes after exit */
 /* Small outputs are read through a chunk on the stack, at the depth of the
@@ -155,46 +153,6 @@ static void close_fd(int *fd)
     if (*fd >= 0)
         close(*fd);
     *fd = -1;
-}
-
-/* Spawn argv with the three pipe ends as stdio, in a new process group, with
- * default signal handling and an empty signal mask. Returns 0 or an errno.
- * Both are inherited across exec, and the server ignores some signals and
- * blocks others (proc_signals.h; or its own parent made it ignore them):
- * every signal is reset, not a list that could fall behind. The C library
- * walks all signals in the child either way; glibc then sets each instead
- * of asking first (55 fewer syscalls per spawn, measured). glibc leaves its
- * two internal signals (32, 33) ignored; it cannot be asked otherwise. */
-static int spawn_child(const char *path, char *const *argv, int in_rd, int out_wr, int err_wr,
-                       pid_t *pid)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none, defaults;
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (rc)
-        return rc;
-    rc = posix_spawnattr_init(&attr);
-    if (rc) {
-        posix_spawn_file_actions_destroy(&fa);
-        return rc;
-    }
-    sigemptyset(&none);
-    sigfillset(&defaults);
-    if ((rc = posix_spawn_file_actions_adddup2(&fa, in_rd, 0)) ||
-        (rc = posix_spawn_file_actions_adddup2(&fa, out_wr, 1)) ||
-        (rc = posix_spawn_file_actions_adddup2(&fa, err_wr, 2)) ||
-        (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                  POSIX_SPAWN_SETSIGDEF)) ||
-        (rc = posix_spawnattr_setpgroup(&attr, 0)) ||
-        (rc = posix_spawnattr_setsigmask(&attr, &none)) ||
-        (rc = posix_spawnattr_setsigdefault(&attr, &defaults)))
-        goto out;
-    rc = posix_spawn(pid, path, &fa, &attr, argv, environ);
-out:
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc;
 }
 
 /* ---- the job's pipes ---------------------------------------------------- */
@@ -554,7 +512,7 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
         goto fail;
     }
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
-    int rc = spawn_child(path, spec->argv, in[0], out[1], err[1], &job->pid);
+    int rc = spawn_in_group(path, 0, spec->argv, NULL, (int[3]){in[0], out[1], err[1]}, &job->pid);
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);

@@ -7,6 +7,7 @@ messages are tiny) so no generated Python code is needed. Regression seeds
 that reproduce fixed bugs are kept as separate files named regress-*, which
 this script leaves alone.
 """
+import json
 import os
 import struct
 
@@ -269,7 +270,52 @@ def h2_server_seeds():
     write("h2_server", "http1", bytes([1, 0, 0, 0]) + b"GET /metrics HTTP/1.1\r\n\r\n")
 
 
+# ---- kubeconfig: [context/namespace picks][span_at][span_len][reps] file (see fuzz_kubeconfig.c) ----
+KC_HEAD = ("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+           "clusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:6443\n"
+           "    certificate-authority: ca.pem\n    tls-server-name: api.example\n"
+           "contexts:\n- name: c\n  context: {cluster: k, user: u, namespace: ns1}\n")
+
+
+def stretched(picks, body, span, span_len, reps):
+    """4 header bytes that repeat body's first `span` (span_len bytes) reps*64 times."""
+    if isinstance(body, str):
+        body = body.encode()
+    idx = body.index(span.encode() if isinstance(span, str) else span)
+    hdr1 = max(h for h in range(256) if h * len(body) // 256 <= idx)
+    at = hdr1 * len(body) // 256
+    return bytes([picks, hdr1, (span_len + idx - at - 1) % 32, reps]) + body
+
+
+def kubeconfig_seeds():
+    plain = bytes(4)
+    write("kubeconfig", "token", plain + (KC_HEAD + "users:\n- name: u\n  user: {token: abc}\n").encode())
+    write("kubeconfig", "token-file", plain + (KC_HEAD + "users:\n- name: u\n  user: {tokenFile: token}\n").encode())
+    write("kubeconfig", "token-crlf", plain + (KC_HEAD + 'users:\n- name: u\n  user: {token: "a\\r\\nX: 1"}\n').encode())
+    write("kubeconfig", "client-cert", plain + (KC_HEAD + "users:\n- name: u\n  user:\n"
+          "    client-certificate-data: QUJD\n    client-key-data: REVG\n").encode())
+    write("kubeconfig", "exec", plain + (KC_HEAD + "users:\n- name: u\n  user:\n    exec:\n"
+          "      apiVersion: client.authentication.k8s.io/v1\n      command: ./plugin\n"
+          "      args: [get-token, --x]\n      env: [{name: A, value: b}]\n"
+          "      installHint: install it\n").encode())
+    write("kubeconfig", "json", plain + json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:8080", "insecure-skip-tls-verify": True}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}).encode())
+    write("kubeconfig", "context-x", bytes([2, 0, 0, 0]) + (KC_HEAD + "- name: x\n  context: {cluster: k}\n").encode())
+    # deep and long: a flow value nested thousands deep, block sequences
+    # nested on one line, a long token, many repeated entries
+    write("kubeconfig", "deep-flow", stretched(0, KC_HEAD + "preferences: [[[[1]]]]\n", "[", 1, 255))
+    write("kubeconfig", "deep-block", stretched(0, KC_HEAD + "extensions:\n- - - - x\n", "- ", 2, 255))
+    write("kubeconfig", "long-token", stretched(0, KC_HEAD + "users:\n- name: u\n  user: {token: abcdefgh}\n",
+                                                "abcdefgh", 8, 255))
+    write("kubeconfig", "many-users", stretched(0, KC_HEAD + "users:\n- {name: u, user: {token: t}}\n",
+                                                "- {name", 29, 40))
+
+
 if __name__ == "__main__":
+    kubeconfig_seeds()
     http1_seeds()
     h2_server_seeds()
     frame_seeds()

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube/kubeconfig.h"
@@ -168,24 +169,43 @@ Test(kubeconfig, home_config)
     rmdir(dir);
 }
 
-Test(kubeconfig, in_cluster)
+/* A service account directory as the kubelet mounts it (token, ca.crt,
+ * namespace with these contents) made from the template dir (mkdtemp), and the
+ * environment of a pod that has it. */
+static const char *const sa_names[] = {"token", "ca.crt", "namespace"};
+
+static void write_sa_dir(char *dir, const char *const texts[3])
 {
     clean_env();
-    char dir[] = "/tmp/kcfg-sa-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    kube_config_test_overrides(dir, 0);
     char p[96];
-    const char *names[] = {"token", "ca.crt", "namespace"};
-    const char *texts[] = {"sa-token\n", "SA-CA\n", "fn-ns\n"};
     for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        snprintf(p, sizeof p, "%s/%s", dir, sa_names[i]);
         FILE *f = fopen(p, "w");
         cr_assert_not_null(f);
         fputs(texts[i], f);
         fclose(f);
     }
-    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    kube_config_test_overrides(dir, 0);
+}
+
+static void remove_sa_dir(const char *dir)
+{
+    char p[96];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, sa_names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+Test(kubeconfig, in_cluster)
+{
+    char dir[] = "/tmp/kcfg-sa-XXXXXX", p[96];
+    const char *const texts[] = {"sa-token\n", "SA-CA\n", "fn-ns\n"};
+    write_sa_dir(dir, texts);
     kube_config c = load_ok(NULL);
     cr_assert_str_eq(c.server, "https://10.96.0.1:443");
     cr_assert_str_eq(c.token, "sa-token");
@@ -208,11 +228,7 @@ Test(kubeconfig, in_cluster)
     snprintf(want, sizeof want, "in-cluster: %s/token: No such file or directory", dir);
     cr_assert_str_eq(err.data, want);
     buf_free(&err);
-    for (int i = 1; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    remove_sa_dir(dir);
 }
 
 Test(kubeconfig, nothing_found)
@@ -377,4 +393,186 @@ Test(kubeconfig, relative_path_errors)
     e = load_err_text(HEAD, &o);
     cr_assert_str_eq(e, "config: --context: context \"other\" is not defined in contexts");
     free(e);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tokens become a header line: control bytes are refused at each source    */
+
+Test(kubeconfig, token_control_bytes_refused)
+{
+    clean_env();
+    expect_err(USER("{token: \"tok\\r\\nX-Injected: 1\"}"),
+               "config: users[0] (\"u\").user.token: the token contains a control byte (0x0d at byte "
+               "3 of 18), which would end or split the HTTP header it is sent in: refused");
+    expect_err(USER("{token: \"a\\x7f\"}"),
+               "config: users[0] (\"u\").user.token: the token contains a control byte (0x7f at byte "
+               "1 of 2), which would end or split the HTTP header it is sent in: refused");
+    /* a token file: its trailing line break is dropped, one inside is not */
+    char dir[] = "/tmp/kcfg-tok-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char tok[64], cfgp[64];
+    snprintf(tok, sizeof tok, "%s/token", dir);
+    snprintf(cfgp, sizeof cfgp, "%s/config", dir);
+    FILE *f = fopen(tok, "w");
+    fputs("good\r\nX-Injected: 1\n", f);
+    fclose(f);
+    f = fopen(cfgp, "w");
+    fputs(USER("{tokenFile: token}"), f);
+    fclose(f);
+    kube_config_opts o = {.kubeconfig = cfgp};
+    kube_config c;
+    buf err = {0};
+    cr_assert_eq(kube_config_load(&o, &c, &err), -1);
+    cr_assert(strstr(err.data, "user.tokenFile: ") && strstr(err.data, "/token: the token contains a "
+              "control byte (0x0d at byte 4 of 19)"), "%s", err.data);
+    buf_free(&err);
+    unlink(tok);
+    unlink(cfgp);
+    rmdir(dir);
+}
+
+Test(kubeconfig, exec_token_control_bytes_refused)
+{
+    char *e = exec_err("crlf", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "its ExecCredential's status.token contains a control byte (0x0d at "
+                     "byte 3 of 18), which would end or split the HTTP header it is sent in: refused");
+    free(e);
+    e = exec_err("nul", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "its ExecCredential's status.token contains a control byte (0x00 at "
+                     "byte 3 of 8), which would end or split the HTTP header it is sent in: refused");
+    free(e);
+}
+
+/* Whether pid is a live process (a zombie is not). */
+static int alive(long pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *close = strrchr(stat, ')');
+    return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+/* Reads the pids the plugin wrote; waits up to 2 s for each to be gone. */
+static void expect_all_gone(const char *pidfile, int want)
+{
+    FILE *f = fopen(pidfile, "r");
+    cr_assert_not_null(f, "the plugin wrote no %s", pidfile);
+    long pid;
+    int n = 0;
+    while (fscanf(f, "%ld", &pid) == 1) {
+        n++;
+        for (int i = 0; i < 200 && alive(pid); i++)
+            usleep(10000);
+        cr_assert(!alive(pid), "process %ld of the plugin's group outlived it", pid);
+    }
+    fclose(f);
+    cr_assert_eq(n, want);
+    unlink(pidfile);
+}
+
+/* A file for the plugin to write its group's pids in ($PLUGIN_PIDFILE). */
+static void plugin_pidfile(char *path)
+{
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    setenv("PLUGIN_PIDFILE", path, 1);
+}
+
+/* Runs the fixture plugin in mode; it must answer want_token. Seconds taken. */
+static double exec_ok(const char *mode, const char *want_token)
+{
+    clean_env();
+    kube_config_opts o = {.kubeconfig = FIX "/exec.yaml"};
+    kube_config c = load_ok(&o);
+    free(c.exec.args[0]);
+    c.exec.args[0] = strdup(mode);
+    buf err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(kube_config_exec_credential(&c, &err), 0, "%s", err.data);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert_str_eq(c.token, want_token);
+    kube_config_free(&c);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+Test(kubeconfig, exec_plugin_group_killed)
+{
+    char pidfile[] = "/tmp/kcfg-pids-XXXXXX";
+    plugin_pidfile(pidfile);
+    /* hangs with two helpers (one holding its output): all three killed */
+    kube_config_test_overrides(NULL, 500);
+    char *e = exec_err("forkhang", NULL);
+    cr_assert_str_eq(e, EXEC_PFX "did not finish within 500 ms (killed)");
+    free(e);
+    expect_all_gone(pidfile, 3);
+    /* answers and leaves a helper behind: the helper goes too */
+    exec_ok("forkok", "t");
+    expect_all_gone(pidfile, 1);
+}
+
+/* A helper that keeps the plugin's output open does not make an answered
+ * plugin wait for its timeout (kubectl before Go 1.20 waited forever). */
+Test(kubeconfig, exec_plugin_helper_holding_output)
+{
+    char pidfile[] = "/tmp/kcfg-pids-XXXXXX";
+    plugin_pidfile(pidfile);
+    kube_config_test_overrides(NULL, 5000);
+    double took = exec_ok("forkhold", "held");
+    cr_assert_lt(took, 2.0, "took %.2f s", took);
+    expect_all_gone(pidfile, 1);
+}
+
+/* The service account's files: a token or a namespace that cannot be used
+ * as it is (a header, a path) is refused naming the file. */
+Test(kubeconfig, in_cluster_bad_token_and_namespace)
+{
+    char dir[] = "/tmp/kcfg-sa-XXXXXX", p[96];
+    const char *const texts[] = {"sa\r\nX-Injected: 1\n", "SA-CA\n", "fn-ns\n"};
+    write_sa_dir(dir, texts);
+    kube_config c;
+    buf err = {0};
+    char want[256];
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    snprintf(want, sizeof want, "in-cluster: %s/token: the token contains a control byte (0x0d at "
+             "byte 2 of 17), which would end or split the HTTP header it is sent in: refused", dir);
+    cr_assert_str_eq(err.data, want);
+    buf_reset(&err);
+    snprintf(p, sizeof p, "%s/token", dir);
+    FILE *f = fopen(p, "w");
+    fputs("good\n", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/namespace", dir);
+    f = fopen(p, "w");
+    fputs("ns/../../x\n", f);
+    fclose(f);
+    cr_assert_eq(kube_config_load(NULL, &c, &err), -1);
+    snprintf(want, sizeof want, "in-cluster: %s/namespace: \"ns/../../x\" is not a namespace name "
+             "(a DNS-1123 label)", dir);
+    cr_assert_str_eq(err.data, want);
+    buf_free(&err);
+    remove_sa_dir(dir);
+}
+
+Test(kubeconfig, context_namespace_must_be_a_label)
+{
+    clean_env();
+    expect_err(HEAD CLUSTER "contexts:\n- name: x\n  context: {cluster: c, namespace: \"a/../b\"}\n",
+               "config: contexts[0] (\"x\").context.namespace: \"a/../b\" is not a namespace name (a "
+               "DNS-1123 label)");
+}
+
+Test(kubeconfig, tls_server_name_must_be_a_host)
+{
+    clean_env();
+    expect_err(HEAD CTX "users:\n- name: u\n  user: {}\n"
+               "clusters:\n- name: c\n  cluster: {server: \"https://s\", tls-server-name: \"evil.example/x?\"}\n",
+               "config: clusters[0] (\"c\").cluster.tls-server-name: \"evil.example/x?\" is not a host name");
 }
