@@ -486,11 +486,11 @@ static int read_user(const kc_set *s, const kc_entry *e, kube_config *c)
     else if (token_file) {
         c->token_file = resolve_path(e->file->path, token_file);
         buf t = {0};
-        char why[FDIO_WHY_MAX];
+        char read_why[FDIO_WHY_MAX];
         if (!c->token_file)
             rc = oom(s);
-        else if (file_read_at(AT_FDCWD, c->token_file, 0, CRED_MAX_FILE, &t, why) < 0)
-            rc = failf(&w, "tokenFile", "%s: %s", c->token_file, why);
+        else if (file_read_at(AT_FDCWD, c->token_file, 0, CRED_MAX_FILE, &t, read_why) < 0)
+            rc = failf(&w, "tokenFile", "%s: %s", c->token_file, read_why);
         else {
             while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
                 t.data[--t.len] = '\0';   /* files written by echo end in a newline */
@@ -621,10 +621,10 @@ static int in_cluster(const char *dir, const kube_config_opts *o, kube_config *c
     }
     while (t.len && strchr(" \t\r\n", t.data[t.len - 1]))
         t.data[--t.len] = '\0';
-    buf why = {0};
-    if (header_value_check("the token", t.data ? t.data : "", t.len, &why) < 0) {
-        buf_printf(err, "in-cluster: %s: %s", path.data, why.data);
-        buf_free(&why);
+    buf bad = {0};
+    if (header_value_check("the token", t.data ? t.data : "", t.len, &bad) < 0) {
+        buf_printf(err, "in-cluster: %s: %s", path.data, bad.data);
+        buf_free(&bad);
         goto out;
     }
     c->token = buf_steal(&t, NULL);
