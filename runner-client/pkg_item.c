@@ -134,8 +134,8 @@ static int refuse_nul(const event_list *list, size_t at, const char *field, size
     buf quoted = { 0 };
     go_quote_bytes(text, e->data.scalar.length, &quoted);
     err_line_set(err, errlen,
-                 "items[%zu] (%s): %s %s holds a NUL byte (\\x00) at offset %zu: refused, a file "
-                 "name would end there", position, what, field, quoted.data ? quoted.data : "",
+                 "items[%zu] (%s): %s %s holds a NUL byte (\\x00) at offset %zu: refused, the "
+                 "value would be cut there", position, what, field, quoted.data ? quoted.data : "",
                  (size_t)(nul - text));
     buf_free(&quoted);
     return -1;

@@ -286,3 +286,65 @@ def test_leftovers_of_an_interrupted_write_back_are_reported(answering, package,
     assert (f"{package}/sub/.krm-backup-1-1 is left from an interrupted write-back: the original"
             in res.err), explain(res)
     assert (package / "sub" / ".krm-backup-1-1").read_text() == "old\n"
+
+
+# ------------------------------------------------------------------ a rename failing in the commit
+
+SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* renameat, failing once (EIO) at the call KRM_FAIL_RENAME names (1-based) */
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+    static int calls;
+    static int (*real)(int, const char *, int, const char *);
+    if (!real)
+        real = (int (*)(int, const char *, int, const char *))dlsym(RTLD_NEXT, "renameat");
+    const char *fail = getenv("KRM_FAIL_RENAME");
+    if (fail && ++calls == atoi(fail)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(olddirfd, oldpath, newdirfd, newpath);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def rename_shim(tmp_path_factory):
+    if os.environ.get("KRM_SERVER_WRAPPER"):
+        pytest.skip("the shim is preloaded into runner-client itself")
+    interp = subprocess.run(["readelf", "-l", CLIENT_BIN], stdout=subprocess.PIPE, text=True)
+    if "interpreter" not in interp.stdout:
+        pytest.skip("a static runner-client cannot preload the shim")
+    d = tmp_path_factory.mktemp("shim")
+    (d / "shim.c").write_text(SHIM)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(d / "shim.so"), str(d / "shim.c"), "-ldl"],
+                   check=True)
+    return str(d / "shim.so")
+
+
+def test_a_rename_failing_in_the_commit_puts_every_original_back(answering, package, tmp_path,
+                                                                  rename_shim):
+    """The commit's renames: a.yaml's new content over it (1st), then sub/c.yaml's
+    (2nd, made to fail with EIO): a.yaml's original is renamed back, the
+    new directory and the staged files go, b.yaml (removed last) stays."""
+    changed_c = item(config_map("c", shape="square"), "sub/c.yaml")
+    text = answer(item(config_map("n"), "new/n.yaml"), keep_b=False)
+    text = text.replace(yaml.safe_dump([item(config_map("c", shape="round"), "sub/c.yaml")],
+                                       sort_keys=False).encode(),
+                        yaml.safe_dump([changed_c], sort_keys=False).encode())
+    ans = tmp_path / "answer.yaml"
+    ans.write_bytes(text)
+    before = tree(package)
+    env = dict(os.environ, LD_PRELOAD=rename_shim, KRM_FAIL_RENAME="2",
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    res = subprocess.run([CLIENT_BIN, "eval", "--addr", answering.addr, "--fn",
+                          f"example.com/fn:v1=answer={ans}", str(package)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, env=env)
+    res.out, res.err = res.stdout.decode(), res.stderr.decode()
+    refused(res, before, package, f"{package}/sub/c.yaml: Input/output error", "nothing was changed")
