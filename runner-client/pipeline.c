@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "oci/image_ref.h"
+#include "err_line.h"
 
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
 
@@ -207,11 +208,31 @@ static int optional_text(kptfile *k, int entry, const char *key, const char **ou
     return rl_yaml_is_null(k->y, id) || *out ? 0 : -1;
 }
 
+/* A NUL byte in a step's image, name or configPath: C strings end at it, so
+ * "x.yaml\0/../.." would open x.yaml and "example.com/fn:v1\0..." run
+ * example.com/fn:v1. Refused, naming the byte. */
+static int refuse_nul(kptfile *k, const char *list, size_t i, int entry)
+{
+    static const char *const keys[] = { "image", "name", "configPath" };
+    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
+        const yaml_node_t *n =
+            yaml_document_get_node((yaml_document_t *)k->y, rl_yaml_get(k->y, entry, keys[j]));
+        char why[768];
+        if (n && n->type == YAML_SCALAR_NODE &&
+            err_line_nul(why, sizeof why, keys[j], (const char *)n->data.scalar.value,
+                         n->data.scalar.length))
+            return step_error(k, list, i, "%s", why);
+    }
+    return 0;
+}
+
 static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i, int entry)
 {
     const char *image, *name, *config_path;
     if (yaml_document_get_node((yaml_document_t *)k->y, entry)->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "not a mapping");
+    if (refuse_nul(k, list, i, entry) < 0)
+        return -1;
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exec")))
         return step_error(k, list, i, "exec functions are not supported; use image");
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "selectors")) ||

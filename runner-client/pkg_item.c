@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/buf.h"
-#include "core/go_quote.h"
 #include "err_line.h"
 #include "kpt_annotations.h"
 
@@ -127,17 +126,11 @@ static int refuse_nul(const event_list *list, size_t at, const char *field, size
     if (at == EVENT_NONE || list->events[at].type != YAML_SCALAR_EVENT)
         return 0;
     const yaml_event_t *e = &list->events[at];
-    const char *text = (const char *)e->data.scalar.value;
-    const char *nul = memchr(text, '\0', e->data.scalar.length);
-    if (!nul)
+    char why[768];
+    if (!err_line_nul(why, sizeof why, field, (const char *)e->data.scalar.value,
+                      e->data.scalar.length))
         return 0;
-    buf quoted = { 0 };
-    go_quote_bytes(text, e->data.scalar.length, &quoted);
-    err_line_set(err, errlen,
-                 "items[%zu] (%s): %s %s holds a NUL byte (\\x00) at offset %zu: refused, the "
-                 "value would be cut there", position, what, field, quoted.data ? quoted.data : "",
-                 (size_t)(nul - text));
-    buf_free(&quoted);
+    err_line_set(err, errlen, "items[%zu] (%s): %s", position, what, why);
     return -1;
 }
 

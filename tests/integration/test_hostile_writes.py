@@ -159,6 +159,29 @@ def test_a_nul_byte_in_a_name_that_makes_the_path_is_refused(answering, package,
     refused(res, before, package, 'metadata.name "x\\x00y" holds a NUL byte')
 
 
+@pytest.mark.parametrize("field, value, shown", [
+    ("configPath", '"cfg.yaml\\0/../../escape.yaml"', '"cfg.yaml\\x00/../../escape.yaml"'),
+    ("image", '"example.com/fn:v1\\0evil"', '"example.com/fn:v1\\x00evil"'),
+])
+def test_a_nul_byte_in_a_kptfile_step_is_refused(answering, package, tmp_path, field, value, shown):
+    """Cut at the NUL, the step would read cfg.yaml or run example.com/fn:v1."""
+    (tmp_path / "cfg.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n"
+        f"  answer: {tmp_path}/answer.yaml\n")
+    (tmp_path / "answer.yaml").write_bytes(answer())
+    step = {"image": '"example.com/fn:v1"', "configPath": "cfg.yaml", field: value}
+    kptfile = tmp_path / "Kptfile"
+    kptfile.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n"
+                       f"pipeline:\n  mutators:\n  - image: {step['image']}\n"
+                       f"    configPath: {step['configPath']}\n")
+    before = tree(package)
+    res = client("eval", "--addr", answering.addr, "--pipeline", str(kptfile), str(package))
+    assert res.returncode == 2, explain(res)
+    assert (f"{kptfile}: pipeline.mutators[0]: {field} {shown} holds a NUL byte (\\x00) at "
+            "offset" in res.err), explain(res)
+    assert tree(package) == before
+
+
 # ------------------------------------------------------------------ paths checked first
 
 def test_a_path_through_a_regular_file_changes_nothing(answering, package, tmp_path):
@@ -185,7 +208,7 @@ def test_a_name_too_long_changes_nothing(answering, package, tmp_path):
 
 
 def test_a_path_too_long_changes_nothing(answering, package, tmp_path):
-    deep = "d/" * 2100 + "x.yaml"
+    deep = ("d" * 200 + "/") * 21 + "x.yaml"  # 4227 bytes, names within NAME_MAX
     before = tree(package)
     res = run(answering, package, tmp_path, answer(item(config_map("x"), deep)))
     refused(res, before, package, "longer than PATH_MAX")
