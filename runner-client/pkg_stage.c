@@ -192,7 +192,7 @@ static int stage_file(stage *s, int fd, const char *at, const char *name, const 
     stage_move *m = add_move(s, at, name);
     if (!m)
         return fail(s, rel, "out of memory");
-    int out = beneath_create_fresh(fd, BENEATH_STAGED, 0, 0666, m->staged);
+    int out = beneath_create_fresh(fd, BENEATH_STAGED, name, 0, 0666, m->staged);
     if (out < 0) {
         m->staged[0] = '\0';
         return fail(s, rel, "%s", strerror(errno));
@@ -228,7 +228,7 @@ static int enter_part(stage *s, int fd, buf *at, int *fresh, const char *part)
         if (!(m = add_move(s, at->data, part)))
             return errno = ENOMEM, -1;
         m->is_dir = 1;
-        if (beneath_create_fresh(fd, BENEATH_STAGED, 1, 0777, m->staged) < 0)
+        if (beneath_create_fresh(fd, BENEATH_STAGED, part, 1, 0777, m->staged) < 0)
             return m->staged[0] = '\0', -1;
         entry = m->staged;
         *fresh = 1;

@@ -11,9 +11,9 @@
  *     directory on the way a directory, not a link or a file; the target
  *     not a directory), before anything is made;
  *  2. stage: each new content is written whole under a fresh name beside
- *     its target (".krm-staged-PID-N"); a missing directory is made under
+ *     its target (".krm-staged-PID-N.NAME"); a missing directory is made under
  *     such a name too, with everything below it; each file to be replaced
- *     or removed gets a second name (".krm-backup-PID-N", a hard link);
+ *     or removed gets a second name (".krm-backup-PID-N.NAME", a hard link);
  *  3. commit: renames put the staged files and directories in place, then
  *     the removed files go; a failure here renames every original back;
  *  4. the backups are dropped.

@@ -70,11 +70,21 @@ int beneath_open_dir(int root_fd, const char *rel, size_t len, size_t *bad_len)
     return fd;
 }
 
-int beneath_create_fresh(int dir_fd, const char *prefix, int is_dir, mode_t mode, char *name)
+/* prefix + "PID-N", then "." + for_name when it fits NAME_MAX: the PID
+ * and N make it fresh, for_name tells a user after a crash what it was for. */
+static void fresh_name(char *out, const char *prefix, const char *for_name)
 {
     static unsigned counter; /* names differ within this process; the pid across processes */
+    int n = snprintf(out, BENEATH_TMP_MAX, "%s%ld-%u", prefix, (long)getpid(), counter++);
+    if (for_name && n > 0 && (size_t)n + 1 + strlen(for_name) <= NAME_MAX)
+        snprintf(out + n, BENEATH_TMP_MAX - (size_t)n, ".%s", for_name);
+}
+
+int beneath_create_fresh(int dir_fd, const char *prefix, const char *for_name, int is_dir,
+                         mode_t mode, char *name)
+{
     for (int tries = 0; tries < 100; tries++) {
-        snprintf(name, BENEATH_TMP_MAX, "%s%ld-%u", prefix, (long)getpid(), counter++);
+        fresh_name(name, prefix, for_name);
         int rc = is_dir ? mkdirat(dir_fd, name, mode)
                         : openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                                  mode);
@@ -86,9 +96,8 @@ int beneath_create_fresh(int dir_fd, const char *prefix, int is_dir, mode_t mode
 
 int beneath_link_backup(int dir_fd, const char *name, char *backup)
 {
-    static unsigned counter;
     for (int tries = 0; tries < 100; tries++) {
-        snprintf(backup, BENEATH_TMP_MAX, "%s%ld-%u", BENEATH_BACKUP, (long)getpid(), counter++);
+        fresh_name(backup, BENEATH_BACKUP, name);
         /* no AT_SYMLINK_FOLLOW: a link is kept as the link it is */
         if (linkat(dir_fd, name, dir_fd, backup, 0) == 0)
             return 0;
@@ -121,7 +130,7 @@ int beneath_replace(int dir_fd, const char *name, const void *data, size_t len, 
         return -1;
     }
     char tmp[BENEATH_TMP_MAX];
-    int fd = beneath_create_fresh(dir_fd, BENEATH_STAGED, 0, mode, tmp);
+    int fd = beneath_create_fresh(dir_fd, BENEATH_STAGED, name, 0, mode, tmp);
     if (fd < 0)
         return -1;
     int ok = fd_write_all(fd, data, len) == 0, saved = errno;

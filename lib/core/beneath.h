@@ -10,19 +10,21 @@
  * complete new file over it: no step follows a link, whatever was planted
  * before or during the walk. Every writer of the client goes through here.
  *
- * Temporary names are ".krm-staged-PID-N" (new content not yet in place)
- * and ".krm-backup-PID-N" (an original kept until a write-back is
- * complete): short whatever the target's name, so they always fit NAME_MAX,
- * and recognisable after a crash (BENEATH_STAGED, BENEATH_BACKUP). */
+ * Temporary names are ".krm-staged-PID-N.NAME" (new content not yet in
+ * place) and ".krm-backup-PID-N.NAME" (an original kept until a write-back
+ * is complete), NAME the target's when it fits NAME_MAX (left out when
+ * not, so a long target's temporary name still fits): recognisable after a
+ * crash (BENEATH_STAGED, BENEATH_BACKUP), and saying what they were for. */
 #ifndef KRM_BENEATH_H
 #define KRM_BENEATH_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 #define BENEATH_STAGED ".krm-staged-"
 #define BENEATH_BACKUP ".krm-backup-"
-#define BENEATH_TMP_MAX 48 /* room for a temporary name and its NUL */
+#define BENEATH_TMP_MAX (NAME_MAX + 1) /* room for a temporary name and its NUL */
 
 /* Opens the directory rel[0..len) ('/'-separated, relative; len 0: root_fd
  * itself) beneath root_fd, as an O_PATH descriptor. Returns it, or -1 with
@@ -36,16 +38,19 @@ int beneath_open_dir(int root_fd, const char *rel, size_t len, size_t *bad_len);
  * *perm (when not NULL); -1 with errno on another error. */
 int beneath_kind(int dir_fd, const char *name, mode_t *perm);
 
-/* Creates a fresh entry named prefix + "PID-N" in dir_fd: a file opened for
- * writing (O_EXCL|O_NOFOLLOW, mode) when is_dir is 0, returning its
- * descriptor; a directory (mode) when is_dir is 1, returning 0. The name
- * goes to name[BENEATH_TMP_MAX]. -1 with errno on failure. */
-int beneath_create_fresh(int dir_fd, const char *prefix, int is_dir, mode_t mode, char *name);
+/* Creates a fresh entry named prefix + "PID-N" (+ "." + for_name when not
+ * NULL and it fits) in dir_fd: a file opened for writing
+ * (O_EXCL|O_NOFOLLOW, mode) when is_dir is 0, returning its descriptor; a
+ * directory (mode) when is_dir is 1, returning 0. The name goes to
+ * name[BENEATH_TMP_MAX]. -1 with errno on failure. */
+int beneath_create_fresh(int dir_fd, const char *prefix, const char *for_name, int is_dir,
+                         mode_t mode, char *name);
 
 /* Keeps a second name for dir_fd's `name` (a hard link, not following a
- * link): a fresh BENEATH_BACKUP name in backup[BENEATH_TMP_MAX]. 0, or -1
- * with linkat's errno (EPERM, EOPNOTSUPP, EMLINK where the file system
- * or the file allows no further link). */
+ * link): a fresh BENEATH_BACKUP name for it in backup[BENEATH_TMP_MAX].
+ * 0, or -1 with linkat's errno (EPERM, EOPNOTSUPP, EMLINK where the file
+ * system or the file allows no further link; backup then holds a name
+ * that was free, for a rename instead). */
 int beneath_link_backup(int dir_fd, const char *name, char *backup);
 
 /* Renames dir_fd's `from` to `to`, failing with EEXIST when `to` exists

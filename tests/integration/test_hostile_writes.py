@@ -318,9 +318,11 @@ SHIM = r"""
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 
-/* renameat, failing once (EIO) at the call KRM_FAIL_RENAME names (1-based) */
+/* renameat, failing once (EIO) at the call KRM_FAIL_RENAME names (1-based),
+ * or killing the process there (SIGKILL) with KRM_RENAME_KILL set */
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
     static int calls;
@@ -329,6 +331,8 @@ int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpat
         real = (int (*)(int, const char *, int, const char *))dlsym(RTLD_NEXT, "renameat");
     const char *fail = getenv("KRM_FAIL_RENAME");
     if (fail && ++calls == atoi(fail)) {
+        if (getenv("KRM_RENAME_KILL"))
+            raise(SIGKILL);
         errno = EIO;
         return -1;
     }
@@ -351,23 +355,62 @@ def rename_shim(tmp_path_factory):
     return str(d / "shim.so")
 
 
-def test_a_rename_failing_in_the_commit_puts_every_original_back(answering, package, tmp_path,
-                                                                  rename_shim):
-    """The commit's renames: a.yaml's new content over it (1st), then sub/c.yaml's
-    (2nd, made to fail with EIO): a.yaml's original is renamed back, the
-    new directory and the staged files go, b.yaml (removed last) stays."""
+def commit_answer(tmp_path):
+    """a.yaml and sub/c.yaml changed, new/n.yaml added, b.yaml removed: the
+    commit's renames are a.yaml's (1st), then sub/c.yaml's (2nd); new/ is
+    put in place by renameat2 between them."""
     changed_c = item(config_map("c", shape="square"), "sub/c.yaml")
     text = answer(item(config_map("n"), "new/n.yaml"), keep_b=False)
-    text = text.replace(yaml.safe_dump([item(config_map("c", shape="round"), "sub/c.yaml")],
+    return text.replace(yaml.safe_dump([item(config_map("c", shape="round"), "sub/c.yaml")],
                                        sort_keys=False).encode(),
                         yaml.safe_dump([changed_c], sort_keys=False).encode())
+
+
+def run_shimmed(srv, package, tmp_path, text, shim, **env):
     ans = tmp_path / "answer.yaml"
     ans.write_bytes(text)
-    before = tree(package)
-    env = dict(os.environ, LD_PRELOAD=rename_shim, KRM_FAIL_RENAME="2",
+    env = dict(os.environ, LD_PRELOAD=shim, **env,
                ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
-    res = subprocess.run([CLIENT_BIN, "eval", "--addr", answering.addr, "--fn",
+    res = subprocess.run([CLIENT_BIN, "eval", "--addr", srv.addr, "--fn",
                           f"example.com/fn:v1=answer={ans}", str(package)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, env=env)
     res.out, res.err = res.stdout.decode(), res.stderr.decode()
+    return res
+
+
+def test_a_rename_failing_in_the_commit_puts_every_original_back(answering, package, tmp_path,
+                                                                  rename_shim):
+    """sub/c.yaml's rename fails (EIO): a.yaml's original is renamed back, the
+    new directory and the staged files go, b.yaml (removed last) stays."""
+    before = tree(package)
+    res = run_shimmed(answering, package, tmp_path, commit_answer(tmp_path), rename_shim,
+                      KRM_FAIL_RENAME="2")
     refused(res, before, package, f"{package}/sub/c.yaml: Input/output error", "nothing was changed")
+
+
+def test_a_crash_in_the_commit_leaves_what_the_readme_says(answering, package, tmp_path,
+                                                          rename_shim):
+    """Killed at sub/c.yaml's rename: a.yaml and new/ are in place, sub/c.yaml
+    is as it was with its new content staged beside it, the originals of
+    a.yaml, sub/c.yaml and b.yaml are .krm-backup-* hard links; the next run
+    names every leftover."""
+    a_before = (package / "a.yaml").read_bytes()
+    res = run_shimmed(answering, package, tmp_path, commit_answer(tmp_path), rename_shim,
+                      KRM_FAIL_RENAME="2", KRM_RENAME_KILL="1")
+    assert res.returncode == -signal.SIGKILL, explain(res)
+    after = tree(package)
+    left = sorted(p for p in after if ".krm-" in p)
+    assert all(os.path.basename(p).startswith((".krm-staged-", ".krm-backup-")) for p in left), left
+    def what(p):  # "sub/.krm-backup-PID-N.c.yaml": ("backup", "sub/c.yaml")
+        base = os.path.basename(p)
+        return base.split("-")[1], os.path.join(os.path.dirname(p), base.split(".", 2)[2])
+    assert sorted(map(what, left)) == [("backup", "a.yaml"), ("backup", "b.yaml"),
+                                       ("backup", "sub/c.yaml"), ("staged", "sub/c.yaml")], left
+    backups = {open(package / p, "rb").read() for p in left if ".krm-backup-" in p}
+    assert a_before in backups and dump(OBJECTS["b.yaml"]) in backups
+    assert dump(OBJECTS["sub/c.yaml"]) in backups
+    assert (package / "sub/c.yaml").read_bytes() == dump(OBJECTS["sub/c.yaml"])
+    assert (package / "new/n.yaml").exists()
+    res = run(answering, package, tmp_path, answer())
+    for p in left:
+        assert f"{package}/{p} is left from an interrupted write-back" in res.err, explain(res)

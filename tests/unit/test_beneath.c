@@ -93,15 +93,26 @@ Test(beneath, replace_refuses_a_link_and_a_directory_and_replaces_a_file)
 Test(beneath, fresh_names_and_backups_fit_and_are_recognisable)
 {
     char name[BENEATH_TMP_MAX], backup[BENEATH_TMP_MAX];
-    int fd = beneath_create_fresh(root, BENEATH_STAGED, 0, 0600, name);
+    int fd = beneath_create_fresh(root, BENEATH_STAGED, "f.yaml", 0, 0600, name);
     cr_assert_geq(fd, 0);
     close(fd);
     cr_assert_eq(strncmp(name, BENEATH_STAGED, strlen(BENEATH_STAGED)), 0, "%s", name);
     cr_assert_eq(beneath_link_backup(root, name, backup), 0);
     cr_assert_eq(strncmp(backup, BENEATH_BACKUP, strlen(BENEATH_BACKUP)), 0, "%s", backup);
+    /* the target's name at the end when it fits, left out when it does not */
+    const char *dot = strchr(name + 1, '.');
+    cr_assert(dot && !strcmp(dot, ".f.yaml"), "%s", name);
+    cr_assert(strstr(backup, name) != NULL, "%s", backup);
+    char long_name[NAME_MAX + 1];
+    memset(long_name, 'n', NAME_MAX - 10);
+    long_name[NAME_MAX - 10] = '\0';
+    int lfd = beneath_create_fresh(root, BENEATH_STAGED, long_name, 0, 0600, name);
+    cr_assert_geq(lfd, 0, "%s", strerror(errno));
+    close(lfd);
+    cr_assert_null(strchr(name + 1, '.'), "%s", name);
     cr_assert_eq(beneath_kind(root, backup, NULL), S_IFREG);
     cr_assert_eq(beneath_rename_noreplace(root, name, backup), -1);
     cr_assert_eq(errno, EEXIST);
-    cr_assert_eq(beneath_create_fresh(root, BENEATH_STAGED, 1, 0700, name), 0);
+    cr_assert_eq(beneath_create_fresh(root, BENEATH_STAGED, NULL, 1, 0700, name), 0);
     cr_assert_eq(beneath_kind(root, name, NULL), S_IFDIR);
 }
