@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/fdio.h"
 #include "err_line.h"
 #include "event_list.h"
 #include "pkg_item.h"
