@@ -182,6 +182,21 @@ def test_a_nul_byte_in_a_kptfile_step_is_refused(answering, package, tmp_path, f
     assert tree(package) == before
 
 
+def test_a_nul_byte_in_a_kptfile_config_map_is_refused(answering, package, tmp_path):
+    """Cut at the NUL, the function would get answer=<the answer file>."""
+    (tmp_path / "answer.yaml").write_bytes(answer())
+    kptfile = tmp_path / "Kptfile"
+    kptfile.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n"
+                       "pipeline:\n  mutators:\n  - image: example.com/fn:v1\n"
+                       f'    configMap:\n      answer: "{tmp_path}/answer.yaml\\0.other"\n')
+    before = tree(package)
+    res = client("eval", "--addr", answering.addr, "--pipeline", str(kptfile), str(package))
+    assert res.returncode == 2, explain(res)
+    assert (f'pipeline.mutators[0]: configMap.answer "{tmp_path}/answer.yaml\\x00.other" holds '
+            "a NUL byte" in res.err), explain(res)
+    assert tree(package) == before
+
+
 # ------------------------------------------------------------------ paths checked first
 
 def test_a_path_through_a_regular_file_changes_nothing(answering, package, tmp_path):
