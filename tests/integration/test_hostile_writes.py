@@ -159,6 +159,20 @@ def test_a_nul_byte_in_a_name_that_makes_the_path_is_refused(answering, package,
     refused(res, before, package, 'metadata.name "x\\x00y" holds a NUL byte')
 
 
+def kptfile_refuses(srv, package, tmp_path, step, message):
+    """eval --pipeline with a Kptfile whose one mutator is `step` (YAML lines
+    after "- "): exit 2 with message, the package as it was."""
+    (tmp_path / "answer.yaml").write_bytes(answer())
+    kptfile = tmp_path / "Kptfile"
+    kptfile.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n"
+                       "pipeline:\n  mutators:\n  - " + step.replace("\n", "\n    ") + "\n")
+    before = tree(package)
+    res = client("eval", "--addr", srv.addr, "--pipeline", str(kptfile), str(package))
+    assert res.returncode == 2, explain(res)
+    assert f"{kptfile}: pipeline.mutators[0]: {message}" in res.err, explain(res)
+    assert tree(package) == before
+
+
 @pytest.mark.parametrize("field, value, shown", [
     ("configPath", '"cfg.yaml\\0/../../escape.yaml"', '"cfg.yaml\\x00/../../escape.yaml"'),
     ("image", '"example.com/fn:v1\\0evil"', '"example.com/fn:v1\\x00evil"'),
@@ -168,33 +182,17 @@ def test_a_nul_byte_in_a_kptfile_step_is_refused(answering, package, tmp_path, f
     (tmp_path / "cfg.yaml").write_text(
         f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n"
         f"  answer: {tmp_path}/answer.yaml\n")
-    (tmp_path / "answer.yaml").write_bytes(answer())
     step = {"image": '"example.com/fn:v1"', "configPath": "cfg.yaml", field: value}
-    kptfile = tmp_path / "Kptfile"
-    kptfile.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n"
-                       f"pipeline:\n  mutators:\n  - image: {step['image']}\n"
-                       f"    configPath: {step['configPath']}\n")
-    before = tree(package)
-    res = client("eval", "--addr", answering.addr, "--pipeline", str(kptfile), str(package))
-    assert res.returncode == 2, explain(res)
-    assert (f"{kptfile}: pipeline.mutators[0]: {field} {shown} holds a NUL byte (\\x00) at "
-            "offset" in res.err), explain(res)
-    assert tree(package) == before
+    kptfile_refuses(answering, package, tmp_path,
+                    f"image: {step['image']}\nconfigPath: {step['configPath']}",
+                    f"{field} {shown} holds a NUL byte (\\x00) at offset")
 
 
 def test_a_nul_byte_in_a_kptfile_config_map_is_refused(answering, package, tmp_path):
     """Cut at the NUL, the function would get answer=<the answer file>."""
-    (tmp_path / "answer.yaml").write_bytes(answer())
-    kptfile = tmp_path / "Kptfile"
-    kptfile.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n"
-                       "pipeline:\n  mutators:\n  - image: example.com/fn:v1\n"
-                       f'    configMap:\n      answer: "{tmp_path}/answer.yaml\\0.other"\n')
-    before = tree(package)
-    res = client("eval", "--addr", answering.addr, "--pipeline", str(kptfile), str(package))
-    assert res.returncode == 2, explain(res)
-    assert (f'pipeline.mutators[0]: configMap.answer "{tmp_path}/answer.yaml\\x00.other" holds '
-            "a NUL byte" in res.err), explain(res)
-    assert tree(package) == before
+    kptfile_refuses(answering, package, tmp_path,
+                    f'image: example.com/fn:v1\nconfigMap:\n  answer: "{tmp_path}/answer.yaml\\0.x"',
+                    f'configMap.answer "{tmp_path}/answer.yaml\\x00.x" holds a NUL byte')
 
 
 # ------------------------------------------------------------------ paths checked first
