@@ -6,6 +6,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ typedef struct stage {
     size_t n_moves, cap_moves;
     stage_made *made;
     size_t n_made, cap_made;
+    size_t last_new_dir;      /* its index in moves, SIZE_MAX when none; see find_new_dir */
     char *err;
     size_t errlen;
 } stage;
@@ -136,13 +138,18 @@ static stage_move *add_move(stage *s, const char *dir, const char *name)
     return m;
 }
 
-/* The directory made for the write-back that will be dir/name, if any. */
+/* The directory made for the write-back that will be dir/name, if any.
+ * Only the last one made is looked at: writes come in path order, so every
+ * path below one new directory comes before the next new directory is
+ * made, and the cost stays linear in the output. (Were the order
+ * different, a second staged directory for the same name would fail its
+ * rename at commit, and the write-back would be undone: never wrong.) */
 static stage_move *find_new_dir(stage *s, const char *dir, const char *name)
 {
-    for (size_t i = 0; i < s->n_moves; i++)
-        if (s->moves[i].is_dir && !strcmp(s->moves[i].dir, dir) && !strcmp(s->moves[i].name, name))
-            return &s->moves[i];
-    return NULL;
+    if (s->last_new_dir >= s->n_moves)
+        return NULL;
+    stage_move *m = &s->moves[s->last_new_dir];
+    return !strcmp(m->dir, dir) && !strcmp(m->name, name) ? m : NULL;
 }
 
 static int open_dir(stage *s, const char *rel)
@@ -228,6 +235,7 @@ static int enter_part(stage *s, int fd, buf *at, int *fresh, const char *part)
         if (!(m = add_move(s, at->data, part)))
             return errno = ENOMEM, -1;
         m->is_dir = 1;
+        s->last_new_dir = (size_t)(m - s->moves);
         if (beneath_create_fresh(fd, BENEATH_STAGED, part, 1, 0777, m->staged) < 0)
             return m->staged[0] = '\0', -1;
         entry = m->staged;
@@ -475,7 +483,8 @@ static void stage_free(stage *s)
 int pkg_stage_apply(int root_fd, const char *dir, const pkg_change *changes, size_t n,
                     char *err, size_t errlen)
 {
-    stage s = { .root = root_fd, .dir = dir, .err = err, .errlen = errlen };
+    stage s = { .root = root_fd, .dir = dir, .err = err, .errlen = errlen,
+                .last_new_dir = SIZE_MAX };
     int rc = stage_all(&s, changes, n, 1); /* check: nothing made yet */
     if (rc == 0 && (rc = stage_all(&s, changes, n, 0)) < 0)
         roll_back(&s);

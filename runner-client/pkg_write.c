@@ -222,12 +222,16 @@ static int open_root(const char *dir, char *err, size_t errlen)
     return fd;
 }
 
+static int by_path(const void *key, const void *file)
+{
+    return strcmp(key, ((const pkg_file *)file)->path);
+}
+
+/* A layout's files are sorted by path: a lookup costs log n, and comparing
+ * two layouts n log n, whatever number of files a function answers. */
 static const pkg_file *find_file(const pkg_layout *l, const char *path)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (!strcmp(l->files[i].path, path))
-            return &l->files[i];
-    return NULL;
+    return l->n ? bsearch(path, l->files, l->n, sizeof *l->files, by_path) : NULL;
 }
 
 static int same_text(const pkg_file *a, const pkg_file *b)
