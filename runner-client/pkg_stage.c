@@ -26,8 +26,8 @@ enum { PATH_SHOWN = 320 }; /* a path longer than this is shortened in messages *
 typedef struct stage_move {
     char *dir;                    /* the directory, relative to the root ("" the root) */
     char *name;                   /* the entry's final name there */
-    char staged[BENEATH_TMP_MAX]; /* the new file or directory; "" for a removal */
-    char backup[BENEATH_TMP_MAX]; /* the original's second name; "" when there is none */
+    char *staged;                 /* the new file or directory; NULL for a removal */
+    char *backup;                 /* the original's second name; NULL when there is none */
     int by_rename;                /* no hard link was possible: the original is renamed to
                                      backup at commit (between the two renames the name is
                                      missing) */
@@ -163,14 +163,17 @@ static int open_dir(stage *s, const char *rel)
  * or, where none can be made, a rename at commit. */
 static int keep_original(stage *s, int fd, stage_move *m, const char *rel)
 {
-    if (beneath_link_backup(fd, m->name, m->backup) == 0)
-        return 0;
-    if (errno == EPERM || errno == EOPNOTSUPP || errno == EMLINK || errno == ENOSYS) {
-        m->by_rename = 1; /* m->backup holds a name that was free */
-        return 0;
+    char backup[BENEATH_TMP_MAX];
+    int linked = beneath_link_backup(fd, m->name, backup) == 0;
+    if (!linked && errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK && errno != ENOSYS)
+        return fail(s, rel, "cannot keep the original while writing: %s", strerror(errno));
+    m->by_rename = !linked; /* then backup holds a name that was free */
+    if (!(m->backup = strdup(backup))) {
+        if (linked)
+            unlinkat(fd, backup, 0);
+        return fail(s, rel, "out of memory");
     }
-    m->backup[0] = '\0';
-    return fail(s, rel, "cannot keep the original while writing: %s", strerror(errno));
+    return 0;
 }
 
 /* Writes text whole into fd (a new file) with mode perm, and closes it. */
@@ -199,14 +202,13 @@ static int stage_file(stage *s, int fd, const char *at, const char *name, const 
     stage_move *m = add_move(s, at, name);
     if (!m)
         return fail(s, rel, "out of memory");
-    int out = beneath_create_fresh(fd, BENEATH_STAGED, name, 0, 0666, m->staged);
-    if (out < 0) {
-        m->staged[0] = '\0';
+    char staged[BENEATH_TMP_MAX];
+    int out = beneath_create_fresh(fd, BENEATH_STAGED, name, 0, 0666, staged);
+    if (out < 0)
         return fail(s, rel, "%s", strerror(errno));
-    }
-    if (note_made(s, at, m->staged, 0) < 0) {
+    if (note_made(s, at, staged, 0) < 0 || !(m->staged = strdup(staged))) {
         close(out);
-        unlinkat(fd, m->staged, 0);
+        unlinkat(fd, staged, 0);
         return fail(s, rel, "out of memory");
     }
     /* a link is replaced by a file of the package, with the default mode */
@@ -236,8 +238,11 @@ static int enter_part(stage *s, int fd, buf *at, int *fresh, const char *part)
             return errno = ENOMEM, -1;
         m->is_dir = 1;
         s->last_new_dir = (size_t)(m - s->moves);
-        if (beneath_create_fresh(fd, BENEATH_STAGED, part, 1, 0777, m->staged) < 0)
-            return m->staged[0] = '\0', -1;
+        char staged[BENEATH_TMP_MAX];
+        if (beneath_create_fresh(fd, BENEATH_STAGED, part, 1, 0777, staged) < 0)
+            return -1;
+        if (!(m->staged = strdup(staged)))
+            return unlinkat(fd, staged, AT_REMOVEDIR), errno = ENOMEM, -1;
         entry = m->staged;
         *fresh = 1;
     } else if (mkdirat(fd, part, 0777) < 0) {
@@ -367,11 +372,11 @@ static int commit_move(stage *s, stage_move *m)
     if (rc == 0 && m->is_dir) {
         rc = beneath_rename_noreplace(fd, m->staged, m->name);
     } else if (rc == 0) {
-        if (m->by_rename && m->backup[0]) {
+        if (m->by_rename && m->backup) {
             rc = beneath_rename_noreplace(fd, m->name, m->backup);
             m->moved_away = rc == 0;
         }
-        if (rc == 0 && m->staged[0])
+        if (rc == 0 && m->staged)
             rc = renameat(fd, m->staged, fd, m->name);
         else if (rc == 0 && !m->by_rename)
             rc = unlinkat(fd, m->name, 0);
@@ -393,13 +398,15 @@ static int undo_move(stage *s, stage_move *m)
     int fd = open_dir(s, m->dir), rc = fd < 0 ? -1 : 0;
     if (rc == 0 && m->is_dir)
         rc = renameat(fd, m->name, fd, m->staged);
-    else if (rc == 0 && m->backup[0])
+    else if (rc == 0 && m->backup)
         rc = renameat(fd, m->backup, fd, m->name); /* the original over the new file */
     else if (rc == 0)
         rc = unlinkat(fd, m->name, 0); /* a new file: there was none */
     int saved = errno;
-    if (rc == 0 && !m->is_dir)
-        m->backup[0] = '\0';
+    if (rc == 0 && !m->is_dir) {
+        free(m->backup);
+        m->backup = NULL;
+    }
     if (rc == 0)
         m->done = m->moved_away = 0;
     if (fd >= 0)
@@ -429,10 +436,15 @@ static void roll_back(stage *s)
         stage_move *m = &s->moves[i];
         char rel[PATH_MAX];
         move_path(m, rel, sizeof rel);
-        if (undo_move(s, m) < 0 && !trouble[0])
+        if (undo_move(s, m) == 0 || trouble[0])
+            continue;
+        if (m->backup)
             err_line_set(trouble, sizeof trouble, "could not put back %s/%s (%s): its original is "
-                     "%s/%s%s%s", s->dir, rel, strerror(errno), s->dir, m->dir, *m->dir ? "/" : "",
-                     m->backup);
+                         "%s/%s%s%s", s->dir, rel, strerror(errno), s->dir, m->dir,
+                         *m->dir ? "/" : "", m->backup);
+        else
+            err_line_set(trouble, sizeof trouble, "could not undo %s/%s, new in this write-back "
+                         "(%s)", s->dir, rel, strerror(errno));
     }
     for (size_t i = s->n_made; i-- > 0;) {
         const stage_made *e = &s->made[i];
@@ -445,7 +457,7 @@ static void roll_back(stage *s)
     }
     for (size_t i = 0; i < s->n_moves; i++) {
         const stage_move *m = &s->moves[i];
-        if (m->backup[0] && !m->by_rename && !m->done &&
+        if (m->backup && !m->by_rename && !m->done &&
             remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0 && !trouble[0])
             err_line_set(trouble, sizeof trouble, "could not remove %s/%s/%s: %s", s->dir, m->dir,
                      m->backup, strerror(errno));
@@ -461,7 +473,7 @@ static void drop_backups(stage *s)
 {
     for (size_t i = 0; i < s->n_moves; i++) {
         const stage_move *m = &s->moves[i];
-        if (m->backup[0] && remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0)
+        if (m->backup && remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0)
             term_printf(stderr, WARNING "%s/%s%s%s: the original of a replaced file could not "
                         "be removed: %s\n", s->dir, m->dir, *m->dir ? "/" : "", m->backup,
                         strerror(errno));
@@ -473,6 +485,8 @@ static void stage_free(stage *s)
     for (size_t i = 0; i < s->n_moves; i++) {
         free(s->moves[i].dir);
         free(s->moves[i].name);
+        free(s->moves[i].staged);
+        free(s->moves[i].backup);
     }
     for (size_t i = 0; i < s->n_made; i++)
         free(s->made[i].path);

@@ -12,6 +12,7 @@ ResourceList the test wrote, so every output path is the test's choice."""
 
 import hashlib
 import os
+import re
 import resource
 import signal
 import stat
@@ -334,8 +335,17 @@ SHIM = r"""
 #include <signal.h>
 #include <stdlib.h>
 
-/* renameat, failing once (EIO) at the call KRM_FAIL_RENAME names (1-based),
- * or killing the process there (SIGKILL) with KRM_RENAME_KILL set */
+/* renameat, failing (EIO) at the calls KRM_FAIL_RENAME names ("2" or
+ * "2,4", 1-based), or killing the process there (SIGKILL) with
+ * KRM_RENAME_KILL set */
+static int listed(const char *list, int call)
+{
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (atoi(p) == call)
+            return 1;
+    return 0;
+}
+
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
     static int calls;
@@ -343,7 +353,7 @@ int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpat
     if (!real)
         real = (int (*)(int, const char *, int, const char *))dlsym(RTLD_NEXT, "renameat");
     const char *fail = getenv("KRM_FAIL_RENAME");
-    if (fail && ++calls == atoi(fail)) {
+    if (fail && listed(fail, ++calls)) {
         if (getenv("KRM_RENAME_KILL"))
             raise(SIGKILL);
         errno = EIO;
@@ -399,6 +409,23 @@ def test_a_rename_failing_in_the_commit_puts_every_original_back(answering, pack
     res = run_shimmed(answering, package, tmp_path, commit_answer(tmp_path), rename_shim,
                       KRM_FAIL_RENAME="2")
     refused(res, before, package, f"{package}/sub/c.yaml: Input/output error", "nothing was changed")
+
+
+def test_an_original_that_cannot_be_put_back_is_named(answering, package, tmp_path,
+                                                      rename_shim):
+    """sub/c.yaml's rename fails, then so does putting a.yaml's original back
+    (the 4th rename; new/ went back with the 3rd): the message says where the
+    original is, and it is there, whole."""
+    a_before = (package / "a.yaml").read_bytes()
+    res = run_shimmed(answering, package, tmp_path, commit_answer(tmp_path), rename_shim,
+                      KRM_FAIL_RENAME="2,4")
+    assert res.returncode == 1, explain(res)
+    m = re.search(r"could not put back (\S+)/a\.yaml \(Input/output error\): its original is "
+                  r"(\S+/\.krm-backup-\d+-\d+\.a\.yaml)$", res.err.strip())
+    assert m and m.group(1) == str(package), explain(res)
+    assert open(m.group(2), "rb").read() == a_before
+    assert not (package / "new").exists()
+    assert (package / "sub/c.yaml").read_bytes() == dump(OBJECTS["sub/c.yaml"])
 
 
 def test_a_crash_in_the_commit_leaves_what_the_readme_says(answering, package, tmp_path,
