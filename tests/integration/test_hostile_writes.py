@@ -244,11 +244,11 @@ def test_a_file_that_is_also_a_directory_changes_nothing(answering, package, tmp
 def test_a_write_that_fails_part_way_changes_nothing(answering, package, tmp_path):
     """A file size limit: a.yaml and a new directory are staged, then the
     large file fails (EFBIG); b.yaml (removed by the function) stays."""
-    big = config_map("big", blob="x" * 65536)
+    big = config_map("big", blob="x" * 262144)
     before = tree(package)
     res = run(answering, package, tmp_path,
               answer(item(big, "zbig/big.yaml"), item(config_map("n"), "new/n.yaml"), keep_b=False),
-              limit=16384)
+              limit=65536)  # room for a valgrind log under `make valgrind`
     refused(res, before, package, f"{package}/zbig/big.yaml: File too large")
 
 
