@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/beneath.h"
+#include "core/beneath_write.h"
 #include "core/fdio.h"
 #include "err_line.h"
 #include "term_text.h"

@@ -5,7 +5,7 @@
  * file or a link, a full disk, a read-only directory) must not leave some
  * files rewritten and some directories made. So a write-back goes in
  * phases, every step beneath the package's descriptor without following a
- * link (core/beneath.h):
+ * link (core/beneath_write.h):
  *
  *  1. check: every path (length, NAME_MAX per name, PATH_MAX in all; each
  *     directory on the way a directory, not a link or a file; the target

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/beneath.h"
+#include "core/beneath_write.h"
 #include "err_line.h"
 #include "rl_writer.h"
 

@@ -1,6 +1,6 @@
 /* beneath: paths beneath a directory descriptor, never through a link; see
  * beneath.h. */
-#include "core/beneath.h"
+#include "core/beneath_write.h"
 
 #include <errno.h>
 #include <fcntl.h>

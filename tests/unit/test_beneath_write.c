@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/beneath.h"
+#include "core/beneath_write.h"
 #include "core/fdio.h"
 
 static char root_path[64];

@@ -1,4 +1,4 @@
-/* beneath: paths opened beneath a directory descriptor, never through a
+/* beneath_write: files written beneath a directory descriptor, never through a
  * symbolic link.
  *
  * Why: runner-client writes files whose names come from other people (a
@@ -15,8 +15,8 @@
  * is complete), NAME the target's when it fits NAME_MAX (left out when
  * not, so a long target's temporary name still fits): recognisable after a
  * crash (BENEATH_STAGED, BENEATH_BACKUP), and saying what they were for. */
-#ifndef KRM_BENEATH_H
-#define KRM_BENEATH_H
+#ifndef KRM_BENEATH_WRITE_H
+#define KRM_BENEATH_WRITE_H
 
 #include <limits.h>
 #include <stddef.h>
