@@ -17,4 +17,11 @@ void err_line_set(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void err_line_vset(char *err, size_t errlen, const char *fmt, va_list ap);
 
+/* When text[0..len) holds a NUL byte, sets err to `FIELD "TEXT" holds a NUL
+ * byte (\x00) at offset N: ...` (TEXT Go-quoted) and returns 1; else 0.
+ * Why: a value that becomes a file name or an image is used as a C string,
+ * which ends at the NUL ("x.yaml\0/../.." would open x.yaml): such values
+ * are refused, naming the byte, wherever they come from. */
+int err_line_nul(char *err, size_t errlen, const char *field, const char *text, size_t len);
+
 #endif

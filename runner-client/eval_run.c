@@ -103,10 +103,16 @@ int eval_run_single(eval_run *run, const char *image, const buf *input, const ev
 int eval_run_finish(eval_run *run, const eval_output *o, const buf *input, const char *final,
                     size_t len)
 {
+    char why[1024];
+    /* A results.yaml that cannot be written fails the run before the
+     * package is touched: the package is then as it was. */
+    if (run->results_dir && results_file_check(run->results_dir, why, sizeof why) < 0) {
+        term_printf(stderr, PREFIX "cannot write the results: %s\n", why);
+        return 1;
+    }
     int rc = eval_output_write(o, input, final, len, run->failed) < 0 || run->failed ? 1 : 0;
     if (run->results_dir) {
         buf path = { 0 };
-        char why[1024];
         if (results_file_write(&run->results, run->results_dir, rc, &path, why, sizeof why) < 0) {
             term_printf(stderr, PREFIX "cannot write the results: %s\n", why);
             rc = 1;

@@ -20,6 +20,7 @@
 #include "core/beneath.h"
 #include "core/fdio.h"
 #include "oci/image_ref.h"
+#include "err_line.h"
 
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
 
@@ -145,6 +146,31 @@ step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
     return -1;
 }
 
+/* A NUL byte in a Kptfile's text: C strings end at it, so configPath
+ * "x.yaml\0/../.." would open x.yaml, image "example.com/fn:v1\0..." run
+ * example.com/fn:v1 and a configMap value reach the function cut. Refused,
+ * naming the byte. */
+static int refuse_nul_node(kptfile *k, const char *list, size_t i, int id, const char *field)
+{
+    const yaml_node_t *n = yaml_document_get_node((yaml_document_t *)k->y, id);
+    char why[768];
+    if (n && n->type == YAML_SCALAR_NODE &&
+        err_line_nul(why, sizeof why, field, (const char *)n->data.scalar.value,
+                     n->data.scalar.length))
+        return step_error(k, list, i, "%s", why);
+    return 0;
+}
+
+/* The step's image, name and configPath. */
+static int refuse_nul(kptfile *k, const char *list, size_t i, int entry)
+{
+    static const char *const keys[] = { "image", "name", "configPath" };
+    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++)
+        if (refuse_nul_node(k, list, i, rl_yaml_get(k->y, entry, keys[j]), keys[j]) < 0)
+            return -1;
+    return 0;
+}
+
 /* A configMap's entries (scalars) as a ConfigMap object. */
 static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_step *s)
 {
@@ -162,6 +188,13 @@ static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_s
         if (!pairs[j].key || !pairs[j].value)
             rc = step_error(k, list, i, "configMap entry %zu is not a string key and value",
                             j + 1);
+        else if (refuse_nul_node(k, list, i, pair->key, "configMap key") < 0)
+            rc = -1;
+        else {
+            char field[128];
+            snprintf(field, sizeof field, "configMap.%s", pairs[j].key);
+            rc = refuse_nul_node(k, list, i, pair->value, field);
+        }
     }
     if (rc == 0 && !(s->config = rl_doc_config_map(CONFIG_MAP_NAME, pairs, n)))
         rc = step_error(k, list, i, "out of memory");
@@ -202,6 +235,8 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
     const char *image, *name, *config_path;
     if (yaml_document_get_node((yaml_document_t *)k->y, entry)->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "not a mapping");
+    if (refuse_nul(k, list, i, entry) < 0)
+        return -1;
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exec")))
         return step_error(k, list, i, "exec functions are not supported; use image");
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "selectors")) ||

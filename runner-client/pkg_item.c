@@ -117,16 +117,53 @@ static int parse_index(const char *text, unsigned long *out)
     return 0;
 }
 
+/* A NUL byte in a value that becomes a file name: the name would end at it
+ * ("x.yaml\0/../.." written as "x.yaml"), so the item is refused, with
+ * the whole value quoted. Returns -1 with err set, else 0. */
+static int refuse_nul(const event_list *list, size_t at, const char *field, size_t position,
+                      const char *what, char *err, size_t errlen)
+{
+    if (at == EVENT_NONE || list->events[at].type != YAML_SCALAR_EVENT)
+        return 0;
+    const yaml_event_t *e = &list->events[at];
+    char why[768];
+    if (!err_line_nul(why, sizeof why, field, (const char *)e->data.scalar.value,
+                      e->data.scalar.length))
+        return 0;
+    err_line_set(err, errlen, "items[%zu] (%s): %s", position, what, why);
+    return -1;
+}
+
+/* Every value a file's name or place is made of, checked for NUL bytes. */
+static int refuse_nuls(const event_list *list, size_t root, size_t meta, size_t annos,
+                       size_t position, const char *what, char *err, size_t errlen)
+{
+    static const char *const annotations[] = { KPT_PATH_KEY, KPT_LEGACY_PATH_KEY, KPT_INDEX_KEY,
+                                               KPT_LEGACY_INDEX_KEY };
+    for (size_t i = 0; i < sizeof annotations / sizeof annotations[0]; i++)
+        if (refuse_nul(list, mapping_key(list, annos, annotations[i]), annotations[i], position,
+                       what, err, errlen) < 0)
+            return -1;
+    if (refuse_nul(list, mapping_key(list, root, "kind"), "kind", position, what, err, errlen) < 0 ||
+        refuse_nul(list, mapping_key(list, meta, "name"), "metadata.name", position, what, err,
+                   errlen) < 0)
+        return -1;
+    return refuse_nul(list, mapping_key(list, meta, "namespace"), "metadata.namespace", position,
+                      what, err, errlen);
+}
+
 int pkg_item_locate(const event_list *list, size_t root, size_t end, size_t position,
                     pkg_item *it, char *err, size_t errlen)
 {
     *it = (pkg_item){ .root = root, .end = end, .position = position };
     size_t meta = mapping_key(list, root, "metadata");
     size_t annos = mapping_key(list, meta, "annotations");
-    const char *path = annotation(list, annos, KPT_PATH_KEY, KPT_LEGACY_PATH_KEY);
-    const char *index = annotation(list, annos, KPT_INDEX_KEY, KPT_LEGACY_INDEX_KEY);
     char what[256];
     describe(list, root, what, sizeof what);
+    if (refuse_nuls(list, root, meta, annos, position, what, err, errlen) < 0)
+        return -1;
+    const char *path = annotation(list, annos, KPT_PATH_KEY, KPT_LEGACY_PATH_KEY);
+    const char *index = annotation(list, annos, KPT_INDEX_KEY, KPT_LEGACY_INDEX_KEY);
     buf raw = { 0 }, clean = { 0 };
     const char *why = NULL;
     if (path && *path ? buf_append_str(&raw, path) < 0 : default_path(list, root, meta, &raw) < 0)

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/fdio.h"
 #include "err_line.h"
 #include "event_list.h"
 #include "pkg_item.h"
+#include "pkg_stage.h"
 #include "rl_writer.h"
 
 /* ---- the items of a ResourceList ------------------------------------------- */
@@ -212,124 +212,8 @@ void pkg_layout_free(pkg_layout *l)
 
 /* ---- files --------------------------------------------------------------------- */
 
-/* Files are written through descriptors: the package directory is opened
- * once, and every directory below it is entered with O_NOFOLLOW, so a
- * symbolic link inside the package (to a directory elsewhere) never takes
- * a function's output outside it. The paths themselves were cleaned by
- * pkg_item: relative, no "..", no ".". */
-
-static int fail_errno(char *err, size_t errlen, const char *dir, const char *rel)
-{
-    err_line_set(err, errlen, "%s/%s: %s", dir, rel, strerror(errno));
-    return -1;
-}
-
-/* Opens the directory that holds rel (beneath root_fd), making the missing
- * ones; *name is rel's last part. A descriptor, or -1 with err set. */
-static int open_parent(int root_fd, const char *dir, const char *rel, const char **name,
-                       char *err, size_t errlen)
-{
-    char part[PATH_MAX];
-    int fd = dup(root_fd);
-    const char *p = rel, *slash;
-    if (fd < 0)
-        return fail_errno(err, errlen, dir, rel);
-    while ((slash = strchr(p, '/'))) {
-        size_t n = (size_t)(slash - p);
-        if (n >= sizeof part) {
-            close(fd);
-            errno = ENAMETOOLONG;
-            return fail_errno(err, errlen, dir, rel);
-        }
-        memcpy(part, p, n);
-        part[n] = '\0';
-        if (mkdirat(fd, part, 0777) < 0 && errno != EEXIST) {
-            int saved = errno;
-            close(fd);
-            errno = saved;
-            return fail_errno(err, errlen, dir, rel);
-        }
-        int next = openat(fd, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (next < 0 && fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
-            close(fd);
-            err_line_set(err, errlen, "%s/%s: %.*s is a symbolic link: files are written only "
-                         "beneath the package, never through a link", dir, rel, (int)(slash - rel), rel);
-            return -1;
-        }
-        close(fd);
-        if (next < 0)
-            return fail_errno(err, errlen, dir, rel);
-        fd = next;
-        p = slash + 1;
-    }
-    *name = p;
-    return fd;
-}
-
-/* A new file beside `name` in dir_fd, created exclusively. */
-static int create_temporary(int dir_fd, const char *name, char *tmp, size_t tmplen, mode_t mode)
-{
-    static unsigned counter;
-    for (int tries = 0; tries < 100; tries++) {
-        err_line_set(tmp, tmplen, ".%s.krm-%ld-%u", name, (long)getpid(), counter++);
-        int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    return -1;
-}
-
-/* Replaces (or creates) root/rel with text: a temporary file in the same
- * directory renamed over it, with the old file's mode. */
-static int write_file(int root_fd, const char *dir, const char *rel, const buf *text, char *err,
-                      size_t errlen)
-{
-    const char *name;
-    char tmp[NAME_MAX + 1];
-    int dir_fd = open_parent(root_fd, dir, rel, &name, err, errlen);
-    if (dir_fd < 0)
-        return -1;
-    struct stat st;
-    int exists = fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-    int rc = -1;
-    if (exists && S_ISDIR(st.st_mode)) {
-        errno = EISDIR;
-        fail_errno(err, errlen, dir, rel);
-        goto out;
-    }
-    int fd = create_temporary(dir_fd, name, tmp, sizeof tmp, 0666);
-    if (fd < 0) {
-        fail_errno(err, errlen, dir, rel);
-        goto out;
-    }
-    /* A symbolic link in the package is replaced by a file, not followed. */
-    int ok = fd_write_all(fd, text->data, text->len) == 0 &&
-             (!exists || S_ISLNK(st.st_mode) || fchmod(fd, st.st_mode & 07777) == 0);
-    if (close(fd) < 0)
-        ok = 0;
-    if (!ok || renameat(dir_fd, tmp, dir_fd, name) < 0) {
-        fail_errno(err, errlen, dir, rel);
-        unlinkat(dir_fd, tmp, 0);
-        goto out;
-    }
-    rc = 0;
-out:
-    close(dir_fd);
-    return rc;
-}
-
-static int remove_file(int root_fd, const char *dir, const char *rel, char *err, size_t errlen)
-{
-    const char *name;
-    int dir_fd = open_parent(root_fd, dir, rel, &name, err, errlen);
-    if (dir_fd < 0)
-        return -1;
-    int rc = unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT ? fail_errno(err, errlen, dir, rel) : 0;
-    close(dir_fd);
-    return rc;
-}
-
+/* The package (or -o's parent) as the user named it: links on the way to
+ * it are the user's; everything below is pkg_stage's, never through a link. */
 static int open_root(const char *dir, char *err, size_t errlen)
 {
     int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -338,12 +222,16 @@ static int open_root(const char *dir, char *err, size_t errlen)
     return fd;
 }
 
+static int by_path(const void *key, const void *file)
+{
+    return strcmp(key, ((const pkg_file *)file)->path);
+}
+
+/* A layout's files are sorted by path: a lookup costs log n, and comparing
+ * two layouts n log n, whatever number of files a function answers. */
 static const pkg_file *find_file(const pkg_layout *l, const char *path)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (!strcmp(l->files[i].path, path))
-            return &l->files[i];
-    return NULL;
+    return l->n ? bsearch(path, l->files, l->n, sizeof *l->files, by_path) : NULL;
 }
 
 static int same_text(const pkg_file *a, const pkg_file *b)
@@ -352,18 +240,33 @@ static int same_text(const pkg_file *a, const pkg_file *b)
            (a->text.len == 0 || memcmp(a->text.data, b->text.data, a->text.len) == 0);
 }
 
+/* Applies changes[0..n) under dir, as one all-or-nothing write-back. */
+static int apply(const char *dir, const pkg_change *changes, size_t n, char *err, size_t errlen)
+{
+    int root = open_root(dir, err, errlen);
+    if (root < 0)
+        return -1;
+    int rc = pkg_stage_apply(root, dir, changes, n, err, errlen);
+    close(root);
+    return rc;
+}
+
 int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *out, char *err,
                        size_t errlen)
 {
-    int root = open_root(dir, err, errlen), rc = root < 0 ? -1 : 0;
-    for (size_t i = 0; rc == 0 && i < out->n; i++)
+    pkg_change *changes = calloc(in->n + out->n + 1, sizeof *changes);
+    size_t n = 0;
+    if (!changes)
+        return err_line_set(err, errlen, "%s: out of memory", dir), -1;
+    for (size_t i = 0; i < out->n; i++)
         if (!same_text(&out->files[i], find_file(in, out->files[i].path)))
-            rc = write_file(root, dir, out->files[i].path, &out->files[i].text, err, errlen);
-    for (size_t i = 0; rc == 0 && i < in->n; i++)
+            changes[n++] = (pkg_change){ .path = out->files[i].path, .text = &out->files[i].text };
+    for (size_t i = 0; i < in->n; i++)
         if (!find_file(out, in->files[i].path))
-            rc = remove_file(root, dir, in->files[i].path, err, errlen);
-    if (root >= 0)
-        close(root);
+            changes[n++] = (pkg_change){ .path = in->files[i].path };
+    pkg_stage_leftovers(dir);
+    int rc = n ? apply(dir, changes, n, err, errlen) : 0;
+    free(changes);
     return rc;
 }
 
@@ -395,14 +298,46 @@ int pkg_make_dirs(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* -o DIR: DIR is made by the write-back itself, as a staged directory of
+ * its parent renamed into place at the end, so a failure leaves no DIR
+ * behind (its missing parents are made first, as mkdir -p). */
 int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errlen)
 {
-    if (pkg_make_dirs(dir, err, errlen) < 0)
+    /* DIR, trailing slashes dropped, as its parent `up` and its name `base` */
+    char path[PATH_MAX];
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    if (len >= sizeof path)
+        return err_line_set(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG)), -1;
+    memcpy(path, dir, len);
+    path[len] = '\0';
+    char *slash = strrchr(path, '/');
+    const char *up = !slash ? "." : slash == path ? "/" : path;
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    if (!strcmp(base, ".") || !strcmp(base, ".."))
+        return err_line_set(err, errlen, "%s: names no new directory", dir), -1;
+    if (pkg_make_dirs(up, err, errlen) < 0)
         return -1;
-    int root = open_root(dir, err, errlen), rc = root < 0 ? -1 : 0;
-    for (size_t i = 0; rc == 0 && i < out->n; i++)
-        rc = write_file(root, dir, out->files[i].path, &out->files[i].text, err, errlen);
-    if (root >= 0)
-        close(root);
+    if (out->n == 0 && mkdir(dir, 0777) < 0)
+        return err_line_set(err, errlen, "%s: %s", dir, strerror(errno)), -1;
+    /* the files, under base/ */
+    pkg_change *changes = calloc(out->n + 1, sizeof *changes);
+    buf *paths = calloc(out->n + 1, sizeof *paths);
+    int rc = changes && paths ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < out->n; i++) {
+        rc = buf_printf(&paths[i], "%s/%s", base, out->files[i].path);
+        changes[i] = (pkg_change){ .path = paths[i].data, .text = &out->files[i].text };
+    }
+    if (rc < 0)
+        err_line_set(err, errlen, "%s: out of memory", dir);
+    else if (out->n)
+        rc = apply(up, changes, out->n, err, errlen);
+    for (size_t i = 0; paths && i < out->n; i++)
+        buf_free(&paths[i]);
+    free(paths);
+    free(changes);
     return rc;
 }

@@ -13,11 +13,12 @@
  * it are lost; libyaml's emitter writes the objects), a new path is
  * created with its directories, and a file read from the package that no
  * item names any more is removed. Files that held no KRM object are never
- * touched. Every path is checked before anything is written, and each
- * file is replaced by renaming a complete temporary file over it, keeping
- * its mode. Directories below the package are entered without following
- * links: a symbolic link inside the package is never a way out of it (a
- * linked file is replaced by a file, a linked directory refuses the write). */
+ * touched. The write-back is all or nothing (pkg_stage.h): every path is
+ * checked, every new content staged beside its target, then all are
+ * renamed into place, a rewritten file keeping its mode. Directories below
+ * the package are entered without following links: a symbolic link inside
+ * the package is never a way out of it (a linked file is replaced by a
+ * file, a linked directory refuses the write). */
 #ifndef KRM_RC_PKG_WRITE_H
 #define KRM_RC_PKG_WRITE_H
 
@@ -48,9 +49,9 @@ void pkg_layout_free(pkg_layout *l);
  * annotations, as a YAML stream ("---" between documents). 0 or -1 (err). */
 int pkg_unwrap(const char *rl, size_t len, const char *name, buf *out, char *err, size_t errlen);
 
-/* Makes directory `dir`, read as `in`, hold `out`: see above. Returns 0, or
- * -1 with a reason naming the file in err (files already replaced stay
- * replaced: each file is whole, old or new). */
+/* Makes directory `dir`, read as `in`, hold `out`: see above; first warns
+ * of entries an interrupted write-back left. Returns 0, or -1 with a reason
+ * naming the file in err, the package then as it was. */
 int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *out, char *err,
                        size_t errlen);
 
@@ -58,7 +59,9 @@ int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *
  * -1 with a reason naming the directory that could not be made in err. */
 int pkg_make_dirs(const char *dir, char *err, size_t errlen);
 
-/* Writes every file of `out` under `dir`, making it (and its parents) first. */
+/* Writes every file of `out` into the new directory `dir`, made (its
+ * missing parents first) by the same all-or-nothing write-back: a failure
+ * leaves no `dir`. */
 int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errlen);
 
 #endif

@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/fdio.h"
+#include "core/beneath_write.h"
 #include "err_line.h"
 #include "rl_writer.h"
+
+#define RESULTS_NAME "results.yaml"
 
 static const char HEADER[] = "apiVersion: kpt.dev/v1\n"
                              "kind: FunctionResultList\n"
@@ -129,24 +132,57 @@ int results_file_add(results_file *rf, const char *image, int failed, const rl_l
     return 0;
 }
 
+/* The results directory, opened as the user named it (--results-dir is
+ * theirs: links on its way are theirs too); results.yaml itself is never
+ * followed. A descriptor, or -1 with err set. */
+static int open_results_dir(const char *dir, char *err, size_t errlen)
+{
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        err_line_set(err, errlen, "%s: %s", dir, strerror(errno));
+    return fd;
+}
+
+static void refusal(const char *dir, int why, char *err, size_t errlen)
+{
+    if (why == ELOOP)
+        err_line_set(err, errlen, "%s/" RESULTS_NAME " is a symbolic link: results are written "
+                     "only as a file of the results directory, never through a link", dir);
+    else
+        err_line_set(err, errlen, "%s/" RESULTS_NAME ": %s", dir, strerror(why));
+}
+
+int results_file_check(const char *dir, char *err, size_t errlen)
+{
+    int fd = open_results_dir(dir, err, errlen);
+    if (fd < 0)
+        return -1;
+    int kind = beneath_kind(fd, RESULTS_NAME, NULL), why = errno;
+    close(fd);
+    if (kind == S_IFLNK || kind == S_IFDIR || kind < 0) {
+        refusal(dir, kind == S_IFLNK ? ELOOP : kind == S_IFDIR ? EISDIR : why, err, errlen);
+        return -1;
+    }
+    return 0;
+}
+
 int results_file_write(const results_file *rf, const char *dir, int exit_code, buf *path,
                        char *err, size_t errlen)
 {
     buf text = { 0 };
     int rc = -1, fd = -1;
-    if (buf_printf(path, "%s/results.yaml", dir) < 0 ||
+    if (buf_printf(path, "%s/" RESULTS_NAME, dir) < 0 ||
         buf_printf(&text, "%sexitCode: %d\n%s", HEADER, exit_code, rf->n ? "items:\n" : "") < 0 ||
         buf_append(&text, rf->items.data, rf->items.len) < 0)
-        err_line_set(err, errlen, "%s/results.yaml: out of memory", dir);
-    else if ((fd = open(path->data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0 ||
-             fd_write_all(fd, text.data, text.len) < 0)
-        err_line_set(err, errlen, "%s: %s", path->data, strerror(errno));
+        err_line_set(err, errlen, "%s/" RESULTS_NAME ": out of memory", dir);
+    else if ((fd = open_results_dir(dir, err, errlen)) < 0)
+        ;
+    else if (beneath_replace(fd, RESULTS_NAME, text.data, text.len, 0666) < 0)
+        refusal(dir, errno, err, errlen);
     else
         rc = 0;
-    if (fd >= 0 && close(fd) < 0 && rc == 0) {
-        err_line_set(err, errlen, "%s: %s", path->data, strerror(errno));
-        rc = -1;
-    }
+    if (fd >= 0)
+        close(fd);
     buf_free(&text);
     return rc;
 }

@@ -79,3 +79,19 @@ Test(pkg_write, files_by_index_default_names_and_no_bookkeeping)
                                            "  namespace: shop\n  annotations:\n    keep: me\n");
     pkg_layout_free(&l);
 }
+
+Test(pkg_write, a_nul_byte_in_what_makes_a_path_is_refused)
+{
+    const char *rl = RL "- kind: ConfigMap\n  metadata:\n    name: x\n    annotations:\n"
+                        "      internal.config.kubernetes.io/path: \"x.yaml\\0/../..\"\n";
+    layout_fails(rl, "the output: items[0] (ConfigMap/x): internal.config.kubernetes.io/path "
+                     "\"x.yaml\\x00/../..\" holds a NUL byte (\\x00) at offset 6: refused, the "
+                     "value would be cut there");
+    layout_fails(RL "- kind: ConfigMap\n  metadata:\n    name: \"a\\0b\"\n",
+                 "the output: items[0] (ConfigMap/a): metadata.name \"a\\x00b\" holds a NUL byte "
+                 "(\\x00) at offset 1: refused, the value would be cut there");
+    layout_fails(RL "- kind: ConfigMap\n  metadata:\n    name: x\n    annotations:\n"
+                    "      config.kubernetes.io/index: \"1\\0\"\n",
+                 "the output: items[0] (ConfigMap/x): config.kubernetes.io/index \"1\\x00\" holds "
+                 "a NUL byte (\\x00) at offset 1: refused, the value would be cut there");
+}
