@@ -274,6 +274,10 @@ static int config_start(lookup *lk, const json *manifest)
         buf_free(&reason);
         return -1;
     }
+    const json *mt = json_get(manifest, "mediaType");
+    if (mt && mt->type == JSON_STRING && strlen(mt->str) != mt->len)
+        return buf_printf(lk->err, "image \"%s\": the manifest's mediaType has a NUL byte (\\u0000) at offset %zu; "
+                          "refused", lk->image, strlen(mt->str)), -1;
     lk->out->media_type = strdup(json_get_str(manifest, "mediaType") ? json_get_str(manifest, "mediaType") : "");
     lk->out->config_digest = strdup(d.digest);
     lk->config = d;

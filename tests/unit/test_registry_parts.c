@@ -272,3 +272,30 @@ Test(oci_manifest, config_descriptor_and_strings)
     json_free(c);
     buf_free(&err);
 }
+
+/* "\u0000" in a registry's string would cut its C string: an Entrypoint
+ * "/fn\u0000 --evil" must not run as "/fn", nor a digest verify shortened. */
+Test(oci_manifest, nul_bytes_are_refused_not_cut)
+{
+    buf err = {0};
+    char **v;
+    size_t n;
+    json *c = parse("{\"config\":{\"Entrypoint\":[\"/fn\",\"/bin/sh\\u0000 -c evil\"]}}");
+    cr_expect_eq(oci_config_strings(c, "Entrypoint", &v, &n, &err), -1);
+    cr_expect_str_eq(err.data, "config.Entrypoint[1] has a NUL byte (\\u0000) at offset 7");
+    json_free(c);
+    oci_descriptor d;
+    json *m = parse("{\"config\":{\"digest\":\"" DA "\\u0000x\",\"size\":1}}");
+    buf_reset(&err);
+    cr_expect_eq(oci_manifest_config(m, &d, &err), -1);
+    cr_expect_str_eq(err.data, "the manifest's config descriptor has a digest with a NUL byte (\\u0000) at offset 71");
+    json_free(m);
+    oci_platform amd64;
+    cr_assert_eq(oci_platform_parse("linux/amd64", &amd64, &err), 0);
+    json *index = parse("{\"manifests\":[{\"digest\":\"" DA "\",\"platform\":{\"os\":\"linux\\u0000\","
+                        "\"architecture\":\"amd64\"}}]}");
+    buf_reset(&err);
+    cr_expect_eq(oci_index_select(index, &amd64, &d, &err), -1);
+    json_free(index);
+    buf_free(&err);
+}
