@@ -163,6 +163,18 @@ step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
     return -1;
 }
 
+/* The offset of a NUL byte in scalar node id, or -1: libyaml keeps "\0"
+ * inside a scalar, and its C string would be other text ("fn:v1\0..." is
+ * not "fn:v1"), so such text is refused where it is read, never cut. */
+static long scalar_nul_at(const yaml_document_t *y, int id)
+{
+    const yaml_node_t *n = yaml_document_get_node((yaml_document_t *)y, id);
+    if (!n || n->type != YAML_SCALAR_NODE)
+        return -1;
+    const void *nul = memchr(n->data.scalar.value, '\0', n->data.scalar.length);
+    return nul ? (long)((const yaml_char_t *)nul - n->data.scalar.value) : -1;
+}
+
 /* A configMap's entries (scalars) as a ConfigMap object. */
 static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_step *s)
 {
@@ -180,6 +192,9 @@ static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_s
         if (!pairs[j].key || !pairs[j].value)
             rc = step_error(k, list, i, "configMap entry %zu is not a string key and value",
                             j + 1);
+        else if (scalar_nul_at(k->y, pair->key) >= 0 || scalar_nul_at(k->y, pair->value) >= 0)
+            rc = step_error(k, list, i, "configMap entry %zu has a NUL byte (\\x00) in its %s", j + 1,
+                            scalar_nul_at(k->y, pair->key) >= 0 ? "key" : "value");
     }
     if (rc == 0 && !(s->config = rl_doc_config_map(CONFIG_MAP_NAME, pairs, n)))
         rc = step_error(k, list, i, "out of memory");
@@ -200,11 +215,18 @@ static int step_config_path(kptfile *k, const char *list, size_t i, const char *
     return rc;
 }
 
-static int optional_text(kptfile *k, int entry, const char *key, const char **out)
+/* The step's string `key` in *out (NULL when absent or null); -1 with the
+ * step's error when it is not a string or holds a NUL byte. */
+static int optional_text(kptfile *k, const char *list, size_t i, int entry, const char *key, const char **out)
 {
     int id = rl_yaml_get(k->y, entry, key);
     *out = rl_yaml_is_null(k->y, id) ? NULL : rl_yaml_text(k->y, id);
-    return rl_yaml_is_null(k->y, id) || *out ? 0 : -1;
+    if (!rl_yaml_is_null(k->y, id) && !*out)
+        return step_error(k, list, i, "%s is not a string", key);
+    long nul = *out ? scalar_nul_at(k->y, id) : -1;
+    if (nul >= 0)
+        return step_error(k, list, i, "%s has a NUL byte (\\x00) at offset %ld", key, nul);
+    return 0;
 }
 
 static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i, int entry)
@@ -217,7 +239,9 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "selectors")) ||
         !rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exclude")))
         return step_error(k, list, i, "selectors and exclude are not supported");
-    if (optional_text(k, entry, "image", &image) < 0 || !image || !*image)
+    if (optional_text(k, list, i, entry, "image", &image) < 0)
+        return -1;
+    if (!image || !*image)
         return step_error(k, list, i, "image is required (a string)");
     buf bad = {0};
     if (image_ref_check(image, &bad) < 0) {
@@ -225,10 +249,9 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         buf_free(&bad);
         return -1;
     }
-    if (optional_text(k, entry, "name", &name) < 0)
-        return step_error(k, list, i, "name is not a string");
-    if (optional_text(k, entry, "configPath", &config_path) < 0)
-        return step_error(k, list, i, "configPath is not a string");
+    if (optional_text(k, list, i, entry, "name", &name) < 0 ||
+        optional_text(k, list, i, entry, "configPath", &config_path) < 0)
+        return -1;
     int config_map = rl_yaml_get(k->y, entry, "configMap");
     if (config_path && !rl_yaml_is_null(k->y, config_map))
         return step_error(k, list, i, "configMap and configPath cannot both be set");
