@@ -239,9 +239,11 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "selectors")) ||
         !rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exclude")))
         return step_error(k, list, i, "selectors and exclude are not supported");
+    if (!rl_yaml_text(k->y, rl_yaml_get(k->y, entry, "image")))
+        return step_error(k, list, i, "image is required (a string)");
     if (optional_text(k, list, i, entry, "image", &image) < 0)
         return -1;
-    if (!image || !*image)
+    if (!*image)
         return step_error(k, list, i, "image is required (a string)");
     buf bad = {0};
     if (image_ref_check(image, &bad) < 0) {
