@@ -207,19 +207,24 @@ static json *parse_string(parser *ps)
 
 static int add_member(parser *ps, json *v, char *key, json *item)
 {
-    size_t n = v->len + 1;
-    json **items = realloc(v->items, n * sizeof *items);
-    if (items)
-        v->items = items;
-    char **keys = v->type == JSON_OBJECT && items ? realloc(v->keys, n * sizeof *keys) : NULL;
-    if (keys)
-        v->keys = keys;
-    if (!items || (v->type == JSON_OBJECT && !keys))
-        return fail(ps, "out of memory"), -1;
+    /* capacity doubles: growing by one member per realloc copied the
+     * array each time, quadratic in a registry's 100,000-element array */
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 4;
+        json **items = realloc(v->items, cap * sizeof *items);
+        if (items)
+            v->items = items;
+        char **keys = v->type == JSON_OBJECT && items ? realloc(v->keys, cap * sizeof *keys) : NULL;
+        if (keys)
+            v->keys = keys;
+        if (!items || (v->type == JSON_OBJECT && !keys))
+            return fail(ps, "out of memory"), -1;
+        v->cap = cap;
+    }
     v->items[v->len] = item;
-    if (keys)
+    if (v->type == JSON_OBJECT)
         v->keys[v->len] = key;
-    v->len = n;
+    v->len++;
     return 0;
 }
 

@@ -33,6 +33,7 @@ struct json {
     size_t len;           /* JSON_STRING: bytes; ARRAY/OBJECT: members */
     char **keys;          /* JSON_OBJECT: member names, in document order */
     json **items;         /* ARRAY: elements; OBJECT: member values */
+    size_t cap;           /* ARRAY/OBJECT: members items (and keys) have room for */
 };
 
 #define JSON_MAX_DEPTH 64

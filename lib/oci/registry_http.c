@@ -484,17 +484,15 @@ static int token_end(reg_client *c, reg_auth *a, buf *err)
     reg_response *r = &c->resp;
     int rc = -1;
     json *doc = r->status == 200 ? json_parse(r->body.data, r->body.len, &jerr) : NULL;
-    const char *tok = json_get_str(doc, "token");
-    if (!tok || !*tok)
-        tok = json_get_str(doc, "access_token");
-    if (tok && *tok) {
+    const char *tok = www_auth_token_of(doc);
+    if (tok) {
         free(a->token);
         a->token = strdup(tok);
         rc = a->token ? 0 : (buf_printf(err, "out of memory"), -1);
     } else {
         describe_host(c, a, err);
         buf_printf(err, ": the token service %s answered HTTP %ld %s (no token); tried ", c->realm ? c->realm : "",
-                   r->status, r->status == 200 ? "without a token or access_token" : "");
+                   r->status, r->status == 200 ? "without a usable token or access_token (a non-empty string without control bytes)" : "");
         describe_credentials(a, err);
     }
     json_free(doc);

@@ -299,3 +299,29 @@ Test(oci_manifest, nul_bytes_are_refused_not_cut)
     json_free(index);
     buf_free(&err);
 }
+
+/* A token goes into an Authorization header: one with CR/LF would add
+ * headers, one with "\u0000" would be cut; "token" wins over
+ * "access_token" unless empty. */
+Test(www_auth, token_of_the_realm_answer)
+{
+    static const struct { const char *answer, *token; } cases[] = {
+        {"{\"token\":\"t1\",\"access_token\":\"t2\"}", "t1"},
+        {"{\"token\":\"\",\"access_token\":\"t2\"}", "t2"},
+        {"{\"access_token\":\"t2\"}", "t2"},
+        {"{\"token\":7}", NULL},
+        {"[]", NULL},
+        {"{\"token\":\"t\\r\\nX-Evil: 1\"}", NULL},
+        {"{\"token\":\"t\\u0000x\"}", NULL},
+        {"{\"token\":\"t\\u001b\"}", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json *doc = parse(cases[i].answer);
+        const char *t = www_auth_token_of(doc);
+        if (cases[i].token)
+            cr_expect(t && !strcmp(t, cases[i].token), "%s", cases[i].answer);
+        else
+            cr_expect_null(t, "%s", cases[i].answer);
+        json_free(doc);
+    }
+}
