@@ -248,6 +248,25 @@ def test_redirects_are_bounded_and_stay_on_http(hosts):
     assert "was redirected to file:///etc/passwd, neither http nor https; refused" in r.stderr, r.stderr
 
 
+def test_token_with_control_bytes_is_refused(hosts):
+    """A token goes into the Authorization header: one with CR/LF would add
+    headers to the registry request. It is refused, naming the realm."""
+    manifest, config = image()
+    realm = hosts("127.0.0.1", lambda _, h: (200, [("Content-Type", "application/json")],
+                                              b'{"token":"t\\r\\nX-Injected: 1"}'))
+    injected = []
+
+    def handle(s, h):
+        injected.append(h.headers.get("X-Injected"))
+        return image_server(manifest, config, "t", f"{realm.url}/token")(s, h)
+
+    reg = hosts("127.0.0.1", handle)
+    r = lookup(f"{reg.addr}/{REPO}:v1")
+    assert r.returncode == 1
+    assert f"the token service {realm.url}/token answered HTTP 200 without a usable token" in r.stderr, r.stderr
+    assert injected == [None] and len(reg.seen) == 1
+
+
 # ------------------------------------------------------------------ sizes
 
 def test_every_answer_is_bounded(hosts, tmp_path):
