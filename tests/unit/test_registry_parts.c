@@ -325,3 +325,27 @@ Test(www_auth, token_of_the_realm_answer)
         json_free(doc);
     }
 }
+
+/* A NUL byte in a credential would send another password (its C string is
+ * cut there): refused, naming the field. */
+Test(docker_config, nul_bytes_in_credentials)
+{
+    static const struct { const char *cfg, *message; } cases[] = {
+        {"{\"auths\":{\"r.io\":{\"username\":\"a\",\"password\":\"pw\\u0000x\"}}}",
+         "auths[\"r.io\"].password has a NUL byte"},
+        {"{\"auths\":{\"r.io\":{\"username\":\"a\\u0000\",\"password\":\"pw\"}}}",
+         "auths[\"r.io\"].username has a NUL byte"},
+        {"{\"auths\":{\"r.io\":{\"auth\":\"YTpwdwB4\"}}}",   /* "a:pw\0x" */
+         "auths[\"r.io\"].auth is not base64 of \"user:password\" (without NUL bytes)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        docker_cred c;
+        buf err = {0};
+        char *path = write_tmp(cases[i].cfg);
+        cr_expect_eq(docker_config_lookup(path, "r.io", &c, &err), -1, "%s", cases[i].cfg);
+        cr_expect(err.data && strstr(err.data, cases[i].message), "%s", err.data);
+        unlink(path);
+        free(path);
+        buf_free(&err);
+    }
+}
