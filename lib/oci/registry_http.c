@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "core/json.h"
+#include "oci/oci_manifest.h"
 #include "oci/www_auth.h"
 
 #define TOKEN_MAX_BYTES (1u << 20)
@@ -483,7 +484,7 @@ static int token_end(reg_client *c, reg_auth *a, buf *err)
     buf jerr = {0};
     reg_response *r = &c->resp;
     int rc = -1;
-    json *doc = r->status == 200 ? json_parse(r->body.data, r->body.len, &jerr) : NULL;
+    json *doc = r->status == 200 ? json_parse_max(r->body.data, r->body.len, REGISTRY_JSON_MAX_VALUES, &jerr) : NULL;
     const char *tok = www_auth_token_of(doc);
     if (tok) {
         free(a->token);

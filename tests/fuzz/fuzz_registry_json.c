@@ -1,7 +1,7 @@
 /* Fuzzes what runner-client reads from a registry (untrusted network
  * input): manifests, indexes and image configs (lib/oci/oci_manifest) and
  * the token service's answer (lib/oci/www_auth), each parsed by lib/json as
- * the lookup parses them. Properties: every call either succeeds or says
+ * the lookup parses them (at most REGISTRY_JSON_MAX_VALUES values). Properties: every call either succeeds or says
  * why; a descriptor taken from an index or manifest has a valid sha256
  * digest whose C string is all of it; Entrypoint/Cmd strings are the JSON
  * strings exactly (a NUL inside is refused, never cut); a token has no
@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *content_type = content_types[data[0] % (sizeof content_types / sizeof *content_types)];
     size_t n = fuzz_stretch(data, data + 4, size - 4, answer, sizeof answer);
     buf err = {0};
-    json *doc = json_parse((const char *)answer, n, &err);
+    json *doc = json_parse_max((const char *)answer, n, REGISTRY_JSON_MAX_VALUES, &err);
     if (doc)
         check_document(doc, content_type);
     else

@@ -272,8 +272,9 @@ def test_token_with_control_bytes_is_refused(hosts):
 
 def test_every_answer_is_bounded(hosts, tmp_path):
     """A manifest past 4 MiB, a token answer past 1 MiB (sent without a
-    Content-Length, so only counting stops it) and headers past 64 KiB are
-    refused with a message naming the limit."""
+    Content-Length, so only counting stops it), a config of more than
+    200,000 JSON values and headers past 64 KiB are refused with a message
+    naming the limit."""
     big = b"{" + b" " * (5 << 20) + b"}"
     reg = hosts("127.0.0.1", lambda s, h: (200, [("Content-Type", oci.MT_MANIFEST)], big))
     r = lookup(f"{reg.addr}/{REPO}:v1")
@@ -297,6 +298,17 @@ def test_every_answer_is_bounded(hosts, tmp_path):
     r = lookup(f"{tok.addr}/{REPO}:v1")
     assert r.returncode == 1
     assert f"/token?service=r&scope=repository%3Afn%2Fx%3Apull is larger than {1 << 20} bytes" in r.stderr, r.stderr
+
+    # within the 16 MiB of a config, values that would cost 80 bytes each in the tree
+    manifest, config = image()
+    config = config[:-1] + b',"x":[' + b",".join([b"1"] * 300000) + b"]}"
+    manifest = oci.to_json({"schemaVersion": 2, "mediaType": oci.MT_MANIFEST,
+                            "config": oci.descriptor(oci.MT_CONFIG, config), "layers": []})
+    wide = hosts("127.0.0.1", image_server(manifest, config))
+    r = lookup(f"{wide.addr}/{REPO}:v1")
+    assert r.returncode == 1
+    assert "cannot be read as JSON: offset 400" in r.stderr and \
+           "more than 200000 JSON values (the limit for this document)" in r.stderr, r.stderr
 
     many = [(f"X-Padding-{i}", "p" * 1000) for i in range(100)]
     hdr = hosts("127.0.0.1", lambda s, h: (200, [("Content-Type", oci.MT_MANIFEST)] + many, b"{}"))
