@@ -62,8 +62,14 @@ def test_serve_refuses_an_image_with_nul(serve_with_fn):
     assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
 
 
-def test_wrapper_server_refuses_an_image_with_nul(cat_server):
-    err = cat_server.evaluate_error(simple_rl(), image="example.com/fn:v1\0x")
+@pytest.mark.parametrize("size", ["small", "streamed"])
+def test_wrapper_server_refuses_an_image_with_nul(cat_server, size):
+    """Also when the function was started on the first bytes of a large
+    ResourceList, before the image (field 2) arrived: it is stopped and does
+    not answer."""
+    rl = simple_rl() if size == "small" else resource_list(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  k: " + "x" * (1 << 20) + "\n")
+    err = cat_server.evaluate_error(rl, image="example.com/fn:v1\0x")
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "has a NUL byte (\\x00) at offset 17" in err.details()
-    assert cat_server.evaluate(simple_rl(), image="example.com/fn:v1").resource_list
+    assert cat_server.evaluate(rl, image="example.com/fn:v1").resource_list
