@@ -525,7 +525,11 @@ static int authenticate(reg_client *c, reg_auth *a, const char *url, const char 
     buf_free(&perr);
     int rc = -1;
     a->challenged = 1;
-    if (ch.scheme == WWW_AUTH_BEARER && ch.realm) {
+    if (ch.scheme == WWW_AUTH_BEARER && ch.realm && strncasecmp(ch.realm, "https://", 8) &&
+        strncasecmp(ch.realm, "http://", 7)) {
+        describe_host(c, a, err);
+        buf_printf(err, " names a token realm \"%s\" that is not an http(s) URL", ch.realm);
+    } else if (ch.scheme == WWW_AUTH_BEARER && ch.realm) {
         free(c->retry_url);
         c->retry_url = strdup(url);
         rc = !c->retry_url ? (buf_printf(err, "out of memory"), -1) : token_start(c, a, &ch, err) < 0 ? -1 : 1;

@@ -235,7 +235,7 @@ def test_no_secret_over_plain_http_to_a_host_not_named_insecure(hosts, tmp_path)
     assert realm.auth_seen() == [None]
 
 
-def test_redirects_are_bounded_and_stay_on_http(hosts):
+def test_redirects_and_realms_are_bounded_and_stay_on_http(hosts):
     # relative Locations, resolved against the request's URL
     loops = hosts("127.0.0.1", lambda s, h: (302, [("Location", f"{h.path.rsplit('/', 1)[1]}x")], b""))
     r = lookup(f"{loops.addr}/{REPO}:v1")
@@ -243,6 +243,11 @@ def test_redirects_are_bounded_and_stay_on_http(hosts):
     assert f"registry {loops.addr}: GET {loops.url}/v2/{REPO}/manifests/v1xxxxx was redirected more than 5 " \
            "times; refused" in r.stderr, r.stderr
     assert len(loops.seen) == 6
+    realm = hosts("127.0.0.1", lambda s, h: challenge("file:///etc/passwd", "r"))
+    r = lookup(f"{realm.addr}/{REPO}:v1")
+    assert r.returncode == 1
+    assert f'registry {realm.addr} names a token realm "file:///etc/passwd" that is not an http(s) URL' \
+        in r.stderr, r.stderr
     other = hosts("127.0.0.1", lambda s, h: (307, [("Location", "file:///etc/passwd")], b""))
     r = lookup(f"{other.addr}/{REPO}:v1")
     assert r.returncode == 1
