@@ -63,34 +63,51 @@ static int parse_cli(image_cli *cli, int argc, char **argv, int *help, buf *err)
     return 0;
 }
 
-static void print_json_strings(buf *out, char **v, size_t n)
+static int print_json_strings(buf *out, char **v, size_t n)
 {
-    buf_append_str(out, "[");
+    int rc = buf_append_str(out, "[");
     for (size_t i = 0; i < n; i++) {
         if (i)
-            buf_append_str(out, ",");
-        json_write_string(out, v[i], strlen(v[i]));
+            rc |= buf_append_str(out, ",");
+        rc |= json_write_string(out, v[i], strlen(v[i]));
     }
-    buf_append_str(out, "]");
+    return rc | buf_append_str(out, "]");
 }
 
-static void print_json(const char *image, const registry_result *r)
+/* A string member written by the JSON writer even when empty: every string
+ * here may come from the registry (a mediaType is whatever it sent). */
+static void json_member_string(json_obj *o, const char *key, const char *value)
+{
+    json_obj_key(o, key);
+    o->rc |= json_write_string(o->out, value, strlen(value));
+}
+
+static int print_json(const char *image, const registry_result *r)
 {
     buf out = {0};
-    buf_append_str(&out, "{\"image\":");
-    json_write_string(&out, image, strlen(image));
-    buf_printf(&out, ",\"digest\":\"%s\",\"entrypoint\":", r->digest);
-    print_json_strings(&out, r->entrypoint, r->n_entrypoint);
-    buf_append_str(&out, ",\"configEntrypoint\":");
-    print_json_strings(&out, r->config_entrypoint, r->n_config_entrypoint);
-    buf_append_str(&out, ",\"configCmd\":");
-    print_json_strings(&out, r->config_cmd, r->n_config_cmd);
-    buf_printf(&out, ",\"fromIndex\":%s", r->from_index ? "true" : "false");
+    json_obj o;
+    json_obj_begin(&o, &out);
+    json_member_string(&o, "image", image);
+    json_member_string(&o, "digest", r->digest);
+    json_obj_key(&o, "entrypoint");
+    o.rc |= print_json_strings(&out, r->entrypoint, r->n_entrypoint);
+    json_obj_key(&o, "configEntrypoint");
+    o.rc |= print_json_strings(&out, r->config_entrypoint, r->n_config_entrypoint);
+    json_obj_key(&o, "configCmd");
+    o.rc |= print_json_strings(&out, r->config_cmd, r->n_config_cmd);
+    json_obj_key(&o, "fromIndex");
+    o.rc |= buf_append_str(&out, r->from_index ? "true" : "false");
     if (r->index_digest)
-        buf_printf(&out, ",\"indexDigest\":\"%s\"", r->index_digest);
-    buf_printf(&out, ",\"mediaType\":\"%s\",\"configDigest\":\"%s\"}\n", r->media_type, r->config_digest);
-    fputs(out.data, stdout);
+        json_member_string(&o, "indexDigest", r->index_digest);
+    json_member_string(&o, "mediaType", r->media_type);
+    json_member_string(&o, "configDigest", r->config_digest);
+    int rc = json_obj_end(&o) < 0 || buf_append_str(&out, "\n") < 0 ? -1 : 0;
+    if (rc < 0)
+        term_printf(stderr, "runner-client image: out of memory writing the JSON of \"%s\"\n", image);
+    else
+        fputs(out.data, stdout);
     buf_free(&out);
+    return rc;
 }
 
 static void print_text(const char *image, const registry_result *r)
@@ -115,10 +132,10 @@ static int run_lookups(const image_cli *cli, const registry_opts *opts)
             term_printf(stderr, "runner-client image: %s\n", err.data ? err.data : "lookup failed");
             rc = 1;
         } else {
-            if (!strcmp(cli->output, "json"))
-                print_json(cli->images[i], &r);
-            else
+            if (strcmp(cli->output, "json"))
                 print_text(cli->images[i], &r);
+            else if (print_json(cli->images[i], &r) < 0)
+                rc = 1;
             registry_result_free(&r);
         }
         buf_free(&err);

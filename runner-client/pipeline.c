@@ -161,16 +161,6 @@ static int refuse_nul_node(kptfile *k, const char *list, size_t i, int id, const
     return 0;
 }
 
-/* The step's image, name and configPath. */
-static int refuse_nul(kptfile *k, const char *list, size_t i, int entry)
-{
-    static const char *const keys[] = { "image", "name", "configPath" };
-    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++)
-        if (refuse_nul_node(k, list, i, rl_yaml_get(k->y, entry, keys[j]), keys[j]) < 0)
-            return -1;
-    return 0;
-}
-
 /* A configMap's entries (scalars) as a ConfigMap object. */
 static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_step *s)
 {
@@ -223,11 +213,15 @@ static int step_config_path(kptfile *k, const char *list, size_t i, const char *
     return rc;
 }
 
-static int optional_text(kptfile *k, int entry, const char *key, const char **out)
+/* The step's string `key` in *out (NULL when absent or null); -1 with the
+ * step's error when it is not a string or holds a NUL byte. */
+static int optional_text(kptfile *k, const char *list, size_t i, int entry, const char *key, const char **out)
 {
     int id = rl_yaml_get(k->y, entry, key);
     *out = rl_yaml_is_null(k->y, id) ? NULL : rl_yaml_text(k->y, id);
-    return rl_yaml_is_null(k->y, id) || *out ? 0 : -1;
+    if (!rl_yaml_is_null(k->y, id) && !*out)
+        return step_error(k, list, i, "%s is not a string", key);
+    return *out ? refuse_nul_node(k, list, i, id, key) : 0;
 }
 
 static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i, int entry)
@@ -235,14 +229,16 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
     const char *image, *name, *config_path;
     if (yaml_document_get_node((yaml_document_t *)k->y, entry)->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "not a mapping");
-    if (refuse_nul(k, list, i, entry) < 0)
-        return -1;
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exec")))
         return step_error(k, list, i, "exec functions are not supported; use image");
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "selectors")) ||
         !rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exclude")))
         return step_error(k, list, i, "selectors and exclude are not supported");
-    if (optional_text(k, entry, "image", &image) < 0 || !image || !*image)
+    if (!rl_yaml_text(k->y, rl_yaml_get(k->y, entry, "image")))
+        return step_error(k, list, i, "image is required (a string)");
+    if (optional_text(k, list, i, entry, "image", &image) < 0)
+        return -1;
+    if (!*image)
         return step_error(k, list, i, "image is required (a string)");
     buf bad = {0};
     if (image_ref_check(image, &bad) < 0) {
@@ -250,10 +246,9 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         buf_free(&bad);
         return -1;
     }
-    if (optional_text(k, entry, "name", &name) < 0)
-        return step_error(k, list, i, "name is not a string");
-    if (optional_text(k, entry, "configPath", &config_path) < 0)
-        return step_error(k, list, i, "configPath is not a string");
+    if (optional_text(k, list, i, entry, "name", &name) < 0 ||
+        optional_text(k, list, i, entry, "configPath", &config_path) < 0)
+        return -1;
     int config_map = rl_yaml_get(k->y, entry, "configMap");
     if (config_path && !rl_yaml_is_null(k->y, config_map))
         return step_error(k, list, i, "configMap and configPath cannot both be set");

@@ -12,6 +12,8 @@ typedef struct parser {
     const char *p, *start, *end;
     buf *err;
     int depth;
+    size_t values_left;   /* the caller's budget of values (tree nodes) */
+    size_t max_values;
 } parser;
 
 static json *parse_value(parser *ps);
@@ -31,6 +33,13 @@ static void skip_ws(parser *ps)
 
 static json *new_value(parser *ps, json_type t)
 {
+    if (ps->values_left == 0) {
+        if (ps->err && ps->err->len == 0)
+            buf_printf(ps->err, "offset %zu: more than %zu JSON values (the limit for this document)",
+                       (size_t)(ps->p - ps->start), ps->max_values);
+        return NULL;
+    }
+    ps->values_left--;
     json *v = calloc(1, sizeof *v);
     if (!v)
         return fail(ps, "out of memory");
@@ -207,19 +216,24 @@ static json *parse_string(parser *ps)
 
 static int add_member(parser *ps, json *v, char *key, json *item)
 {
-    size_t n = v->len + 1;
-    json **items = realloc(v->items, n * sizeof *items);
-    if (items)
-        v->items = items;
-    char **keys = v->type == JSON_OBJECT && items ? realloc(v->keys, n * sizeof *keys) : NULL;
-    if (keys)
-        v->keys = keys;
-    if (!items || (v->type == JSON_OBJECT && !keys))
-        return fail(ps, "out of memory"), -1;
+    /* capacity doubles: growing by one member per realloc copied the
+     * array each time, quadratic in a registry's 100,000-element array */
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 4;
+        json **items = realloc(v->items, cap * sizeof *items);
+        if (items)
+            v->items = items;
+        char **keys = v->type == JSON_OBJECT && items ? realloc(v->keys, cap * sizeof *keys) : NULL;
+        if (keys)
+            v->keys = keys;
+        if (!items || (v->type == JSON_OBJECT && !keys))
+            return fail(ps, "out of memory"), -1;
+        v->cap = cap;
+    }
     v->items[v->len] = item;
-    if (keys)
+    if (v->type == JSON_OBJECT)
         v->keys[v->len] = key;
-    v->len = n;
+    v->len++;
     return 0;
 }
 
@@ -314,7 +328,13 @@ static json *parse_value(parser *ps)
 
 json *json_parse(const char *data, size_t len, buf *err)
 {
-    parser ps = {.p = data, .start = data, .end = data + len, .err = err};
+    return json_parse_max(data, len, SIZE_MAX, err);
+}
+
+json *json_parse_max(const char *data, size_t len, size_t max_values, buf *err)
+{
+    parser ps = {.p = data, .start = data, .end = data + len, .err = err, .values_left = max_values,
+                  .max_values = max_values};
     if (err)
         buf_reset(err);
     json *v = parse_value(&ps);

@@ -33,6 +33,7 @@ struct json {
     size_t len;           /* JSON_STRING: bytes; ARRAY/OBJECT: members */
     char **keys;          /* JSON_OBJECT: member names, in document order */
     json **items;         /* ARRAY: elements; OBJECT: member values */
+    size_t cap;           /* ARRAY/OBJECT: members items (and keys) have room for */
 };
 
 #define JSON_MAX_DEPTH 64
@@ -40,6 +41,10 @@ struct json {
 /* Parses all of data[0..len) (one value, surrounding whitespace allowed).
  * Returns the tree, or NULL with "offset N: reason" in err. */
 json *json_parse(const char *data, size_t len, buf *err);
+/* The same with at most max_values values (tree nodes: each costs about 80
+ * bytes, so a peer's 16 MiB of "[1,1,...]" would cost 0.6 GB): more is an
+ * error ("offset N: more than MAX JSON values (the limit for this document)"). */
+json *json_parse_max(const char *data, size_t len, size_t max_values, buf *err);
 void json_free(json *v);
 
 /* The value of member `key` of an object (the last one when repeated, as

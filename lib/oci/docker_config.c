@@ -73,17 +73,31 @@ static const json *find_entry(const json *auths, const char *registry)
     return found;
 }
 
+/* Whether the member key of entry is a string with a NUL byte inside:
+ * its C string would be another user name or password. */
+static int member_has_nul(const json *entry, const char *key)
+{
+    const json *v = json_get(entry, key);
+    return json_str(v) && strlen(v->str) != v->len;
+}
+
 static int entry_credentials(const json *entry, const char *path, const char *registry,
                              docker_cred *out, buf *err)
 {
+    static const char *const secrets[] = {"auth", "username", "password"};
+    for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++)
+        if (member_has_nul(entry, secrets[i]))
+            return buf_printf(err, "Docker config %s: auths[\"%s\"].%s has a NUL byte (\\u0000)", path, registry,
+                              secrets[i]), -1;
     const char *auth = json_get_str(entry, "auth");
     if (auth && *auth) {
         buf plain = {0};
         char *colon;
-        if (base64_decode(auth, strlen(auth), &plain) < 0 || !plain.data || !(colon = strchr(plain.data, ':'))) {
+        if (base64_decode(auth, strlen(auth), &plain) < 0 || !plain.data || !(colon = strchr(plain.data, ':')) ||
+            strlen(plain.data) != plain.len) {
             buf_free(&plain);
-            return buf_printf(err, "Docker config %s: auths[\"%s\"].auth is not base64 of \"user:password\"",
-                              path, registry), -1;
+            return buf_printf(err, "Docker config %s: auths[\"%s\"].auth is not base64 of \"user:password\" "
+                              "(without NUL bytes)", path, registry), -1;
         }
         *colon = '\0';
         out->username = strdup(plain.data);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/go_quote.h"
+
 #define NAME_MAX_LEN 255   /* registry + "/" + repository, as Docker limits it */
 #define TAG_MAX_LEN 128
 
@@ -179,7 +181,8 @@ static int split_name(const char *ref, const char *s, size_t n, image_ref *out, 
     return 0;
 }
 
-int image_ref_parse(const char *s, image_ref *out, buf *err)
+/* Parses the NUL-terminated s, which has no other NUL. */
+static int parse_text(const char *s, image_ref *out, buf *err)
 {
     memset(out, 0, sizeof *out);
     size_t n = strlen(s);
@@ -205,6 +208,29 @@ int image_ref_parse(const char *s, image_ref *out, buf *err)
     return 0;
 }
 
+int image_ref_parse_n(const char *s, size_t n, image_ref *out, buf *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *nul = memchr(s, '\0', n);
+    if (nul) {   /* the C string would name another image: refuse, never cut */
+        buf_append_str(err, "invalid image reference ");
+        go_quote_bytes(s, n, err);
+        buf_printf(err, ": NUL byte (\\x00) at offset %zu", (size_t)(nul - s));
+        return -1;
+    }
+    char *text = dup_n(s, n);
+    if (!text)
+        return buf_printf(err, "out of memory parsing an image reference"), -1;
+    int rc = parse_text(text, out, err);
+    free(text);
+    return rc;
+}
+
+int image_ref_parse(const char *s, image_ref *out, buf *err)
+{
+    return image_ref_parse_n(s, strlen(s), out, err);
+}
+
 void image_ref_free(image_ref *r)
 {
     free(r->registry);
@@ -215,13 +241,18 @@ void image_ref_free(image_ref *r)
     memset(r, 0, sizeof *r);
 }
 
-int image_ref_check(const char *s, buf *err)
+int image_ref_check_n(const char *s, size_t n, buf *err)
 {
     image_ref r;
-    if (image_ref_parse(s, &r, err) < 0)
+    if (image_ref_parse_n(s, n, &r, err) < 0)
         return -1;
     image_ref_free(&r);
     return 0;
+}
+
+int image_ref_check(const char *s, buf *err)
+{
+    return image_ref_check_n(s, strlen(s), err);
 }
 
 const char *image_ref_reference(const image_ref *r)

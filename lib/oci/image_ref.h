@@ -21,8 +21,14 @@ typedef struct image_ref {
     char *digest;      /* "sha256:<64 hex>" or NULL */
 } image_ref;
 
-/* Parses s. Returns 0, or -1 with a reason naming the reference in err
- * (nothing to free then). */
+/* Parses s[0..n). Returns 0, or -1 with a reason naming the reference in
+ * err (nothing to free then). A NUL byte inside is refused, naming its
+ * offset: text that came with a length (YAML, protobuf) and holds a NUL
+ * would name another image as a C string ("example.com/fn:v1\0..." is not
+ * "example.com/fn:v1"), so every caller that has a length passes it. */
+int image_ref_parse_n(const char *s, size_t n, image_ref *out, buf *err);
+/* image_ref_parse_n(s, strlen(s)), for strings that cannot hold a NUL
+ * (command-line arguments). */
 int image_ref_parse(const char *s, image_ref *out, buf *err);
 void image_ref_free(image_ref *r);
 
@@ -30,6 +36,7 @@ void image_ref_free(image_ref *r);
  * one check every command applies to an image it is given). Returns 0, or
  * -1 with the reason appended to err, e.g. `invalid image reference "Bad
  * Image!": repository name "Bad Image!" must be lowercase`. */
+int image_ref_check_n(const char *s, size_t n, buf *err);
 int image_ref_check(const char *s, buf *err);
 
 /* What to ask the registry's manifests endpoint for: the digest when there

@@ -78,6 +78,13 @@ int oci_digest_valid(const char *d)
     return 1;
 }
 
+/* Whether v is a string with a NUL byte inside ("\u0000"), which its C
+ * string would cut: such text is refused, never used shortened. */
+static int has_nul(const json *v)
+{
+    return v && v->type == JSON_STRING && strlen(v->str) != v->len;
+}
+
 static int descriptor_read(const json *d, const char *what, oci_descriptor *out, buf *err)
 {
     out->media_type = json_get_str(d, "mediaType");
@@ -86,6 +93,9 @@ static int descriptor_read(const json *d, const char *what, oci_descriptor *out,
     out->size = size && size->type == JSON_NUMBER ? (long long)size->number : -1;
     if (!d || d->type != JSON_OBJECT || !out->digest)
         return buf_printf(err, "%s has no digest", what), -1;
+    if (has_nul(json_get(d, "digest")))
+        return buf_printf(err, "%s has a digest with a NUL byte (\\u0000) at offset %zu", what,
+                          strlen(out->digest)), -1;
     if (!oci_digest_valid(out->digest))
         return buf_printf(err, "%s has an unsupported digest \"%s\" (want sha256:<64 hex digits>)", what,
                           out->digest), -1;
@@ -100,6 +110,8 @@ static int platform_matches(const json *p, const oci_platform *want)
         return !strcmp(want->os, "linux") && !strcmp(want->arch, "amd64") && !want->variant[0];
     const char *os = json_get_str(p, "os"), *arch = json_get_str(p, "architecture");
     const char *variant = json_get_str(p, "variant");
+    if (has_nul(json_get(p, "os")) || has_nul(json_get(p, "architecture")) || has_nul(json_get(p, "variant")))
+        return 0;
     return os && arch && !strcmp(os, want->os) && !strcmp(arch, want->arch) &&
            (!want->variant[0] || (variant && !strcmp(variant, want->variant)));
 }
@@ -157,6 +169,11 @@ int oci_config_strings(const json *config, const char *key, char ***out, size_t 
     if (!arr)
         return buf_printf(err, "out of memory"), -1;
     for (size_t i = 0; i < len; i++) {
+        if (has_nul(v->items[i])) {
+            oci_strings_free(arr);
+            return buf_printf(err, "config.%s[%zu] has a NUL byte (\\u0000) at offset %zu", key, i,
+                              strlen(v->items[i]->str)), -1;
+        }
         if (v->items[i]->type != JSON_STRING || !(arr[i] = strdup(v->items[i]->str))) {
             oci_strings_free(arr);
             return buf_printf(err, "config.%s is not an array of strings", key), -1;

@@ -26,6 +26,11 @@
     DOCKER_MT_SCHEMA1 "," DOCKER_MT_SCHEMA1_SIGNED "," DOCKER_MT_MANIFEST ","     \
     OCI_MT_MANIFEST "," DOCKER_MT_LIST "," OCI_MT_INDEX
 
+/* The JSON values a registry's document may hold (manifest, index, config,
+ * token answer, error body), for json_parse_max: the tree costs about 80
+ * bytes a value, and an image with 1,000 layers has a few thousand. */
+#define REGISTRY_JSON_MAX_VALUES 200000
+
 typedef enum oci_kind { OCI_KIND_UNKNOWN, OCI_KIND_MANIFEST, OCI_KIND_INDEX, OCI_KIND_SCHEMA1 } oci_kind;
 
 typedef struct oci_platform {

@@ -162,7 +162,7 @@ static int verify_digest(lookup *lk, const char *what, const buf *body, const ch
 static void http_failure(lookup *lk, const char *what, const char *path, reg_response *r)
 {
     buf jerr = {0};
-    json *doc = json_parse(r->body.data, r->body.len, &jerr);
+    json *doc = json_parse_max(r->body.data, r->body.len, REGISTRY_JSON_MAX_VALUES, &jerr);
     const json *errors = json_get(doc, "errors");
     const json *first = errors && errors->type == JSON_ARRAY && errors->len ? errors->items[0] : NULL;
     const char *code = json_get_str(first, "code"), *message = json_get_str(first, "message");
@@ -195,9 +195,9 @@ static json *answer_json(lookup *lk, const char *what, int rc, const reg_respons
         return NULL;
     }
     buf jerr = {0};
-    json *doc = json_parse(r->body.data, r->body.len, &jerr);
+    json *doc = json_parse_max(r->body.data, r->body.len, REGISTRY_JSON_MAX_VALUES, &jerr);
     if (!doc)
-        buf_printf(lk->err, "the %s of image \"%s\" from registry %s is not valid JSON: %s", what, lk->image,
+        buf_printf(lk->err, "the %s of image \"%s\" from registry %s cannot be read as JSON: %s", what, lk->image,
                    reg_client_host(lk->client), jerr.data);
     buf_free(&jerr);
     return doc;
@@ -274,6 +274,10 @@ static int config_start(lookup *lk, const json *manifest)
         buf_free(&reason);
         return -1;
     }
+    const json *mt = json_get(manifest, "mediaType");
+    if (mt && mt->type == JSON_STRING && strlen(mt->str) != mt->len)
+        return buf_printf(lk->err, "image \"%s\": the manifest's mediaType has a NUL byte (\\u0000) at offset %zu; "
+                          "refused", lk->image, strlen(mt->str)), -1;
     lk->out->media_type = strdup(json_get_str(manifest, "mediaType") ? json_get_str(manifest, "mediaType") : "");
     lk->out->config_digest = strdup(d.digest);
     lk->config = d;

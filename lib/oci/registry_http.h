@@ -7,10 +7,21 @@
  * library than by our own TLS. Requests start anonymous; a 401 answer's
  * WWW-Authenticate says what to do: Bearer → fetch a pull token for the
  * repository from the realm (with Basic credentials when config.json has
- * some) and retry; Basic → retry with the credentials. Redirects (blob
- * downloads from a CDN) are followed, and libcurl sends the credentials or
- * token only to the host they were meant for (CURLOPT_UNRESTRICTED_AUTH
- * stays off). http:// is used for localhost, 127.0.0.1, [::1] and the
+ * some) and retry; Basic → retry with the credentials.
+ *
+ * Credentials follow the host that asks, as the Docker client's do: those
+ * config.json has for the registry go to the registry and to the token
+ * realm its own challenge names (on any host: Docker Hub's is
+ * auth.docker.io); a token goes back to the host whose challenge it
+ * answers. Redirects (blob downloads from a CDN) are followed here, one
+ * request at a time, not by libcurl, so that each request's secrets are
+ * chosen for its own origin (scheme, host, port): a request that left the
+ * origin carries none, and a host a redirect led to that answers 401 gets
+ * the credentials config.json has for that host, never the registry's. At
+ * most 5 redirects, to http or https only, never from https to http. No
+ * secret goes over http:// except to the hosts spoken to over http anyway.
+ * Every answer is bounded: the body by the caller's max_body, the headers
+ * to 64 KiB. http:// is used for localhost, 127.0.0.1, [::1] and the
  * hosts the options call insecure; https:// otherwise. */
 #ifndef KRM_REGISTRY_HTTP_H
 #define KRM_REGISTRY_HTTP_H
@@ -33,7 +44,9 @@ typedef struct reg_response {
 } reg_response;
 
 /* A client for ref's registry and repository, its transfers run by m.
- * `image` is the string the user gave, for messages. Returns NULL with a
+ * `image` is the string the user gave, for messages; opts (insecure hosts,
+ * the config.json a redirect's host is looked up in) must outlive the
+ * client. Returns NULL with a
  * reason in err (bad Docker config, out of memory). */
 reg_client *reg_client_new(http_multi *m, const char *image, const image_ref *ref, const registry_opts *opts,
                            buf *err);

@@ -101,3 +101,16 @@ void www_auth_free(www_auth *a)
     free(a->scope);
     memset(a, 0, sizeof *a);
 }
+
+const char *www_auth_token_of(const json *answer)
+{
+    const json *tok = json_get(answer, "token");
+    if (!json_str(tok) || !tok->len)
+        tok = json_get(answer, "access_token");
+    /* it goes into an Authorization header: no NUL (it would cut it), no
+     * control byte (it would add headers) */
+    for (size_t i = 0; json_str(tok) && i < tok->len; i++)
+        if ((unsigned char)tok->str[i] < 0x20 || tok->str[i] == 0x7f)
+            return NULL;
+    return json_str(tok) && tok->len ? tok->str : NULL;
+}

@@ -1,4 +1,5 @@
-/* www_auth: the WWW-Authenticate challenge of a registry's 401 answer.
+/* www_auth: the WWW-Authenticate challenge of a registry's 401 answer, and
+ * the token its realm answers with.
  *
  * Registries say how to authenticate in it: `Bearer realm="https://auth/
  * token",service="registry",scope="repository:x:pull"` (fetch a token from
@@ -9,6 +10,7 @@
 #define KRM_WWW_AUTH_H
 
 #include "core/buf.h"
+#include "core/json.h"
 
 typedef enum www_auth_scheme { WWW_AUTH_NONE, WWW_AUTH_BASIC, WWW_AUTH_BEARER, WWW_AUTH_OTHER } www_auth_scheme;
 
@@ -24,5 +26,12 @@ typedef struct www_auth {
  * Returns 0 (scheme NONE for an empty value), or -1 with a reason in err. */
 int www_auth_parse(const char *value, www_auth *out, buf *err);
 void www_auth_free(www_auth *a);
+
+/* The token in the answer of the token service a Bearer challenge's realm
+ * names: "token", else "access_token" (OAuth2's name), as Docker reads it.
+ * NULL when neither is a non-empty string, or the token holds a control
+ * byte: it goes into an Authorization header, where a NUL would cut it and
+ * CR/LF add headers. */
+const char *www_auth_token_of(const json *answer);
 
 #endif

@@ -112,6 +112,7 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
     if (image_len)
         memcpy(out->image, image, image_len);
     out->image[image_len] = '\0';
+    out->image_len = image_len;
     return 0;
 }
 

@@ -21,6 +21,7 @@ typedef struct pb_eval_request {
     const uint8_t *resource_list;   /* points into the message; NULL when absent */
     size_t resource_list_len;
     char *image;                    /* malloc'd, NUL-terminated; "" when absent */
+    size_t image_len;               /* its bytes: a NUL inside is kept, for callers to refuse */
 } pb_eval_request;
 
 /* Returns 0, or -1 with a reason in why (ENOMEM included). */

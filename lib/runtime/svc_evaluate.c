@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/go_quote.h"
 #include "core/log.h"
 #include "grpc/grpc_status.h"
 #include "grpc/rpc_server.h"
@@ -180,6 +181,28 @@ static int eval_keep_streaming(rpc_call *c, eval_state *st)
     return 0;
 }
 
+/* An image with a NUL byte would name another image as a C string (the
+ * function configured for "example.com/fn:v1" would run for
+ * "example.com/fn:v1\0..."): INVALID_ARGUMENT, naming the byte. 1 when so
+ * answered. */
+static int eval_refuse_nul_image(rpc_call *c, eval_state *st)
+{
+    enum { SHOWN = 200 };   /* of the image in the message; it may be megabytes */
+    const char *nul = memchr(st->req.image, '\0', st->req.image_len);
+    if (!nul)
+        return 0;
+    eval_cancel(c, st);   /* a function started early must not answer */
+    buf text = {0};
+    buf_append_str(&text, "image ");
+    go_quote_bytes(st->req.image, st->req.image_len < SHOWN ? st->req.image_len : SHOWN, &text);
+    if (st->req.image_len > SHOWN)
+        buf_printf(&text, "... (%zu bytes)", st->req.image_len);
+    buf_printf(&text, " has a NUL byte (\\x00) at offset %zu: not an image name", (size_t)(nul - st->req.image));
+    rpc_fail(c, GRPC_INVALID_ARGUMENT, text.data ? text.data : "image has a NUL byte");
+    buf_free(&text);
+    return 1;
+}
+
 static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
 {
     eval_state *st = eval_state_of(c);
@@ -200,6 +223,8 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
         rpc_fail(c, GRPC_INTERNAL, text);
         return;
     }
+    if (eval_refuse_nul_image(c, st))
+        return;
     if (eval_keep_streaming(c, st)) {
         ev_call_input_done(st->call, eval_image(st));   /* may answer: nothing after it */
         return;

@@ -314,6 +314,51 @@ def kubeconfig_seeds():
                                                 "- {name", 29, 40))
 
 
+# ---- registry_json: byte 0 the Content-Type, bytes 1-3 the stretch, then an answer ----
+def registry_json_seeds():
+    digest = "sha256:" + "ab" * 32
+
+    def seed(name, ct, body, span=None, reps=0):
+        """span: the text in body whose first occurrence is repeated reps * 64 more times."""
+        body = body.encode()
+        at, length = 0, 1
+        if span:
+            at, length = body.index(span.encode()), len(span)
+            while at * 256 // len(body) * len(body) // 256 != at:   # hdr[1] addresses at
+                body = b" " + body
+                at += 1
+        hdr = bytes([ct, at * 256 // len(body) if span else 0, (length - 1) % 32, reps])
+        write("registry_json", name, hdr + body)
+
+    manifest = ('{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",'
+                '"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":42},'
+                '"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":1}]}'
+                % (digest, digest))
+    index = ('{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":['
+             '{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":7,'
+             '"platform":{"architecture":"arm","os":"linux","variant":"v7"}},'
+             '{"digest":"%s","size":7,"platform":{"architecture":"amd64","os":"linux"}}]}' % (digest, digest))
+    config = '{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/fn","a"],"Cmd":["--x"]}}'
+    seed("manifest", 1, manifest)
+    seed("index", 2, index)
+    seed("docker-list-no-platform", 4, '{"manifests":[{"digest":"%s"}]}' % digest)
+    seed("config", 0, config)
+    seed("token", 6, '{"token":"abc","access_token":"def","expires_in":300}')
+    seed("token-crlf", 6, '{"token":"a\\r\\nX-Evil: 1"}')
+    seed("nul-entrypoint", 0, '{"config":{"Entrypoint":["/fn\\u0000 -c evil"]}}')
+    seed("nul-digest", 1, '{"config":{"digest":"%s\\u0000x"}}' % digest)
+    seed("hostile-media-type", 1, '{"mediaType":"x\\"\\n\\u001b[31m\\",\\"y\\":\\"","config":{}}')
+    seed("error-body", 6, '{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}')
+    seed("schema1", 5, '{"schemaVersion":1,"name":"x","tag":"v1","fsLayers":[]}')
+    # stretched: deep nesting past JSON_MAX_DEPTH, long arrays and strings
+    seed("deep-arrays", 0, "[1]", span="[", reps=255)
+    seed("deep-objects", 1, '{"config":{"a":1}}', span='{"a":', reps=255)
+    seed("long-entrypoint", 0, config, span='"/fn",', reps=255)
+    seed("many-platforms", 2, '{"manifests":[{"platform":{"os":"x"}},{"digest":"%s"}]}' % digest,
+         span='{"platform":{"os":"x"}},', reps=255)
+    seed("long-token", 6, '{"token":"abcdefgh"}', span="abcdefgh", reps=255)
+
+
 if __name__ == "__main__":
     kubeconfig_seeds()
     http1_seeds()
@@ -324,3 +369,4 @@ if __name__ == "__main__":
     rl_scan_seeds()
     timeout_seeds()
     cli_seeds()
+    registry_json_seeds()

@@ -141,3 +141,21 @@ Test(image_ref, check_agrees_with_parse)
     cr_assert_eq(image_ref_check("", &err), -1);
     buf_free(&err);
 }
+
+/* Text that came with a length keeps its NUL bytes: the reference is
+ * refused, naming the byte, never parsed as the text before it. */
+Test(image_ref, nul_byte_is_refused_with_its_offset)
+{
+    static const char with_nul[] = "example.com/fn:v1\0/../other:v2";
+    image_ref r;
+    buf err = {0};
+    cr_expect_eq(image_ref_parse_n(with_nul, sizeof with_nul - 1, &r, &err), -1);
+    cr_expect_str_eq(err.data, "invalid image reference \"example.com/fn:v1\\x00/../other:v2\": NUL byte (\\x00) "
+                               "at offset 17");
+    buf_reset(&err);
+    cr_expect_eq(image_ref_check_n(with_nul, 17, &err), 0, "%s", err.data);   /* the part before it is fine */
+    cr_assert_eq(image_ref_parse_n("busybox:1.36xyz", 12, &r, &err), 0);    /* the length, not the C string */
+    cr_expect_str_eq(r.tag, "1.36");
+    image_ref_free(&r);
+    buf_free(&err);
+}

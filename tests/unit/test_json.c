@@ -128,3 +128,17 @@ Test(json, write_string_replaces_bad_utf8)
     cr_expect_str_eq(out.data, "\"a\\ufffd\\ufffd(\"");
     buf_free(&out);
 }
+
+/* json_parse_max counts every value (containers included) against its
+ * budget: a peer's document costs tree nodes only up to what it allows. */
+Test(json, value_budget)
+{
+    buf err = {0};
+    const char *doc = "{\"a\":[1,2,3]}";   /* 5 values */
+    json *v = json_parse_max(doc, strlen(doc), 5, &err);
+    cr_assert_not_null(v, "%s", err.data);
+    json_free(v);
+    cr_expect_null(json_parse_max(doc, strlen(doc), 4, &err));
+    cr_expect_str_eq(err.data, "offset 11: more than 4 JSON values (the limit for this document)");
+    buf_free(&err);
+}

@@ -97,3 +97,13 @@ Test(pb_request, field_number_zero_is_refused_with_a_reason)
     cr_assert_eq(pb_eval_request_decode(MSG(0x00, 0x00), 2, &r, why, sizeof why), -1);
     cr_assert_str_eq(why, "field 0: illegal field number");
 }
+
+Test(pb_request, image_keeps_its_length_past_a_nul)
+{
+    const uint8_t m[] = {0x12, 5, 'f', 'n', 0, 'x', 'y'};
+    pb_eval_request r;
+    cr_assert_eq(decode_both(m, sizeof m, &r), 0);
+    cr_assert_eq(r.image_len, 5, "the NUL must not end the image: the service refuses it");
+    cr_assert(!memcmp(r.image, "fn\0xy", 5));
+    pb_eval_request_free(&r);
+}

@@ -272,3 +272,80 @@ Test(oci_manifest, config_descriptor_and_strings)
     json_free(c);
     buf_free(&err);
 }
+
+/* "\u0000" in a registry's string would cut its C string: an Entrypoint
+ * "/fn\u0000 --evil" must not run as "/fn", nor a digest verify shortened. */
+Test(oci_manifest, nul_bytes_are_refused_not_cut)
+{
+    buf err = {0};
+    char **v;
+    size_t n;
+    json *c = parse("{\"config\":{\"Entrypoint\":[\"/fn\",\"/bin/sh\\u0000 -c evil\"]}}");
+    cr_expect_eq(oci_config_strings(c, "Entrypoint", &v, &n, &err), -1);
+    cr_expect_str_eq(err.data, "config.Entrypoint[1] has a NUL byte (\\u0000) at offset 7");
+    json_free(c);
+    oci_descriptor d;
+    json *m = parse("{\"config\":{\"digest\":\"" DA "\\u0000x\",\"size\":1}}");
+    buf_reset(&err);
+    cr_expect_eq(oci_manifest_config(m, &d, &err), -1);
+    cr_expect_str_eq(err.data, "the manifest's config descriptor has a digest with a NUL byte (\\u0000) at offset 71");
+    json_free(m);
+    oci_platform amd64;
+    cr_assert_eq(oci_platform_parse("linux/amd64", &amd64, &err), 0);
+    json *index = parse("{\"manifests\":[{\"digest\":\"" DA "\",\"platform\":{\"os\":\"linux\\u0000\","
+                        "\"architecture\":\"amd64\"}}]}");
+    buf_reset(&err);
+    cr_expect_eq(oci_index_select(index, &amd64, &d, &err), -1);
+    json_free(index);
+    buf_free(&err);
+}
+
+/* A token goes into an Authorization header: one with CR/LF would add
+ * headers, one with "\u0000" would be cut; "token" wins over
+ * "access_token" unless empty. */
+Test(www_auth, token_of_the_realm_answer)
+{
+    static const struct { const char *answer, *token; } cases[] = {
+        {"{\"token\":\"t1\",\"access_token\":\"t2\"}", "t1"},
+        {"{\"token\":\"\",\"access_token\":\"t2\"}", "t2"},
+        {"{\"access_token\":\"t2\"}", "t2"},
+        {"{\"token\":7}", NULL},
+        {"[]", NULL},
+        {"{\"token\":\"t\\r\\nX-Evil: 1\"}", NULL},
+        {"{\"token\":\"t\\u0000x\"}", NULL},
+        {"{\"token\":\"t\\u001b\"}", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json *doc = parse(cases[i].answer);
+        const char *t = www_auth_token_of(doc);
+        if (cases[i].token)
+            cr_expect(t && !strcmp(t, cases[i].token), "%s", cases[i].answer);
+        else
+            cr_expect_null(t, "%s", cases[i].answer);
+        json_free(doc);
+    }
+}
+
+/* A NUL byte in a credential would send another password (its C string is
+ * cut there): refused, naming the field. */
+Test(docker_config, nul_bytes_in_credentials)
+{
+    static const struct { const char *cfg, *message; } cases[] = {
+        {"{\"auths\":{\"r.io\":{\"username\":\"a\",\"password\":\"pw\\u0000x\"}}}",
+         "auths[\"r.io\"].password has a NUL byte"},
+        {"{\"auths\":{\"r.io\":{\"username\":\"a\\u0000\",\"password\":\"pw\"}}}",
+         "auths[\"r.io\"].username has a NUL byte"},
+        {"{\"auths\":{\"r.io\":{\"auth\":\"YTpwdwB4\"}}}",   /* "a:pw\0x" */
+         "auths[\"r.io\"].auth is not base64 of \"user:password\" (without NUL bytes)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        docker_cred c;
+        buf err = {0};
+        char *path = write_tmp(cases[i].cfg);
+        cr_expect_eq(docker_config_lookup(path, "r.io", &c, &err), -1, "%s", cases[i].cfg);
+        cr_expect(err.data && strstr(err.data, cases[i].message), "%s", err.data);
+        unlink(path);
+        free(path);
+        buf_free(&err);
+    }
+}
