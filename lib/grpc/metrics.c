@@ -61,6 +61,13 @@ static const struct {
     [METRIC_PRESPAWN_MISSES] = {"krm_prespawn_misses_total",
                                 "Calls that found no pre-started function waiting (none yet, or "
                                 "prespawning turned off) and started their own."},
+    [METRIC_HEADERS_REFUSED] = {"krm_request_headers_refused_total",
+                                "Requests refused for their metadata: a header list over 1 MiB "
+                                "(RESOURCE_EXHAUSTED), or a header block in more CONTINUATION "
+                                "frames than that takes (GOAWAY, the connection closed)."},
+    [METRIC_QUEUE_DEADLINES] = {"krm_function_queue_deadlines_total",
+                                "Calls whose deadline passed while they waited for a function "
+                                "slot (--max-concurrent-functions): their function never started."},
 };
 
 void metrics_count(metrics_counter which)

@@ -76,6 +76,7 @@ struct rpc_call {
     char *path;
     char *timeout_text;
     char *encoding;
+    size_t header_bytes;          /* the request's header list size (RFC 9113 §6.5.2) */
     int bad_method;               /* :method was not POST */
     int headers_done;
     int started;                  /* method->handle or ->progress was called */

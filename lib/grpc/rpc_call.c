@@ -169,6 +169,23 @@ static void call_deadline_passed(loop *l, void *ctx)
     call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED, msg);
 }
 
+/* Its metadata is over SERVER_MAX_HEADER_LIST: refused on its own stream,
+ * the connection's other calls go on. Logged once at the default
+ * verbosity (a client that keeps doing it cannot fill the log), then at 3. */
+static void call_refuse_headers(rpc_call *c, buf *why)
+{
+    static int said;
+    buf_printf(why, "request metadata of %zu bytes is over this server's limit of %u bytes "
+               "(SETTINGS_MAX_HEADER_LIST_SIZE: each header's name and value, and 32)",
+               c->header_bytes, SERVER_MAX_HEADER_LIST);
+    if (!said++)
+        log_warn("stream %d: %s (more are logged at verbosity 3)", c->stream_id, why->data);
+    else
+        log_v(3, "stream %d: %s", c->stream_id, why->data);
+    metrics_count(METRIC_HEADERS_REFUSED);
+    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, why->data);
+}
+
 /* Headers complete: decide whether the call may go on. */
 void call_check_headers(rpc_call *c)
 {
@@ -176,7 +193,9 @@ void call_check_headers(rpc_call *c)
     int64_t timeout_ns = 0;
     const rpc_method *m = NULL;
     c->headers_done = 1;
-    if (c->bad_method) {
+    if (c->header_bytes > SERVER_MAX_HEADER_LIST) {
+        call_refuse_headers(c, &why);
+    } else if (c->bad_method) {
         call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
     } else if (!is_grpc_content_type(c->content_type)) {
         buf_printf(&why, "invalid gRPC request content-type \"%s\"",
