@@ -160,13 +160,17 @@ static void call_deadline_passed(loop *l, void *ctx)
         call_reset_unsent(c, "deadline passed before the client read the response");
         return;
     }
-    log_v(2, "stream %d %s: deadline exceeded (grpc-timeout %s); cancelling", c->stream_id,
-          c->path, c->timeout_text);
+    buf why = {0};
+    buf_printf(&why, "deadline exceeded: the call did not finish within grpc-timeout %s",
+               c->timeout_text);
+    if (c->method && c->method->deadline_note && !c->ended)
+        c->method->deadline_note(c, &why);
+    log_v(2, "stream %d %s: %s; cancelling", c->stream_id, c->path,
+          why.data ? why.data : "deadline exceeded");
     call_end_handler(c);   /* the handler stops its work (kills the function) */
-    char msg[128];
-    snprintf(msg, sizeof msg, "deadline exceeded: the call did not finish within grpc-timeout %s",
-             c->timeout_text);
-    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED, msg);
+    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED,
+                   why.data ? why.data : "deadline exceeded: out of memory for the message");
+    buf_free(&why);
 }
 
 /* Its metadata is over SERVER_MAX_HEADER_LIST: refused on its own stream,
