@@ -63,8 +63,9 @@ static const struct {
                                 "prespawning turned off) and started their own."},
     [METRIC_HEADERS_REFUSED] = {"krm_request_headers_refused_total",
                                 "Requests refused for their metadata: a header list over 1 MiB "
-                                "(RESOURCE_EXHAUSTED), or a header block in more CONTINUATION "
-                                "frames than that takes (GOAWAY, the connection closed)."},
+                                "(RESOURCE_EXHAUSTED); a header block in more CONTINUATION "
+                                "frames than 16 MiB takes, or one nghttp2 cannot decode (a "
+                                "header over 64 KiB) (GOAWAY, the connection closed)."},
     [METRIC_QUEUE_DEADLINES] = {"krm_function_queue_deadlines_total",
                                 "Calls whose deadline passed while they waited for a function "
                                 "slot (--max-concurrent-functions): their function never started."},

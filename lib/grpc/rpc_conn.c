@@ -387,9 +387,27 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     return 0;
 }
 
+/* nghttp2 ends a connection whose header block it cannot decode (HPACK
+ * allows one header of at most 64 KiB there: a bigger one, or a broken
+ * block) with GOAWAY COMPRESSION_ERROR by itself: said here, once at the
+ * default verbosity, since every call on the connection ends with it. */
+static void note_compression_goaway(conn *cn)
+{
+    static int said;
+    const char *what = "GOAWAY COMPRESSION_ERROR: a request's headers could not be decoded (a "
+                       "header over nghttp2's 64 KiB, or a broken HPACK block); the connection "
+                       "and its calls end";
+    if (!said++)
+        log_warn("fd %d: %s (more are logged at verbosity 3)", cn->io.fd, what);
+    else
+        log_v(3, "fd %d: %s", cn->io.fd, what);
+    metrics_count(METRIC_HEADERS_REFUSED);
+}
+
 static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
-    (void)user_data;
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_COMPRESSION_ERROR)
+        note_compression_goaway(user_data);
     if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     rpc_call *c = stream_call(session, frame->hd.stream_id);

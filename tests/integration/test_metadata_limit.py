@@ -78,6 +78,24 @@ def test_grpc_go_large_metadata_names_the_servers_limit(start_server, goclient, 
     assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
 
 
+def test_one_header_over_64_kib_ends_the_connection_said_in_the_log(start_server):
+    """nghttp2's HPACK takes one header of at most 64 KiB; a bigger one is a
+    connection error it answers with GOAWAY COMPRESSION_ERROR by itself. It
+    used to go unsaid; now the log names it, once at the default level."""
+    srv = start_server(["cat"])
+    call = srv.evaluate_callable()
+    req = srv.pb.evaluator.EvaluateFunctionRequest(resource_list=simple_rl("one"), image="img")
+    for _ in range(2):
+        try:
+            call(req, metadata=[("x-big", "v" * 100_000)], timeout=20)
+            raise AssertionError("a 100 KB header was accepted")
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.UNAVAILABLE, (e.code(), e.details())
+    lines = [l for l in srv.stderr().splitlines() if "GOAWAY COMPRESSION_ERROR" in l]
+    assert len(lines) == 1 and "64 KiB" in lines[0], srv.stderr()
+    assert srv.evaluate(simple_rl("after"), image="img").resource_list == simple_rl("after")
+
+
 def raw_client(srv):
     c = RawH2(srv.port)
     c.handshake()
