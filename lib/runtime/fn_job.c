@@ -434,6 +434,7 @@ static struct {
     loop *loop;
     loop_timer *timer;
     int64_t interval_ns;
+    int64_t due_ns;        /* of timer */
 } look;
 
 static int fn_job_any_waiting(void)
@@ -459,9 +460,14 @@ static void fn_job_look(loop *l, void *ctx)
 
 static void fn_job_look_after(loop *l, int64_t delay_ns)
 {
+    /* A look due sooner stays: processes started one after another (a
+     * busy server replaces one at each call) must not keep pushing it back. */
+    if (look.timer && look.due_ns <= loop_deadline_ns(delay_ns))
+        return;
     loop_timer_cancel(look.loop, look.timer);
     look.loop = l;
     look.interval_ns = delay_ns;
+    look.due_ns = loop_deadline_ns(delay_ns);
     look.timer = loop_timer_add(l, delay_ns, fn_job_look, NULL);
     if (!look.timer)
         log_error("cannot schedule looking for processes pre-started functions leave behind: "
