@@ -21,14 +21,14 @@ import time
 
 import pytest
 
-from krmtest import CLIENT_BIN, simple_rl
+from krmtest import CLIENT_BIN, SLOW, simple_rl
 from test_escaped import metric
 from test_faults import wait_until
 from test_pid1 import start_pid1
 from test_serve import function_config
 
 # Generous for a loaded 2-core machine; the old code never killed them.
-DAEMON_BOUND_S = 2.5
+DAEMON_BOUND_S = 2.5 * SLOW
 
 # $1: marker (a sleep duration such as 1000.123456789), $2: a file where each
 # daemon's pid and start (ns since the epoch) are appended.
