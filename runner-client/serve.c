@@ -12,8 +12,10 @@
  *         (serve_pod: one pod cache for the server's life), unless
  *         --disable-runtimes=pod; exec entries are tried first, as Porch's
  *         multi-evaluator tries them.
- * SIGHUP reloads the FunctionConfigs; a call in flight keeps the binary it
- * was started with, and a config that fails to load leaves the old one.
+ * SIGHUP reloads the FunctionConfigs off the loop (offload.h: large ones
+ * take seconds to read, and calls and health checks go on meanwhile), then
+ * swaps them in whole on the loop; a call in flight keeps the binary it was
+ * started with, and a config that fails to load leaves the old one.
  *
  * Binaries stay beneath --functions (fnconfig_open_binary): checked at load
  * (a path leading out, a missing or non-executable file refuse the config,
@@ -40,6 +42,7 @@
 #include "runtime/fn_server.h"
 #include "commands.h"
 #include "flags.h"
+#include "offload.h"
 #include "serve_pod.h"
 #include "term_text.h"
 
@@ -51,6 +54,9 @@
  * process spawned for nothing costs only what the call would have paid. */
 #define SERVE_PRESPAWN_TOTAL 32
 #define SERVE_PRESPAWN_IDLE_NS (60LL * 1000000000)
+/* On exit, how long a reload still running is waited for (one blocked on
+ * a read is left to end with the process). */
+#define SERVE_RELOAD_EXIT_WAIT_NS (1000 * 1000000LL)
 
 static const char serve_usage[] =
     "Usage: runner-client serve [flags]\n"
@@ -100,7 +106,24 @@ typedef struct runner {
     int warm_up;                /* --warm-up-pod-cache */
     size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
     int64_t prespawn_idle_ns;
+    loop *loop;                 /* while serving */
+    offload *reloading;         /* a SIGHUP's reload running, or NULL */
+    struct reload_job *reload;  /* its work */
+    int reload_again;           /* SIGHUP came during it: reload once more after */
 } runner;
+
+/* What loading FunctionConfigs reads: fixed while serving, and copied for a
+ * reload's thread, which touches nothing else. */
+typedef struct load_spec {
+    const char *config_path;    /* NULL: no FunctionConfigs */
+    const char *functions_dir;
+    int exec_enabled;
+} load_spec;
+
+static load_spec runner_load_spec(const runner *r)
+{
+    return (load_spec){r->config_path, r->functions_dir, r->exec_enabled};
+}
 
 /* ---- FunctionConfigs ------------------------------------------------------ */
 
@@ -138,10 +161,10 @@ static int has_binaries(const fnconfig *c)
  * beneath --functions now: a user learns of a bad path when the config is
  * (re)loaded, not from each call. The directory is opened here, once per
  * load, and calls resolve beneath that descriptor. */
-static int runner_check_binaries(runner *r, const fnconfig *c, int *functions_fd, buf *err)
+static int check_binaries(const load_spec *s, const fnconfig *c, int *functions_fd, buf *err)
 {
     *functions_fd = -1;
-    if (!r->exec_enabled || !has_binaries(c))
+    if (!s->exec_enabled || !has_binaries(c))
         return 0;
     /* binaries run as /proc/self/fd/N (ev_exec): without /proc every call
      * would fail with a misleading "no such file" */
@@ -150,10 +173,10 @@ static int runner_check_binaries(runner *r, const fnconfig *c, int *functions_fd
                    "mounted?)", strerror(errno));
         return -1;
     }
-    *functions_fd = fnconfig_open_functions_dir(r->functions_dir, err);
+    *functions_fd = fnconfig_open_functions_dir(s->functions_dir, err);
     if (*functions_fd < 0)
         return -1;
-    if (fnconfig_check_binaries(c, *functions_fd, r->functions_dir, err) < 0) {
+    if (fnconfig_check_binaries(c, *functions_fd, s->functions_dir, err) < 0) {
         close(*functions_fd);
         *functions_fd = -1;
         return -1;
@@ -185,40 +208,135 @@ static void runner_warn_empty(const runner *r, const fnconfig *c)
     }
 }
 
-static int runner_load(runner *r, fnconfig *out, int *functions_fd, buf *err)
+/* Reads and checks the FunctionConfigs: no logging and nothing but s and
+ * the outputs touched, so a reload's thread may run it. */
+static int load_configs(const load_spec *s, fnconfig *out, int *functions_fd, buf *err)
 {
     *out = (fnconfig){0};
     *functions_fd = -1;
-    if (r->config_path && fnconfig_load(r->config_path, r->functions_dir, out, err) < 0)
+    if (s->config_path && fnconfig_load(s->config_path, s->functions_dir, out, err) < 0)
         return -1;
-    if (runner_check_binaries(r, out, functions_fd, err) < 0) {
+    if (check_binaries(s, out, functions_fd, err) < 0) {
         fnconfig_free(out);
         return -1;
     }
+    return 0;
+}
+
+static int runner_load(runner *r, fnconfig *out, int *functions_fd, buf *err)
+{
+    load_spec s = runner_load_spec(r);
+    if (load_configs(&s, out, functions_fd, err) < 0)
+        return -1;
     runner_warn_unsupported(r, out);
     runner_warn_empty(r, out);
     return 0;
 }
 
+/* ---- SIGHUP: reloading off the loop ------------------------------------------ */
+
+/* One reload: what its thread reads and what it hands back. */
+typedef struct reload_job {
+    runner *r;                  /* the loop's alone: the thread reads only spec */
+    load_spec spec;
+    fnconfig cfg;
+    int functions_fd;
+    buf err;
+    int rc;
+    int64_t started_ns;
+} reload_job;
+
+static void reload_job_free(reload_job *job)
+{
+    if (!job)
+        return;
+    fnconfig_free(&job->cfg);
+    if (job->functions_fd >= 0)
+        close(job->functions_fd);
+    buf_free(&job->err);
+    free(job);
+}
+
+static void reload_work(void *ctx)
+{
+    reload_job *job = ctx;
+    job->rc = load_configs(&job->spec, &job->cfg, &job->functions_fd, &job->err);
+}
+
+static void runner_reload(void *ctx);
+
+/* On the loop: the new FunctionConfigs replace the old ones in one step,
+ * so a call sees either, whole; a failed load leaves the old ones. */
+static void reload_done(offload *o, void *ctx)
+{
+    (void)o;
+    reload_job *job = ctx;
+    runner *r = job->r;
+    double secs = (double)(loop_now_ns() - job->started_ns) / 1e9;
+    r->reloading = NULL;
+    r->reload = NULL;
+    if (job->rc < 0) {
+        log_error("SIGHUP: keeping the previous FunctionConfigs: %s", job->err.data);
+    } else {
+        runner_warn_unsupported(r, &job->cfg);
+        runner_warn_empty(r, &job->cfg);
+        fnconfig old = r->cfg;
+        int old_fd = r->functions_fd;
+        r->cfg = job->cfg;
+        r->functions_fd = job->functions_fd;
+        job->cfg = old;
+        job->functions_fd = old_fd;   /* freed with the job */
+        log_info("SIGHUP: loaded %zu FunctionConfigs from %s in %.2f s", r->cfg.n,
+                 r->config_path, secs);
+    }
+    reload_job_free(job);
+    if (r->reload_again) {
+        r->reload_again = 0;
+        runner_reload(r);
+    }
+}
+
 static void runner_reload(void *ctx)
 {
     runner *r = ctx;
-    fnconfig fresh;
-    int fresh_fd;
-    buf err = {0};
     if (!r->config_path) {
         log_info("SIGHUP: no --function-config to reload");
-    } else if (runner_load(r, &fresh, &fresh_fd, &err) < 0) {
-        log_error("SIGHUP: keeping the previous FunctionConfigs: %s", err.data);
-    } else {
-        fnconfig_free(&r->cfg);
-        if (r->functions_fd >= 0)
-            close(r->functions_fd);
-        r->cfg = fresh;
-        r->functions_fd = fresh_fd;
-        log_info("SIGHUP: loaded %zu FunctionConfigs from %s", r->cfg.n, r->config_path);
+        return;
+    }
+    if (r->reloading) {
+        r->reload_again = 1;
+        log_info("SIGHUP: a reload is running; %s is read again once it ends", r->config_path);
+        return;
+    }
+    reload_job *job = calloc(1, sizeof *job);
+    buf err = {0};
+    if (job) {
+        *job = (reload_job){.r = r, .spec = runner_load_spec(r), .functions_fd = -1,
+                            .started_ns = loop_now_ns()};
+        r->reload = job;
+        r->reloading = offload_start(r->loop, reload_work, reload_done, job, &err);
+    }
+    if (!r->reloading) {
+        log_error("SIGHUP: keeping the previous FunctionConfigs: cannot start reading them: %s",
+                  job ? err.data : "out of memory");
+        free(job);
+        r->reload = NULL;
     }
     buf_free(&err);
+}
+
+/* On exit: a reload still running is waited for a moment, its result
+ * dropped. */
+static void runner_reload_abandon(runner *r)
+{
+    if (!r->reloading)
+        return;
+    if (offload_abandon(r->reloading, SERVE_RELOAD_EXIT_WAIT_NS) == 0)
+        reload_job_free(r->reload);
+    else
+        log_warn("SIGHUP's reload of %s still runs at exit; abandoned", r->config_path);
+    r->reloading = NULL;
+    r->reload = NULL;
 }
 
 /* Appends one configured image name to out, as a user would write it: the
@@ -473,7 +591,9 @@ static int serve_run(runner *r)
         runner_warm_up(r);
     log_info("function runner: %zu FunctionConfigs%s%s", r->cfg.n,
              r->config_path ? " from " : "", r->config_path ? r->config_path : "");
+    r->loop = l;
     int rc = fn_server_run(l, ev, r->server, runner_reload, r, "runner-client serve");
+    runner_reload_abandon(r);
     serve_pod_close(r->pods);   /* fn_server_run destroyed the evaluators */
     loop_free(l);
     return rc;

@@ -89,11 +89,36 @@ size_t h2_io_spare_bytes(void)
     return (spare_bulk ? H2_IO_BULK_CHUNK : 0) + (spare_out.data ? spare_out.cap : 0);
 }
 
+/* nghttp2 gave up on a header block of too many CONTINUATION frames: it
+ * cannot go on decoding the connection's headers, so the connection ends,
+ * but with a GOAWAY that says why (RFC 9113 §5.4.1) rather than a reset.
+ * Logged once at the default verbosity (a client that keeps doing it
+ * cannot fill the log), then at 3. */
+static int h2_io_refuse_headers(h2_io *io)
+{
+    static int said;
+    int32_t last = nghttp2_session_get_last_proc_stream_id(io->session);
+    if (!said++)
+        log_warn("fd %d: %s; GOAWAY and closing the connection (more are logged at verbosity 3)",
+                 io->fd, io->headers_refusal);
+    else
+        log_v(3, "fd %d: %s; GOAWAY and closing the connection", io->fd, io->headers_refusal);
+    metrics_count(METRIC_HEADERS_REFUSED);
+    io->refused = 1;
+    if (nghttp2_submit_goaway(io->session, NGHTTP2_FLAG_NONE, last, NGHTTP2_ENHANCE_YOUR_CALM,
+                              (const uint8_t *)io->headers_refusal,
+                              strlen(io->headers_refusal)) != 0)
+        return H2_IO_CLOSED;
+    return H2_IO_OK;
+}
+
 static int h2_io_recv(h2_io *io, const uint8_t *data, size_t len)
 {
-    if (!len)
-        return H2_IO_OK;
+    if (!len || io->refused)
+        return H2_IO_OK;   /* refused: read and dropped, so closing sends no reset */
     ssize_t used = nghttp2_session_mem_recv(io->session, data, len);
+    if (used == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS && io->headers_refusal)
+        return h2_io_refuse_headers(io);
     if (used < 0) {
         log_v(3, "fd %d: HTTP/2 error: %s", io->fd, nghttp2_strerror((int)used));
         return H2_IO_CLOSED;
@@ -127,6 +152,8 @@ static int h2_io_feed_busy(h2_io *io, const uint8_t *data, size_t len)
                 return H2_IO_CLOSED;
             fed = start;
         }
+        if (io->refused)
+            return H2_IO_OK;   /* the rest is dropped */
         if (!nghttp2_session_want_read(io->session))
             continue;   /* ending already */
         int open = nghttp2_session_find_stream(io->session, f.id) != NULL;
@@ -303,7 +330,8 @@ int h2_io_flush(h2_io *io)
 
 int h2_io_finished(const h2_io *io)
 {
-    return io->out_off == io->out.len && !nghttp2_session_want_read(io->session) &&
+    return io->out_off == io->out.len &&
+           (io->refused || !nghttp2_session_want_read(io->session)) &&
            !nghttp2_session_want_write(io->session);
 }
 

@@ -26,6 +26,13 @@ typedef struct h2_io {
     uint64_t written; /* bytes written to the socket so far: progress, for stall checks */
     int check_closed; /* server: frames on closed client streams end the connection */
     h2_seen seen;     /* ... told by what the frame headers said (h2_seen.h) */
+    /* Server: a header block of more CONTINUATION frames than the session
+     * takes (nghttp2_option_set_max_continuations) is answered with GOAWAY
+     * (ENHANCE_YOUR_CALM) carrying this text, which names the limit; NULL:
+     * such a block closes the connection without a word. */
+    const char *headers_refusal;
+    int refused;      /* that GOAWAY is queued: input is dropped, and the
+                       * connection is finished once it is written */
 } h2_io;
 
 /* Server sessions: answer DATA or HEADERS on a client stream nghttp2 has
@@ -57,7 +64,8 @@ int h2_io_read(h2_io *io);
 int h2_io_flush(h2_io *io);
 
 /* True when the session has nothing left to read or write and nothing is
- * buffered: the connection can be closed (e.g. after GOAWAY). */
+ * buffered: the connection can be closed (e.g. after GOAWAY, or once the
+ * GOAWAY of a refused header block is written). */
 int h2_io_finished(const h2_io *io);
 
 /* DATA frames without the extra copy. A data source's read callback that

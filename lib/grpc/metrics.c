@@ -61,6 +61,14 @@ static const struct {
     [METRIC_PRESPAWN_MISSES] = {"krm_prespawn_misses_total",
                                 "Calls that found no pre-started function waiting (none yet, or "
                                 "prespawning turned off) and started their own."},
+    [METRIC_HEADERS_REFUSED] = {"krm_request_headers_refused_total",
+                                "Requests refused for their metadata: a header list over 1 MiB "
+                                "(RESOURCE_EXHAUSTED); a header block in more CONTINUATION "
+                                "frames than 16 MiB takes, or one nghttp2 cannot decode (a "
+                                "header over 64 KiB) (GOAWAY, the connection closed)."},
+    [METRIC_QUEUE_DEADLINES] = {"krm_function_queue_deadlines_total",
+                                "Calls whose deadline passed while they waited for a function "
+                                "slot (--max-concurrent-functions): their function never started."},
 };
 
 void metrics_count(metrics_counter which)

@@ -27,6 +27,8 @@ typedef enum metrics_counter {
     METRIC_CALLS_REFUSED_BUSY,   /* calls refused: every function slot and queue place taken */
     METRIC_PRESPAWN_HITS,        /* calls served by a pre-started function (--prespawn) */
     METRIC_PRESPAWN_MISSES,      /* calls that found none waiting and started their own */
+    METRIC_HEADERS_REFUSED,      /* requests refused for the size of their metadata */
+    METRIC_QUEUE_DEADLINES,      /* calls whose deadline passed while they waited for a slot */
     METRIC_COUNTERS
 } metrics_counter;
 

@@ -49,6 +49,10 @@ typedef struct rpc_method {
     void (*progress)(rpc_call *c, const uint8_t *msg, size_t have, size_t total);
     /* Let go of handler state; `finished` is 0 when the work must be cancelled. */
     void (*end)(rpc_call *c, int finished);
+    /* Optional: the deadline passed (end follows). Append to why, the
+     * status message, what the call was still waiting for, if anything:
+     * "deadline exceeded" alone does not say the work never started. */
+    void (*deadline_note)(rpc_call *c, buf *why);
 } rpc_method;
 
 /* A piece of the response body, borrowed from handler state that lives
@@ -76,6 +80,7 @@ struct rpc_call {
     char *path;
     char *timeout_text;
     char *encoding;
+    size_t header_bytes;          /* the request's header list size (RFC 9113 §6.5.2) */
     int bad_method;               /* :method was not POST */
     int headers_done;
     int started;                  /* method->handle or ->progress was called */

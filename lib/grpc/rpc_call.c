@@ -160,13 +160,34 @@ static void call_deadline_passed(loop *l, void *ctx)
         call_reset_unsent(c, "deadline passed before the client read the response");
         return;
     }
-    log_v(2, "stream %d %s: deadline exceeded (grpc-timeout %s); cancelling", c->stream_id,
-          c->path, c->timeout_text);
+    buf why = {0};
+    buf_printf(&why, "deadline exceeded: the call did not finish within grpc-timeout %s",
+               c->timeout_text);
+    if (c->method && c->method->deadline_note && !c->ended)
+        c->method->deadline_note(c, &why);
+    log_v(2, "stream %d %s: %s; cancelling", c->stream_id, c->path,
+          why.data ? why.data : "deadline exceeded");
     call_end_handler(c);   /* the handler stops its work (kills the function) */
-    char msg[128];
-    snprintf(msg, sizeof msg, "deadline exceeded: the call did not finish within grpc-timeout %s",
-             c->timeout_text);
-    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED, msg);
+    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED,
+                   why.data ? why.data : "deadline exceeded: out of memory for the message");
+    buf_free(&why);
+}
+
+/* Its metadata is over SERVER_MAX_HEADER_LIST: refused on its own stream,
+ * the connection's other calls go on. Logged once at the default
+ * verbosity (a client that keeps doing it cannot fill the log), then at 3. */
+static void call_refuse_headers(rpc_call *c, buf *why)
+{
+    static int said;
+    buf_printf(why, "request metadata of %zu bytes is over this server's limit of %u bytes "
+               "(SETTINGS_MAX_HEADER_LIST_SIZE: each header's name and value, and 32)",
+               c->header_bytes, SERVER_MAX_HEADER_LIST);
+    if (!said++)
+        log_warn("stream %d: %s (more are logged at verbosity 3)", c->stream_id, why->data);
+    else
+        log_v(3, "stream %d: %s", c->stream_id, why->data);
+    metrics_count(METRIC_HEADERS_REFUSED);
+    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, why->data);
 }
 
 /* Headers complete: decide whether the call may go on. */
@@ -176,7 +197,9 @@ void call_check_headers(rpc_call *c)
     int64_t timeout_ns = 0;
     const rpc_method *m = NULL;
     c->headers_done = 1;
-    if (c->bad_method) {
+    if (c->header_bytes > SERVER_MAX_HEADER_LIST) {
+        call_refuse_headers(c, &why);
+    } else if (c->bad_method) {
         call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
     } else if (!is_grpc_content_type(c->content_type)) {
         buf_printf(&why, "invalid gRPC request content-type \"%s\"",

@@ -19,8 +19,10 @@
 #include "grpc/rpc_server_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -33,6 +35,7 @@
 #define SERVER_WINDOW (1 << 20)            /* per stream receive window */
 #define SERVER_CONN_WINDOW (16 << 20)      /* per connection receive window */
 #define SERVER_HANDSHAKE_NS (10 * 1000000000LL) /* preface + SETTINGS must arrive by then */
+#define SERVER_LINGER_NS (1000000000LL)    /* after a refusing GOAWAY: the client's rest */
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 _Static_assert(sizeof h2_preface - 1 == H2_PREFACE_LEN, "H2_PREFACE_LEN");
@@ -231,6 +234,18 @@ static void conn_http1_io(conn *c)
 
 /* ---- the HTTP/2 session -------------------------------------------------- */
 
+/* The GOAWAY text of a header block nghttp2 gave up on (h2_io.h). */
+static const char *headers_refusal(void)
+{
+    static char text[192];
+    if (!text[0])
+        snprintf(text, sizeof text, "request headers in more than %u CONTINUATION frames (a "
+                 "header block of %u MiB): far over the %u-byte limit of request metadata "
+                 "(SETTINGS_MAX_HEADER_LIST_SIZE)", SERVER_MAX_CONTINUATIONS,
+                 SERVER_MAX_HEADER_BLOCK >> 20, SERVER_MAX_HEADER_LIST);
+    return text;
+}
+
 static int conn_start_session(conn *c)
 {
     nghttp2_option *opt;
@@ -243,18 +258,22 @@ static int conn_start_session(conn *c)
      * about 290 KiB more RSS, held until the connection closes, once it
      * has carried 1,000 calls. */
     nghttp2_option_set_no_closed_streams(opt, 1);
+    nghttp2_option_set_max_continuations(opt, SERVER_MAX_CONTINUATIONS);
     int rv = nghttp2_session_server_new2(&c->io.session, server_callbacks(), c, opt);
     nghttp2_option_del(opt);
     if (rv != 0)
         return -1;
     /* ... so h2_io tells frames on forgotten streams apart itself */
     h2_io_check_closed_streams(&c->io);
+    c->io.headers_refusal = headers_refusal();
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->srv->cfg->max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SERVER_WINDOW},
-        {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 16384},
+        {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, SERVER_MAX_FRAME},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, SERVER_MAX_HEADER_LIST},
     };
-    if (nghttp2_submit_settings(c->io.session, NGHTTP2_FLAG_NONE, settings, 3) != 0 ||
+    if (nghttp2_submit_settings(c->io.session, NGHTTP2_FLAG_NONE, settings,
+                                sizeof settings / sizeof *settings) != 0 ||
         nghttp2_session_set_local_window_size(c->io.session, NGHTTP2_FLAG_NONE, 0,
                                               SERVER_CONN_WINDOW) != 0)
         return -1;
@@ -307,6 +326,12 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     rpc_call *c = stream_call(session, frame->hd.stream_id);
     if (!c || c->headers_done)
         return 0;   /* trailers from the client carry nothing we use */
+    /* RFC 9113 §6.5.2's measure, saturating: HPACK references let a small
+     * block decode to gigabytes; judged when the block ends */
+    size_t field = namelen + valuelen + 32;
+    c->header_bytes = field > SIZE_MAX - c->header_bytes ? SIZE_MAX : c->header_bytes + field;
+    if (c->header_bytes > SERVER_MAX_HEADER_LIST)
+        return 0;   /* refused anyway: nothing more is kept */
 #define IS(s) (namelen == sizeof(s) - 1 && !memcmp(name, s, namelen))
     if (IS(":method"))
         c->bad_method = !(valuelen == 4 && !memcmp(value, "POST", 4));
@@ -362,9 +387,27 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     return 0;
 }
 
+/* nghttp2 ends a connection whose header block it cannot decode (HPACK
+ * allows one header of at most 64 KiB there: a bigger one, or a broken
+ * block) with GOAWAY COMPRESSION_ERROR by itself: said here, once at the
+ * default verbosity, since every call on the connection ends with it. */
+static void note_compression_goaway(conn *cn)
+{
+    static int said;
+    const char *what = "GOAWAY COMPRESSION_ERROR: a request's headers could not be decoded (a "
+                       "header over nghttp2's 64 KiB, or a broken HPACK block); the connection "
+                       "and its calls end";
+    if (!said++)
+        log_warn("fd %d: %s (more are logged at verbosity 3)", cn->io.fd, what);
+    else
+        log_v(3, "fd %d: %s", cn->io.fd, what);
+    metrics_count(METRIC_HEADERS_REFUSED);
+}
+
 static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
-    (void)user_data;
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_COMPRESSION_ERROR)
+        note_compression_goaway(user_data);
     if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     rpc_call *c = stream_call(session, frame->hd.stream_id);
@@ -437,15 +480,50 @@ static void conn_check_write_stall(loop *l, void *ctx)
     c->write_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, conn_check_write_stall, c);
 }
 
+static void conn_linger_expired(loop *l, void *ctx)
+{
+    (void)l;
+    conn *c = ctx;
+    c->write_timer = NULL;
+    conn_close(c);
+}
+
+/* The GOAWAY of a refused header block is out, and the client is likely
+ * still sending that block: closing now, with its bytes unread, would
+ * reset the connection, and a client that sees the reset first never reads
+ * the GOAWAY. So our side is shut and what comes is read and dropped
+ * (h2_io) until the client closes, for at most SERVER_LINGER_NS. */
+static void conn_linger(conn *c)
+{
+    if (c->lingering)
+        return;
+    c->lingering = 1;
+    if (shutdown(c->io.fd, SHUT_WR) < 0) {
+        conn_close(c);
+        return;
+    }
+    loop_timer_cancel(c->srv->loop, c->write_timer);
+    c->write_timer = loop_timer_add(c->srv->loop, SERVER_LINGER_NS, conn_linger_expired, c);
+    if (!c->write_timer)
+        conn_close(c);
+    else if (c->watching != LOOP_READ &&
+             loop_watch(c->srv->loop, c->io.fd, LOOP_READ, conn_on_io, c) == 0)
+        c->watching = LOOP_READ;
+}
+
 /* Write what the session has queued, then close the connection if it is
  * done, or watch for writability if the socket is full. */
 void conn_flush(conn *c)
 {
-    if (c->mode != CONN_HTTP2)
-        return;   /* nothing of ours goes out before the protocol is known */
+    if (c->mode != CONN_HTTP2 || c->lingering)
+        return;   /* nothing of ours goes out before the protocol is known, or after the end */
     int rv = h2_io_flush(&c->io);
     if (rv == H2_IO_DEFERRED)
         return;
+    if (rv == H2_IO_OK && c->io.refused && h2_io_finished(&c->io)) {
+        conn_linger(c);
+        return;
+    }
     if (rv == H2_IO_CLOSED || (rv == H2_IO_OK && h2_io_finished(&c->io))) {
         conn_close(c);
         return;

@@ -179,6 +179,8 @@ void server_resume_accept(server *s)
         return;
     if (loop_watch(s->loop, s->listen_fd, LOOP_READ, server_on_accept, s) == 0)
         s->accept_paused = 0;
+    if (s->cfg->on_accept_resumed)
+        s->cfg->on_accept_resumed(s->cfg->app);
 }
 
 static void server_accept_retry(loop *l, void *ctx)

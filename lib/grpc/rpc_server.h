@@ -43,6 +43,10 @@ typedef struct rpc_server_config {
     /* Why the server is not ready (GET /readyz answers 503 with it), or
      * NULL when it is; may be NULL. Gets `app`. */
     const char *(*not_ready)(void *app);
+    /* Accepting paused for want of descriptors (or memory) and is tried
+     * again: a connection closed, or the retry timer fired. Whoever else
+     * came short of descriptors may try again too. May be NULL; gets `app`. */
+    void (*on_accept_resumed)(void *app);
     void *app;                   /* the handlers' shared state (server_app) */
 } rpc_server_config;
 

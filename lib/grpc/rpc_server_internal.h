@@ -26,6 +26,27 @@
 #define SERVER_LARGE_MESSAGE (1024 * 1024)  /* a call this big: its connection's buffers become spares */
 #define H2_PREFACE_LEN 24                   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
 
+/* A request's metadata: its header list (RFC 9113 §6.5.2: each field's
+ * name, value and 32 bytes) is at most this. gRPC metadata is a few KiB
+ * (grpc-go accepts 16 MiB by default, C core 8 KiB), so 1 MiB takes what
+ * clients mean to send and bounds what a peer makes us decode. Advertised
+ * as SETTINGS_MAX_HEADER_LIST_SIZE, so grpc-go and C core refuse a bigger
+ * request before sending it, naming the size; one that comes anyway is
+ * answered RESOURCE_EXHAUSTED on its own stream (call_check_headers). */
+#define SERVER_MAX_HEADER_LIST (1u << 20)
+/* A block over that budget is still read to its end, so that only its own
+ * stream is refused: nghttp2 cannot skip a header block, it ends the
+ * connection past its limit of CONTINUATION frames (8 by default since
+ * CVE-2024-28182: 130-150 KB of metadata took down every call on the
+ * connection). So the limit is in frames of at most 16 KiB (our
+ * SETTINGS_MAX_FRAME_SIZE) for 16 MiB, the header list grpc-go accepts by
+ * default: reading a block costs what its bytes do, nghttp2 keeps at most
+ * one header field of it (64 KiB). A longer one ends the connection with a
+ * GOAWAY naming the limit (h2_io). */
+#define SERVER_MAX_FRAME 16384
+#define SERVER_MAX_HEADER_BLOCK (16u << 20)
+#define SERVER_MAX_CONTINUATIONS (SERVER_MAX_HEADER_BLOCK / SERVER_MAX_FRAME)
+
 /* What the first bytes said. */
 enum conn_mode { CONN_SNIFFING, CONN_HTTP2, CONN_HTTP1 };
 
@@ -50,6 +71,7 @@ typedef struct conn {
     loop_timer *write_timer;  /* armed while the socket does not take our bytes */
     uint64_t written_at_check;
     int large_call;           /* a message of SERVER_LARGE_MESSAGE or more since idle */
+    int lingering;            /* GOAWAY sent, our side shut: reading the client's rest */
     struct conn *next;
 } conn;
 

@@ -84,10 +84,16 @@ void fnconfig_free(fnconfig *c)
     truncate_entries(c, 0);
     free(c->entries);
     c->entries = NULL;
+    strset_free(&c->names);
+    strset_free(&c->images);
 }
 
+/* The sets may keep names of entries a failed parse dropped again: they
+ * only tell where no duplicate can be (check_duplicates). */
 static int append_entry(fnconfig *c, const fnconfig_entry *e)
 {
+    if (strset_add(&c->names, e->name) < 0 || strset_add(&c->images, e->image) < 0)
+        return -1;
     if ((c->n & (c->n - 1)) == 0) {   /* 0, 1, 2, 4, ...: full, grow to double */
         size_t cap = c->n ? c->n * 2 : 1;
         fnconfig_entry *p = realloc(c->entries, cap * sizeof *p);
@@ -596,6 +602,8 @@ static int resolve_binary_path(const doc_ctx *x, const char *functions_dir, fnco
  * spec.image: a second object with either would silently replace the first. */
 static int check_duplicates(const doc_ctx *x, const fnconfig *c, const fnconfig_entry *e)
 {
+    if (!strset_has(&c->names, e->name) && !strset_has(&c->images, e->image))
+        return 0;   /* the common case; else find the other for the message */
     for (size_t i = 0; i < c->n; i++) {
         const fnconfig_entry *o = &c->entries[i];
         if (strcmp(o->name, e->name) == 0)

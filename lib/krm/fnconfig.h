@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/strset.h"
 
 /* Largest file read; bigger files are refused (configs are small). */
 #define FNCONFIG_MAX_FILE_SIZE (4u << 20)
@@ -63,6 +64,10 @@ typedef struct fnconfig_entry {
 typedef struct fnconfig {
     fnconfig_entry *entries;
     size_t n;
+    /* private: every entry's metadata.name and spec.image, so that each
+     * document's duplicate check is O(1), not a walk of all before it
+     * (20,000 FunctionConfigs took 2 s to load, two thirds of it in strcmp) */
+    strset names, images;
 } fnconfig;
 
 /* Loads a file (multi-document YAML) or a directory (its *.yaml and *.yml

@@ -394,6 +394,11 @@ static void exec_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
         gone(gone_ctx);
 }
 
+static void exec_deadline_note(ev_call *base, buf *why)
+{
+    fn_slots_deadline_note(&((exec_call *)base)->wait, why);
+}
+
 static void exec_destroy(evaluator *e)
 {
     free(e);
@@ -407,6 +412,7 @@ static const ev_ops exec_ops = {
     .input_done = exec_input_done,
     .cancel = exec_cancel,
     .free_call = exec_free_call,
+    .deadline_note = exec_deadline_note,
     .destroy = exec_destroy,
 };
 

@@ -104,6 +104,11 @@ static void multi_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
     ev_call_cancel_notify(inner, gone, gone_ctx);
 }
 
+static void multi_deadline_note(ev_call *base, buf *why)
+{
+    ev_call_deadline_note(((multi_call *)base)->inner, why);
+}
+
 static void multi_destroy(evaluator *base)
 {
     multi_ev *m = (multi_ev *)base;
@@ -118,6 +123,7 @@ static const ev_ops multi_ops = {
     .start = multi_start,
     .cancel = multi_cancel,
     .free_call = multi_free_call,
+    .deadline_note = multi_deadline_note,
     .destroy = multi_destroy,
 };
 

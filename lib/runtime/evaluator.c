@@ -43,6 +43,12 @@ void ev_call_free(ev_call *call)
         call->ev->ops->free_call(call);
 }
 
+void ev_call_deadline_note(ev_call *call, buf *why)
+{
+    if (call && call->ev->ops->deadline_note)
+        call->ev->ops->deadline_note(call, why);
+}
+
 void ev_destroy(evaluator *e)
 {
     if (e)

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "core/loop.h"
 
 typedef struct evaluator evaluator;
@@ -60,6 +61,9 @@ typedef struct ev_ops {
     void (*cancel)(ev_call *call, ev_gone_fn *gone, void *gone_ctx);
     /* Free a call after its done ran. */
     void (*free_call)(ev_call *call);
+    /* Optional: the caller's deadline passed (cancel follows); append to
+     * why what the call still waits for, if anything. */
+    void (*deadline_note)(ev_call *call, buf *why);
     void (*destroy)(evaluator *e);
 } ev_ops;
 
@@ -101,6 +105,9 @@ void ev_call_cancel(ev_call *call);
  * (nothing was running) or later from the loop; exactly once. */
 void ev_call_cancel_notify(ev_call *call, ev_gone_fn *gone, void *ctx);
 void ev_call_free(ev_call *call);
+/* The caller's deadline passed, before cancelling: appends to why what the
+ * call was still waiting for (a function slot), if anything. */
+void ev_call_deadline_note(ev_call *call, buf *why);
 void ev_destroy(evaluator *e);
 
 #endif

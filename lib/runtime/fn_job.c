@@ -376,6 +376,62 @@ static void fn_job_check_orphans(void)
     orphans_check(&owners);
 }
 
+/* ---- what a waiting process leaves behind ----------------------------------- */
+
+/* A waiting process is no call, so what it leaves outside its group has no
+ * owner and goes at once. Nothing tells us when that appears: a process
+ * re-parented to us alive sends no SIGCHLD (its parent, which died, was the
+ * function's child, not ours). So while processes wait we look: soon after
+ * one starts (daemons are mostly made at start-up), then at intervals
+ * doubling to FN_JOB_LOOK_MAX_NS. A look is orphans_check: one pread of our
+ * children list when there is nothing to find. */
+#define FN_JOB_LOOK_FIRST_NS (20 * 1000000LL)
+#define FN_JOB_LOOK_MAX_NS (1000 * 1000000LL)
+
+static struct {
+    loop *loop;
+    loop_timer *timer;
+    int64_t interval_ns;
+    int64_t due_ns;        /* of timer */
+} look;
+
+static int fn_job_any_waiting(void)
+{
+    for (fn_job *j = live_jobs; j; j = j->next)
+        if (j->waiting && !j->exited)
+            return 1;
+    return 0;
+}
+
+static void fn_job_look_after(loop *l, int64_t delay_ns);
+
+static void fn_job_look(loop *l, void *ctx)
+{
+    (void)ctx;
+    look.timer = NULL;   /* the loop frees it */
+    if (!fn_job_any_waiting())
+        return;          /* the next waiting process starts the looks again */
+    fn_job_check_orphans();
+    int64_t next = look.interval_ns * 2;
+    fn_job_look_after(l, next < FN_JOB_LOOK_MAX_NS ? next : FN_JOB_LOOK_MAX_NS);
+}
+
+static void fn_job_look_after(loop *l, int64_t delay_ns)
+{
+    /* A look due sooner stays: processes started one after another (a
+     * busy server replaces one at each call) must not keep pushing it back. */
+    if (look.timer && look.due_ns <= loop_deadline_ns(delay_ns))
+        return;
+    loop_timer_cancel(look.loop, look.timer);
+    look.loop = l;
+    look.interval_ns = delay_ns;
+    look.due_ns = loop_deadline_ns(delay_ns);
+    look.timer = loop_timer_add(l, delay_ns, fn_job_look, NULL);
+    if (!look.timer)
+        log_error("cannot schedule looking for processes pre-started functions leave behind: "
+                  "out of memory; they are killed when a call ends");
+}
+
 /* ---- finishing ---------------------------------------------------------- */
 
 static void fn_job_finish(fn_job *job)
@@ -587,6 +643,7 @@ fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *d
         fn_job_abandon(job, why);
         return NULL;
     }
+    fn_job_look_after(l, FN_JOB_LOOK_FIRST_NS);
     return job;
 }
 
@@ -695,6 +752,8 @@ size_t fn_job_live_count(void)
 
 void fn_job_shutdown(void)
 {
+    loop_timer_cancel(look.loop, look.timer);
+    look.timer = NULL;
     for (fn_job *j = live_jobs; j; j = j->next)
         if (!j->finished)
             kill(-j->pid, SIGKILL);

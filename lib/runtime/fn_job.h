@@ -15,8 +15,9 @@
  * A process that left the group (setsid, a double fork) is not reached by
  * that kill: once its parent dies it is re-parented to us (a subreaper, or
  * PID 1), and lib/runtime/orphans.c kills it when no call still running can own it.
- * fn_job asks for that check when a call ends and when a child that is no
- * job is reaped.
+ * fn_job asks for that check when a call ends, when a child that is no
+ * job is reaped, and while processes wait for a call (fn_job_start_waiting:
+ * what they leave has no owner, and its arrival sends us no signal).
  *
  * Exit statuses arrive through fn_job_reap(), which the owner of SIGCHLD
  * calls; it reaps every child, orphans included (we may be PID 1), and hands

@@ -7,7 +7,15 @@
  * close-on-exec descriptor of the file and starts processes through a
  * short-lived inheritable duplicate of it (/proc/self/fd/N, as ev_exec
  * runs a call's binary: a #! script's interpreter reopens that name), so
- * nothing done to the path later changes what the pool runs. */
+ * nothing done to the path later changes what the pool runs.
+ *
+ * A start that fails (descriptors or memory short: pipe2's EMFILE, fork's
+ * EAGAIN) leaves its pool short, and before, only the next call's take
+ * refilled it, after paying a full spawn. So a short refill is retried:
+ * at once when the server's listener resumes after EMFILE
+ * (fn_prespawn_retry: descriptors may be back), and from a timer meanwhile,
+ * its interval doubling from PRESPAWN_RETRY_MIN_NS to _MAX_NS (a start
+ * that keeps failing costs a failed pipe2 or spawn every 2 s). */
 #include "runtime/fn_prespawn.h"
 
 #include <assert.h>
@@ -22,6 +30,9 @@
 
 #include "core/log.h"
 #include "grpc/metrics.h"
+
+#define PRESPAWN_RETRY_MIN_NS (100 * 1000000LL)
+#define PRESPAWN_RETRY_MAX_NS (2000 * 1000000LL)
 
 typedef struct pool {
     char *const *argv;          /* what its processes run */
@@ -45,6 +56,8 @@ static struct {
     size_t n_waiting;           /* in all pools */
     loop_timer *refill;
     loop_timer *idle;
+    loop_timer *retry;          /* a refill came short: try again */
+    int64_t retry_ns;           /* its next interval */
     int stopped;                /* draining */
 } pre;
 
@@ -157,6 +170,8 @@ static pool *pool_to_fill(uint64_t tried, size_t *index)
     return best;
 }
 
+static void prespawn_retry_expired(loop *l, void *ctx);
+
 /* Fills the pools, the most recently called first: when --prespawn-total
  * is short, the binaries called last get the processes. */
 static void prespawn_refill(loop *l, void *ctx)
@@ -165,13 +180,40 @@ static void prespawn_refill(loop *l, void *ctx)
     pre.refill = NULL;   /* the loop frees the timer */
     uint64_t tried = 0;
     size_t i = 0;
+    int short_of = 0;
     pool *p;
     while (!pre.stopped && pre.n_waiting < pre.total && (p = pool_to_fill(tried, &i))) {
         tried |= (uint64_t)1 << i;
         while (p->n_waiting < pre.per_pool && pre.n_waiting < pre.total)
-            if (pool_start_one(p) < 0)
+            if (pool_start_one(p) < 0) {
+                short_of = 1;
                 break;
+            }
     }
+    if (!short_of) {
+        pre.retry_ns = PRESPAWN_RETRY_MIN_NS;
+        return;
+    }
+    if (pre.retry || pre.stopped)
+        return;
+    pre.retry = loop_timer_add(pre.loop, pre.retry_ns, prespawn_retry_expired, NULL);
+    pre.retry_ns = pre.retry_ns * 2 < PRESPAWN_RETRY_MAX_NS ? pre.retry_ns * 2
+                                                            : PRESPAWN_RETRY_MAX_NS;
+}
+
+static void prespawn_retry_expired(loop *l, void *ctx)
+{
+    pre.retry = NULL;   /* the loop frees the timer */
+    prespawn_refill(l, ctx);
+}
+
+void fn_prespawn_retry(void)
+{
+    if (!pre.retry)
+        return;   /* nothing came short */
+    loop_timer_cancel(pre.loop, pre.retry);
+    pre.retry = NULL;
+    prespawn_refill_soon();   /* from the loop, not inside the caller */
 }
 
 static void prespawn_refill_soon(void)
@@ -251,6 +293,7 @@ static void configure(loop *l, size_t per_pool, size_t total, int64_t idle_ns)
     pre.per_pool = per_pool < FN_PRESPAWN_MAX ? per_pool : FN_PRESPAWN_MAX;
     pre.total = total < FN_PRESPAWN_TOTAL_MAX ? total : FN_PRESPAWN_TOTAL_MAX;
     pre.idle_ns = idle_ns > 0 ? idle_ns : 0;
+    pre.retry_ns = PRESPAWN_RETRY_MIN_NS;
 }
 
 void fn_prespawn_configure(loop *l, char *const *argv, size_t n)
@@ -339,8 +382,9 @@ void fn_prespawn_stop(void)
     if (pre.loop) {
         loop_timer_cancel(pre.loop, pre.refill);
         loop_timer_cancel(pre.loop, pre.idle);
+        loop_timer_cancel(pre.loop, pre.retry);
     }
-    pre.refill = pre.idle = NULL;
+    pre.refill = pre.idle = pre.retry = NULL;
     while (pre.n_pools)
         pool_release(pre.n_pools - 1);
 }

@@ -35,6 +35,15 @@ static void fn_server_drain(rpc_drain_phase phase, void *ctx)
     }
 }
 
+/* Descriptors may be back (the listener resumed after EMFILE): a pool of
+ * pre-started functions left short by the same shortage refills now,
+ * not at the next call, which would pay a full spawn. */
+static void fn_server_accept_resumed(void *app)
+{
+    (void)app;
+    fn_prespawn_retry();
+}
+
 static const char *fn_server_not_ready(void *app)
 {
     (void)app;
@@ -53,6 +62,7 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     cfg.app = ev;
     cfg.on_drain = fn_server_drain;
     cfg.not_ready = fn_server_not_ready;
+    cfg.on_accept_resumed = fn_server_accept_resumed;
     metrics_gauge("krm_function_processes", "", "Function processes not yet reaped (pre-started ones waiting included).",
                   fn_job_live_count);
     metrics_gauge("krm_function_calls_waiting", "",

@@ -65,6 +65,7 @@ int fn_slots_take(fn_slot_wait *w)
     }
     w->next = NULL;
     w->queued = 1;
+    w->queued_ns = loop_now_ns();
     if (slots.tail)
         slots.tail->next = w;
     else
@@ -126,6 +127,17 @@ void fn_slots_give_back(void)
     slots.running--;
     if (slots.head && !slots.grant_timer && slots.loop)
         slots.grant_timer = loop_timer_add(slots.loop, 0, fn_slots_grant, NULL);
+}
+
+void fn_slots_deadline_note(const fn_slot_wait *w, buf *why)
+{
+    if (!w->queued)
+        return;
+    metrics_count(METRIC_QUEUE_DEADLINES);
+    buf_printf(why, "; it waited %.1f s in the queue for a function slot and never started: all "
+               "%zu slots were taken (--max-concurrent-functions %zu bounds the functions "
+               "running at once; %zu calls wait)", (double)(loop_now_ns() - w->queued_ns) / 1e9,
+               slots.running, slots.max_running, slots.waiting);
 }
 
 size_t fn_slots_running(void) { return slots.running; }

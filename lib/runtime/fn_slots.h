@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "core/loop.h"
 
 typedef struct fn_slot_wait fn_slot_wait;
@@ -32,6 +33,7 @@ struct fn_slot_wait {
     /* private */
     fn_slot_wait *next;
     int queued;
+    int64_t queued_ns;          /* when it joined the queue (loop_now_ns) */
 };
 
 /* max_running 0: no limit (and no queue). */
@@ -53,6 +55,10 @@ int fn_slots_try_take(void);
 void fn_slots_leave(fn_slot_wait *w);
 /* A process holding a slot was reaped (or never started). */
 void fn_slots_give_back(void);
+/* The caller's deadline passed: when w is still queued, appends to why how
+ * long it waited, that its function never started and which flag bounds
+ * the functions running, and counts it (krm_function_queue_deadlines_total). */
+void fn_slots_deadline_note(const fn_slot_wait *w, buf *why);
 
 size_t fn_slots_running(void);
 size_t fn_slots_waiting(void);

@@ -28,7 +28,9 @@
  *     than there are live functions, a pass;
  *   - a child no function owns was reaped (orphans_reaped): a pass;
  *   - a pass left an orphan waiting for a call: every call's end passes
- *     again until none waits.
+ *     again until none waits;
+ *   - while pre-started functions wait (fn_job's looks, up to once a
+ *     second): as when a call ends. Their orphans send us no signal.
  * A pass reads /proc/PID/stat once per unowned child (3 syscalls), at most
  * ORPHANS_PER_PASS of them; the kills' SIGCHLDs bring the next pass. Without
  * the children list (a kernel built without CONFIG_PROC_CHILDREN) a pass

@@ -256,10 +256,18 @@ static void eval_end(rpc_call *c, int finished)
     c->state = NULL;
 }
 
+static void eval_deadline_note(rpc_call *c, buf *why)
+{
+    eval_state *st = c->state;
+    if (st && !st->delivered)
+        ev_call_deadline_note(st->call, why);
+}
+
 const rpc_method evaluate_method = {
     .service = "evaluator.FunctionEvaluator",
     .name = "EvaluateFunction",
     .handle = eval_handle,
     .progress = eval_progress,
     .end = eval_end,
+    .deadline_note = eval_deadline_note,
 };

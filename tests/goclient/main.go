@@ -14,6 +14,9 @@
 //	goclient watch   -addr A [-service S] [-for D]
 //	goclient idle    -addr A -image IMG -in FILE -idle D    (keepalive pings while idle)
 //	goclient reflect -addr A
+//	goclient metadata -addr A -image IMG -in FILE -sizes N,M...
+//	                 (one call without metadata, then one per size with about that many
+//	                  bytes of metadata in 8 KB entries, all on one connection at once)
 package main
 
 import (
@@ -26,6 +29,8 @@ import (
 	"io/ioutil"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,12 +39,13 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 )
 
 type opts struct {
-	addr, image, in, out, service string
+	addr, image, in, out, service, sizes string
 	timeout, after, idle, watchFor time.Duration
 	maxRecv, streams, calls      int
 }
@@ -63,6 +69,7 @@ func main() {
 	fs.IntVar(&o.maxRecv, "max-recv", 6*1024*1024, "largest answer accepted")
 	fs.IntVar(&o.streams, "streams", 8, "concurrent calls")
 	fs.IntVar(&o.calls, "calls", 100, "calls in all")
+	fs.StringVar(&o.sizes, "sizes", "", "metadata: bytes of metadata of each call, comma-separated")
 	fs.Parse(os.Args[2:])
 
 	var out interface{}
@@ -81,6 +88,8 @@ func main() {
 		out = idle(o)
 	case "reflect":
 		out = reflect(o)
+	case "metadata":
+		out = withMetadata(o)
 	default:
 		fail("unknown subcommand " + cmd)
 	}
@@ -149,6 +158,47 @@ func evalOnce(o opts) callResult {
 		}
 	}
 	return result(resp, err, start)
+}
+
+// withMetadata: a call without metadata starts first; while it runs, one
+// call per size in o.sizes carries that many bytes of metadata (entries of
+// 8,000 bytes), all on the same connection. Answers: "plain" and "sized".
+func withMetadata(o opts) map[string]interface{} {
+	cc := dial(o)
+	defer cc.Close()
+	client := pb.NewFunctionEvaluatorClient(cc)
+	input := readInput(o)
+	call := func(md metadata.MD) callResult {
+		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		defer cancel()
+		if md != nil {
+			ctx = metadata.NewOutgoingContext(ctx, md)
+		}
+		start := time.Now()
+		resp, err := client.EvaluateFunction(ctx, &pb.EvaluateFunctionRequest{ResourceList: input, Image: o.image})
+		return result(resp, err, start)
+	}
+	var plain callResult
+	done := make(chan struct{})
+	go func() {
+		plain = call(nil)
+		close(done)
+	}()
+	time.Sleep(200 * time.Millisecond) // the plain call is in flight
+	var sized []callResult
+	for _, s := range strings.Split(o.sizes, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fail("-sizes: " + err.Error())
+		}
+		md := metadata.MD{}
+		for i := 0; i*8000 < n; i++ {
+			md.Set(fmt.Sprintf("x-md-%d", i), strings.Repeat("v", 8000))
+		}
+		sized = append(sized, call(md))
+	}
+	<-done
+	return map[string]interface{}{"plain": plain, "sized": sized}
 }
 
 // load: o.calls calls over one connection, o.streams at a time, as Porch's

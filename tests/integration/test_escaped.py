@@ -21,7 +21,7 @@ import pytest
 
 from krmtest import call_children, fn, proc_stat, simple_rl
 from test_faults import baseline_fds, close_channels, fd_table, own_fds, wait_until
-from test_pid1 import find_server_pid, unshare_works
+from test_pid1 import start_pid1
 
 IMAGE = "example.com/escape:1"
 MODE_DIGIT = {"setsid": "1", "daemon": "2", "tree": "3", "hang": "4", "hold-5": "5", "hold-6": "6"}
@@ -99,14 +99,7 @@ def escape(request, start_server, tmp_path):
     entry = [fn("escape.sh"), base, str(tmp_path)]
     opts = ["--verbosity", "3"]
     if request.param == "pid1":
-        if os.geteuid() != 0:
-            pytest.skip("needs root for unshare --pid")
-        if not unshare_works():
-            pytest.skip("unshare --pid is not permitted here")
-        srv = start_server(entry, options=opts, ready=False,
-                           wrapper=["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"])
-        srv.server_pid = find_server_pid(srv.proc.pid)
-        srv.wait_ready()
+        srv = start_pid1(start_server, entry, opts)
     else:
         srv = start_server(entry, options=opts)
     yield Escape(srv, base, tmp_path)

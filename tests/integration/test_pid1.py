@@ -49,6 +49,20 @@ def find_server_pid(unshare_pid, timeout=5.0):
     raise AssertionError("unshare has no child")
 
 
+def start_pid1(start_server, entry, options):
+    """A wrapper-server that is PID 1 of its own PID namespace, with its own
+    /proc (skips the test where that cannot be made)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for unshare --pid")
+    if not unshare_works():
+        pytest.skip("unshare --pid is not permitted here")
+    srv = start_server(entry, options=options, ready=False,
+                       wrapper=["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"])
+    srv.server_pid = find_server_pid(srv.proc.pid)
+    srv.wait_ready()
+    return srv
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for unshare --pid")
 def test_pid1_reaps_orphans_and_drains(start_server):
     if not unshare_works():

@@ -387,3 +387,29 @@ def test_serve_prespawn_flags_refused(flag, value):
     res = run_cli([CLIENT_BIN, "serve", "--disable-runtimes=pod", flag, value])
     assert res.returncode == 2
     assert f'invalid value "{value}" for {flag}' in res.stderr.decode()
+
+
+def test_pool_refills_when_descriptors_come_back(start_server):
+    """Out of descriptors, the call that takes the waiting process leaves
+    the pool empty (its replacement cannot get pipes). It used to stay
+    empty until the next call, which then paid a full spawn; now it refills
+    once descriptors are back (the listener resumes), with no call."""
+    import socket
+    from test_faults import close_channels, wait_until
+    srv = start_server(["cat"], options=["--prespawn", "1", "--verbosity", "3"],
+                       wrapper=["prlimit", "--nofile=64:64", "--"])
+    wait_metric(srv, "krm_prespawn_waiting", 1)
+    close_channels(srv)
+    ch = srv.channel()   # connected before descriptors run out
+    assert srv.check("", channel=ch).status == srv.pb.health.HealthCheckResponse.SERVING
+    clients = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(90)]
+    assert wait_until(lambda: "new connections wait" in srv.stderr(), 10), srv.describe()
+    rl = simple_rl("at-the-limit")
+    assert srv.evaluate(rl, image="img", channel=ch, timeout=20).resource_list == rl
+    assert wait_until(lambda: "cannot pre-start" in srv.stderr(), 5), srv.describe()
+    for s in clients:
+        s.close()
+    assert srv.check("", timeout=20).status == srv.pb.health.HealthCheckResponse.SERVING
+    wait_metric(srv, "krm_prespawn_waiting", 1)   # refilled, no call made
+    assert metric(srv, "krm_prespawn_hits_total") == 1
+    assert metric(srv, "krm_prespawn_misses_total") == 0

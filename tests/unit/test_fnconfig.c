@@ -487,6 +487,17 @@ Test(fnconfig, entries_of_a_failed_parse_are_dropped)
     cr_assert_eq(fnconfig_parse("more.yaml", more, strlen(more), NULL, &c, &err), -1);
     cr_assert_eq(c.n, 1);
     cr_assert_str_eq(c.entries[0].name, "kept");
+    /* "a" was dropped: it is no duplicate now (the duplicate check's sets
+     * still hold its name), and "kept" still is one */
+    buf_reset(&err);
+    const char *again = HEAD "metadata: {name: a}\nspec: {image: a, podExecutor: {}}\n";
+    cr_assert_eq(fnconfig_parse("again.yaml", again, strlen(again), NULL, &c, &err), 0, "%s",
+                 err.data);
+    cr_assert_eq(c.n, 2);
+    const char *dup = HEAD "metadata: {name: kept}\nspec: {image: other, podExecutor: {}}\n";
+    cr_assert_eq(fnconfig_parse("dup.yaml", dup, strlen(dup), NULL, &c, &err), -1);
+    cr_assert(strstr(err.data, "duplicate: FunctionConfig \"kept\" is already defined"), "%s",
+              err.data);
     buf_free(&err);
     fnconfig_free(&c);
 }
