@@ -66,7 +66,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
                          .keep_watching = 1, .health = &health_check_hook,
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
-                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .ttl_ctx = f->ttl_ctx};
+                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};

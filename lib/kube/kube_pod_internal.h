@@ -1,0 +1,145 @@
+/* kube_pod_internal: what the pod cache's files share (private to
+ * kube_fn_table.c, kube_pod_route.c, kube_pod_life.c, kube_pod_ready.c and
+ * kube_pod_reclaim.c; see kube_pod_cache.h for what the cache does).
+ *
+ * Two levels. The function table: one `fn_entry` per image (its registry facts,
+ * shared by its pods) holding its pods. One `pod` per function pod, whose
+ * whole life is its `state` (pod_state's table), changed only by pod_set:
+ * a pod is in its image's table while it is requested, creating,
+ * waiting-ready, serving or failed (its waiters not answered yet), and has
+ * left it once draining, deleting or gone. A pod that left is freed once
+ * nothing points to it any more (its API calls, its watch). */
+#ifndef KRM_KUBE_POD_INTERNAL_H
+#define KRM_KUBE_POD_INTERNAL_H
+
+#include "kube/kube_pod_cache.h"
+#include "kube/kube_watch.h"
+#include "kube/pod_id.h"
+#include "kube/pod_status.h"
+#include "kube/svc_endpoints.h"
+
+typedef struct fn_entry fn_entry;
+typedef struct pod pod;
+
+struct pod_waiter {
+    pod_cache *pc;
+    pod *p;                    /* the pod it waits for, once routed */
+    char *image;
+    pod_answer_fn *fn;
+    void *ctx;
+    loop_timer *attach;        /* pending: routed from the loop */
+    pod_waiter *next;
+};
+
+/* What a waiting-ready pod waits for: one explicit step, not a guess from
+ * which timer is armed. */
+typedef enum ready_step {
+    READY_STEP_STATUS,         /* its status (and, --dial=pod, its wrapper's health) */
+    READY_STEP_ENDPOINTS,      /* Ready; its Service's endpoints to list it (--dial=service) */
+    READY_STEP_LOG,            /* failed fast; its container's last log lines to quote */
+} ready_step;
+
+struct pod {
+    pod_cache *pc;
+    fn_entry *fn;              /* its image while in the table; NULL once it left */
+    pod *next;                 /* in fn->pods */
+    char *image;               /* its own copy: a pod that left outlives its image's entry */
+    unsigned postfix;          /* podId's postfix: 1, 2, ... among the image's pods */
+    pod_state state;           /* only through pod_set */
+    ready_step step;
+    char pod_id[POD_ID_MAX + 1];
+    char *name, *uid, *ip, *cluster_ip, *addr, *shown;
+    int created;               /* this cache created it (else adopted) */
+    int ready;                 /* seen Ready (else served on its wrapper's health) */
+    int calls;                 /* calls running through it (pod_cache_call_begin) */
+    int64_t started_ns, last_used_ns;
+    int64_t marked_ns;         /* last_used_ns as last written to the pod (LAST_CALL) */
+    int mark_failed;           /* a failed write was logged once */
+    pod_waiter *waiters;       /* calls waiting for it to serve */
+    int api_calls;             /* its API requests in flight (pod_api_begin/end) */
+    kube_watch *watch;
+    loop_timer *deadline, *poll, *unwatch, *delete_timer;
+    int delete_service;        /* its Delete removes the Service too (reclaimed) */
+    void *health;              /* the wrapper's Health/Check in flight (hook's op) */
+    loop_timer *health_next;   /* the next check */
+    char health_seen[300];     /* its last answer, for the timeout's message */
+    char desc[512];            /* its last status line, for logs and the timeout */
+    char fail_container[254];
+    int fail_previous;
+    int said_endpoints_wait;   /* "waiting for the endpoints" logged */
+};
+
+struct fn_entry {
+    pod_cache *pc;
+    fn_entry *next;
+    char *image;
+    registry_op *lk;           /* the registry lookup in flight */
+    registry_result meta;
+    int have_meta;
+    pod *pods;                 /* in the table */
+    unsigned rr;               /* round-robin turn among equally loaded pods */
+};
+
+struct pod_cache {
+    loop *l;
+    kube_client *c;
+    pod_cache_opts o;
+    fn_entry *fns;
+    pod_waiter *pending;       /* waiters not routed yet */
+    int api_calls;             /* API requests of all pods, those that left included */
+    svc_endpoints_api ep_api;  /* how Services' endpoints are read (asked once) */
+    struct {
+        pod_drop_fn *fn;
+        void *ctx;
+    } drop_hooks[POD_DROP_HOOKS];
+    loop_timer *scan;          /* the next look for idle pods */
+};
+
+/* ---- kube_pod_life.c: one pod's life ---- */
+/* The one way a pod's state changes: logged, and a transition the table
+ * refuses is a bug (asserted). */
+void pod_set(pod *p, pod_event ev);
+int pod_in_table(const pod *p);
+const char *pod_label(const pod *p);   /* its name, else podId, else image */
+pod *pod_new(fn_entry *f, unsigned postfix);
+/* An API request for p was sent / has come back. pod_api_end: 1 when p has
+ * left meanwhile (the answer is not wanted; p may be freed by it). */
+void pod_api_begin(pod *p);
+int pod_api_end(pod *p);
+void pod_maybe_free(pod *p);
+void pod_serve(pod *p);
+/* p will not serve: message to its waiters (or they go to its image's
+ * other pods), then it leaves; delete_pod: delete it too (fail fast). */
+void pod_fail(pod *p, const char *message, int delete_pod);
+void pod_fail_fmt(pod *p, int delete_pod, const char *fmt, const char *arg);
+void pod_fail_fast(pod *p, const pod_status *st);
+/* Deletes p (and, reclaimed, its Service) from the loop, then it leaves. */
+void pod_delete(pod *p);
+void pod_leave(pod *p, const char *why);
+void pod_unwatch_later(pod *p);
+void pod_health_stop(pod *p);
+int pod_set_str(char **dst, const char *s);
+
+/* ---- kube_pod_ready.c: readiness and early dial ---- */
+void pod_observe(pod *p, const json *obj);
+void pod_watch(pod *p);
+
+/* ---- kube_fn_table.c: images, lookup, create or adopt ---- */
+void fn_start_pod(pod *p);
+void fn_release(fn_entry *f);  /* f goes once its last pod has left */
+pod *fn_pod_named(pod_cache *pc, const char *image, const char *name);
+fn_entry *fn_find(pod_cache *pc, const char *image);
+fn_entry *fn_new(pod_cache *pc, const char *image);
+
+/* ---- kube_pod_route.c ---- */
+/* w to a pod of f (a new one when routing says so); from the loop. */
+void route_waiter(fn_entry *f, pod_waiter *w);
+/* The waiters of p, which leaves the table: to f's other pods, or answered
+ * with why. */
+void route_hand_off(pod *p, fn_entry *f, const char *why);
+void answer_waiters(pod *p, const char *error);
+
+/* ---- kube_pod_reclaim.c ---- */
+void reclaim_scan(loop *l, void *ctx);
+
+#endif
