@@ -6,6 +6,7 @@
 
 #include "core/duration.h"
 #include "core/log.h"
+#include "core/numparse.h"
 #include "kube/kube_client.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/kubeconfig.h"
@@ -30,10 +31,18 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->dial && strcmp(f->dial, "service") && strcmp(f->dial, "pod"))
         return buf_printf(err, "invalid value \"%s\" for --dial: want service or pod", f->dial), -1;
     if (f->ns && !dns1123_label_valid(f->ns))
-        return buf_printf(err, "invalid value \"%s\" for --namespace: want a DNS-1123 label", f->ns), -1;
+        return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 label", f->ns,
+                          f->ns_flag ? f->ns_flag : "--namespace"), -1;
     if (f->ready_timeout && (duration_parse(f->ready_timeout, &ns) < 0 || ns <= 0))
-        return buf_printf(err, "invalid value \"%s\" for --ready-timeout: want a duration such as 60s",
-                          f->ready_timeout), -1;
+        return buf_printf(err, "invalid value \"%s\" for %s: want a duration such as 60s",
+                          f->ready_timeout, f->ready_flag ? f->ready_flag : "--ready-timeout"), -1;
+    unsigned long long n;
+    if (f->max_pods && (parse_uint(f->max_pods, POD_MAX_PER_FUNCTION, &n) < 0 || n < 1))
+        return buf_printf(err, "invalid value \"%s\" for --max-parallel-pods-per-function: want a "
+                          "whole number 1-%d", f->max_pods, POD_MAX_PER_FUNCTION), -1;
+    if (f->waitlist && (parse_uint(f->waitlist, 1000000, &n) < 0 || n < 1))
+        return buf_printf(err, "invalid value \"%s\" for --max-waitlist-length: want a whole number "
+                          "1-1000000", f->waitlist), -1;
     if (f->pod_ttl && (duration_parse(f->pod_ttl, &ns) < 0 || ns < 0))
         return buf_printf(err, "invalid value \"%s\" for --pod-ttl: want a duration such as 30m "
                           "(0: never)", f->pod_ttl), -1;
@@ -60,13 +69,20 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         duration_parse(f->pod_ttl, &ttl_ns);
     if (f->scan_interval)
         duration_parse(f->scan_interval, &scan_ns);
+    unsigned long long max_pods = POD_DEFAULT_MAX_PODS, waitlist = POD_DEFAULT_WAITLIST;
+    if (f->max_pods)
+        parse_uint(f->max_pods, POD_MAX_PER_FUNCTION, &max_pods);
+    if (f->waitlist)
+        parse_uint(f->waitlist, 1000000, &waitlist);
     kube_config_opts o = {f->kubeconfig, f->context, f->ns};
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
                          .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
                          .keep_watching = 1, .health = &health_check_hook,
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
-                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx};
+                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx,
+                         .max_pods = (int)max_pods, .waitlist = (int)waitlist,
+                         .limits_for = f->limits_for};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};

@@ -200,6 +200,13 @@ def test_bad_config_at_start_exits_2_naming_the_file(tmp_path, functions):
     (["--dial", "dns"], b'invalid value "dns" for --dial'),
     (["--namespace", "Bad_NS"], b'invalid value "Bad_NS" for --namespace'),
     (["--ready-timeout", "soon"], b'invalid value "soon" for --ready-timeout'),
+    # Porch's names for the same two, named as typed
+    (["--pod-namespace", "Bad_NS"], b'invalid value "Bad_NS" for --pod-namespace'),
+    (["--pod-ready-timeout", "0s"], b'invalid value "0s" for --pod-ready-timeout'),
+    (["--max-parallel-pods-per-function", "0"],
+     b'invalid value "0" for --max-parallel-pods-per-function: want a whole number 1-64'),
+    (["--max-parallel-pods-per-function", "65"], b'for --max-parallel-pods-per-function'),
+    (["--max-waitlist-length", "-1"], b'invalid value "-1" for --max-waitlist-length'),
     (["--bogus", "1"], b"--bogus"),
     (["extra"], b"extra"),
 ])
