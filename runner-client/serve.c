@@ -557,7 +557,7 @@ int cmd_serve(int argc, char **argv)
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
         {"--pod-ready-timeout", &o.pod_ready},
         {"--max-parallel-pods-per-function", &o.pod.max_pods},
-        {"--max-waitlist-length", &o.pod.waitlist},
+        {"--max-waitlist-length", &o.pod.waitlist}, {"--max-grpc-retries", &o.pod.max_retries},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
         {0},

@@ -16,6 +16,7 @@
 #include "runtime/health_check.h"
 
 #define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+#define SERVE_POD_MAX_RETRIES 10   /* each retry may wait for a pod: bounded */
 
 struct serve_pod {
     kube_config cfg;
@@ -23,6 +24,7 @@ struct serve_pod {
     pod_cache *pc;
     loop *l;
     uint32_t max_message;
+    int max_retries;
 };
 
 int serve_pod_check(const serve_pod_flags *f, buf *err)
@@ -43,6 +45,9 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->waitlist && (parse_uint(f->waitlist, 1000000, &n) < 0 || n < 1))
         return buf_printf(err, "invalid value \"%s\" for --max-waitlist-length: want a whole number "
                           "1-1000000", f->waitlist), -1;
+    if (f->max_retries && parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &n) < 0)
+        return buf_printf(err, "invalid value \"%s\" for --max-grpc-retries: want a whole number "
+                          "0-%d", f->max_retries, SERVE_POD_MAX_RETRIES), -1;
     if (f->pod_ttl && (duration_parse(f->pod_ttl, &ns) < 0 || ns < 0))
         return buf_printf(err, "invalid value \"%s\" for --pod-ttl: want a duration such as 30m "
                           "(0: never)", f->pod_ttl), -1;
@@ -74,6 +79,10 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         parse_uint(f->max_pods, POD_MAX_PER_FUNCTION, &max_pods);
     if (f->waitlist)
         parse_uint(f->waitlist, 1000000, &waitlist);
+    unsigned long long retries = EV_POD_DEFAULT_RETRIES;
+    if (f->max_retries)
+        parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &retries);
+    p->max_retries = (int)retries;
     kube_config_opts o = {f->kubeconfig, f->context, f->ns};
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
@@ -111,7 +120,7 @@ evaluator *serve_pod_evaluator(serve_pod *p)
 {
     /* the caller's deadline (grpc-timeout) bounds each call; the pod wait
      * has --ready-timeout */
-    ev_pod_opts eo = {.max_message = p->max_message};
+    ev_pod_opts eo = {.max_message = p->max_message, .max_retries = p->max_retries};
     return ev_pod_new(p->l, p->pc, &eo);
 }
 

@@ -22,6 +22,7 @@ typedef struct serve_pod_flags {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *ready_timeout;
     const char *pod_ttl, *scan_interval;   /* idle pods reclaimed (Porch's flags) */
     const char *max_pods, *waitlist;       /* pods per image and when another starts */
+    const char *max_retries;               /* --max-grpc-retries */
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -53,6 +54,9 @@ typedef struct serve_pod_flags {
     "                               the function has fewer pods than its cap, a new pod\n" \
     "                               is started (default 2, as Porch;\n" \
     "                               podExecutor.preferredMaxQueueLength wins)\n" \
+    "  --max-grpc-retries N         a call a pod ends UNAVAILABLE or whose connection\n" \
+    "                               breaks is sent again, to another pod where there is\n" \
+    "                               or may be one, at most N times (default 2, as Porch)\n" \
     "  --pod-ttl DUR                delete a function pod and its Service after DUR without\n" \
     "                               a call (default 30m, as Porch; a FunctionConfig's\n" \
     "                               podExecutor.timeToLive wins; 0: never)\n" \

@@ -380,12 +380,16 @@ void pod_cache_free(pod_cache *pc)
             fn_release(pc->fns);
             continue;
         }
-        for (pod_waiter *w = p->waiters, *next; w; w = next) {
-            next = w->next;
-            free(w->image);
-            free(w);
-        }
-        p->waiters = NULL;
+        pod_waiter *lists[] = {p->waiters, p->parked};
+        for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+            for (pod_waiter *w = lists[i], *next; w; w = next) {
+                next = w->next;
+                free(w->image);
+                free(w);
+            }
+        p->waiters = p->parked = NULL;
+        loop_timer_cancel(pc->l, p->check_timer);
+        p->check_timer = NULL;
         /* the loop stops with the cache: stop the watch now, not from a timer */
         loop_timer_cancel(pc->l, p->unwatch);
         p->unwatch = NULL;

@@ -136,6 +136,16 @@ void pod_cache_free(pod_cache *pc);
 pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx);
 /* Before fn ran: fn will not run. */
 void pod_cache_cancel(pod_cache *pc, pod_waiter *w);
+/* A call through pod (image's) ended without the function's answer in a
+ * way another pod may not (UNAVAILABLE, its connection broke or could not
+ * be made): the pod is checked with one GET (one at a time per pod, shared
+ * by the calls it failed meanwhile): gone, not Running, or being deleted,
+ * it leaves the cache (and is deleted unless gone); an API error keeps it.
+ * Then fn gets a pod for the call as pod_cache_get gives one, but another
+ * than this one while the image has one that can take it or may start one.
+ * A pod the cache no longer holds: as pod_cache_get. NULL: out of memory. */
+pod_waiter *pod_cache_retry(pod_cache *pc, const char *image, const char *pod, const char *why,
+                            pod_answer_fn *fn, void *ctx);
 /* The pod named pod (of image) cannot be dialed: drop the entry. */
 void pod_cache_forget(pod_cache *pc, const char *image, const char *pod, const char *why);
 /* Told when an entry leaves the cache (its pod failed, was deleted, could

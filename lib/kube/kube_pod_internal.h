@@ -56,6 +56,10 @@ struct pod {
     int64_t marked_ns;         /* last_used_ns as last written to the pod (LAST_CALL) */
     int mark_failed;           /* a failed write was logged once */
     pod_waiter *waiters;       /* calls waiting for it to serve */
+    pod_waiter *parked;        /* calls it failed, waiting for its check (kube_pod_check) */
+    loop_timer *check_timer;   /* the check's GET, started from the loop */
+    int checking;              /* that GET in flight (beside the state: a serving pod is
+                                  checked while it serves the others' calls) */
     int api_calls;             /* its API requests in flight (pod_api_begin/end) */
     kube_watch *watch;
     loop_timer *deadline, *poll, *unwatch, *delete_timer;
@@ -138,6 +142,18 @@ void route_waiter(fn_entry *f, pod_waiter *w);
  * with why. */
 void route_hand_off(pod *p, fn_entry *f, const char *why);
 void answer_waiters(pod *p, const char *error);
+
+/* w to a pod of f, avoiding `avoid` (which failed it) while another pod
+ * can take it or one can be started. */
+void route_waiter_avoiding(fn_entry *f, pod_waiter *w, pod *avoid);
+/* w routed again from the loop, as pod_cache_get does (p left). */
+void route_later(pod_waiter *w);
+
+/* ---- kube_pod_check.c ---- */
+/* w waits for p's check (started unless under way), then is routed. */
+void check_park(pod *p, pod_waiter *w, const char *why);
+/* p's parked calls go back to routing: after its check, or as it leaves. */
+void check_release_parked(pod *p);
 
 /* ---- kube_pod_reclaim.c ---- */
 void reclaim_scan(loop *l, void *ctx);

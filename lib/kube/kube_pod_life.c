@@ -158,7 +158,9 @@ void pod_leave(pod *p, const char *why)
             pc->drop_hooks[i].fn(p->image, p->name, pc->drop_hooks[i].ctx);
     loop_timer_cancel(pc->l, p->deadline);
     loop_timer_cancel(pc->l, p->poll);
-    p->deadline = p->poll = NULL;
+    loop_timer_cancel(pc->l, p->check_timer);
+    p->deadline = p->poll = p->check_timer = NULL;
+    check_release_parked(p);   /* routed afresh: p is no longer a choice */
     pod_unwatch_later(p);
     pod_maybe_free(p);
 }

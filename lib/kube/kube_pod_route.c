@@ -50,12 +50,14 @@ static int count_waiters(const pod *p)
     return n;
 }
 
-/* f's pods as pod_route sees them (at most POD_MAX_PER_FUNCTION). */
-static int views(fn_entry *f, pod_route_view *v, pod **by, unsigned *postfixes)
+/* f's pods as pod_route sees them (at most POD_MAX_PER_FUNCTION); avoid
+ * counts as failing: it takes a call only when no other pod can. */
+static int views(fn_entry *f, pod *avoid, pod_route_view *v, pod **by, unsigned *postfixes)
 {
     int n = 0;
     for (pod *p = f->pods; p && n < POD_MAX_PER_FUNCTION; p = p->next, n++) {
-        v[n] = (pod_route_view){.load = p->calls + count_waiters(p), .failed = p->state == POD_FAILED};
+        v[n] = (pod_route_view){.load = p->calls + count_waiters(p),
+                                .failed = p->state == POD_FAILED || p == avoid};
         by[n] = p;
         postfixes[n] = p->postfix;
     }
@@ -81,12 +83,12 @@ static void limits(const pod_cache *pc, const char *image, int *cap, int *waitli
         pc->o.limits_for(image, pc->o.config_ctx, cap, waitlist);
 }
 
-void route_waiter(fn_entry *f, pod_waiter *w)
+void route_waiter_avoiding(fn_entry *f, pod_waiter *w, pod *avoid)
 {
     pod_route_view v[POD_MAX_PER_FUNCTION];
     pod *by[POD_MAX_PER_FUNCTION];
     unsigned postfixes[POD_MAX_PER_FUNCTION];
-    int n = views(f, v, by, postfixes), cap, waitlist;
+    int n = views(f, avoid, v, by, postfixes), cap, waitlist;
     limits(f->pc, f->image, &cap, &waitlist);
     if (cap > POD_MAX_PER_FUNCTION)
         cap = POD_MAX_PER_FUNCTION;
@@ -107,6 +109,11 @@ void route_waiter(fn_entry *f, pod_waiter *w)
     fn_start_pod(p);   /* may fail p at once, and f with it */
 }
 
+void route_waiter(fn_entry *f, pod_waiter *w)
+{
+    route_waiter_avoiding(f, w, NULL);
+}
+
 void route_hand_off(pod *p, fn_entry *f, const char *why)
 {
     pod_waiter *w = p->waiters;
@@ -116,7 +123,7 @@ void route_hand_off(pod *p, fn_entry *f, const char *why)
         pod_route_view v[POD_MAX_PER_FUNCTION];
         pod *by[POD_MAX_PER_FUNCTION];
         unsigned postfixes[POD_MAX_PER_FUNCTION];
-        int n = views(f, v, by, postfixes);
+        int n = views(f, NULL, v, by, postfixes);
         int i = n ? pod_route_pick(v, n, n, 1, &f->rr) : POD_ROUTE_NEW;
         if (i == POD_ROUTE_NEW) {
             answer(p, w, why);
@@ -148,7 +155,16 @@ static void attach(loop *l, void *ctx)
     route_waiter(f, w);
 }
 
-pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx)
+void route_later(pod_waiter *w)
+{
+    w->p = NULL;
+    if (!(w->attach = loop_timer_add(w->pc->l, 0, attach, w)))
+        return answer_oom(w);
+    w->next = w->pc->pending;
+    w->pc->pending = w;
+}
+
+static pod_waiter *waiter_new(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx)
 {
     pod_waiter *w = calloc(1, sizeof *w);
     if (!w || !(w->image = strdup(image))) {
@@ -158,8 +174,15 @@ pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, v
     w->pc = pc;
     w->fn = fn;
     w->ctx = ctx;
-    if (!(w->attach = loop_timer_add(pc->l, 0, attach, w))) {
-        free(w->image);
+    return w;
+}
+
+pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx)
+{
+    pod_waiter *w = waiter_new(pc, image, fn, ctx);
+    if (!w || !(w->attach = loop_timer_add(pc->l, 0, attach, w))) {
+        if (w)
+            free(w->image);
         free(w);
         return NULL;
     }
@@ -168,16 +191,31 @@ pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, v
     return w;
 }
 
+pod_waiter *pod_cache_retry(pod_cache *pc, const char *image, const char *name, const char *why,
+                            pod_answer_fn *fn, void *ctx)
+{
+    pod *p = fn_pod_named(pc, image, name);
+    if (!p)
+        return pod_cache_get(pc, image, fn, ctx);
+    pod_waiter *w = waiter_new(pc, image, fn, ctx);
+    if (!w)
+        return NULL;
+    check_park(p, w, why);
+    return w;
+}
+
 void pod_cache_cancel(pod_cache *pc, pod_waiter *w)
 {
     if (!w)
         return;
-    pod_waiter **list = w->attach ? &pc->pending : w->p ? &w->p->waiters : NULL;
-    for (; list && *list; list = &(*list)->next)
-        if (*list == w) {
-            *list = w->next;
-            break;
-        }
+    pod_waiter **lists[] = {w->attach ? &pc->pending : NULL, w->p ? &w->p->waiters : NULL,
+                            w->p ? &w->p->parked : NULL};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+        for (pod_waiter **q = lists[i]; q && *q; q = &(*q)->next)
+            if (*q == w) {
+                *q = w->next;
+                break;
+            }
     loop_timer_cancel(pc->l, w->attach);
     free(w->image);
     free(w);

@@ -9,11 +9,14 @@
  * its pod leaves the cache (pod_cache_on_drop: failed, deleted, or not
  * dialable), or when its connection is found broken or going away (the
  * server's GOAWAY, a reset): the next call opens a new one. A call that the
- * connection ended before the server answered (gc_result.transport) is sent
- * once more, to the pod the cache gives then, on a fresh connection
- * (EvaluateFunction is a pure function of its request: a second send is
- * safe). A connect that fails drops the pod from the cache and fails the
- * calls waiting for it, as before. */
+ * connection ended before the server answered (gc_result.transport), that
+ * the server refused UNAVAILABLE (shutting down: the function never ran), or
+ * whose connection could not be made is sent again, up to max_retries
+ * times, to the pod the cache gives after checking the failing one
+ * (pod_cache_retry), on a fresh connection (EvaluateFunction is a pure
+ * function of its request: a second send is safe). A call the function
+ * answered is never sent again. The last failure drops the pod from the
+ * cache and fails the call. */
 #include "runtime/ev_pod.h"
 
 #include <stdio.h>
@@ -64,7 +67,7 @@ struct pod_call {
     pod_link *link;            /* while queued or running on it */
     pod_call *queued_next;
     gc_stream *stream;
-    int resent;                /* sent again after a connection ended it */
+    int retries;               /* sent again after a pod failed it without an answer */
     int via_service;           /* the cache answered the Service, not the pod's IP */
     int in_pod;                /* counted among the pod's calls (pod_cache_call_begin) */
     char *pod;                 /* the pod dialed */
@@ -105,6 +108,22 @@ static void finish(pod_call *c, int code, const char *message)
         c->res = (ev_result){.code = code, .message = c->message.data ? c->message.data : ""};
     }
     c->done(&c->base, &c->res, c->ctx);
+}
+
+/* c ended on its pod without the function's answer: sent again (0) after
+ * the cache's check of that pod, or -1 when its retries are spent. */
+static int retry(pod_call *c, const char *why)
+{
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (c->retries >= p->o.max_retries)
+        return -1;
+    c->retries++;
+    log_v(1, "function pod %s: %s; sending the call again (retry %d of %d)", c->pod, why,
+          c->retries, p->o.max_retries);
+    count_in_pod(c, 0);   /* it leaves the pod, which may be checked and dropped */
+    if (!(c->waiter = pod_cache_retry(p->pc, c->image, c->pod, why, on_pod, c)))
+        return -1;
+    return 0;
 }
 
 /* ---- links ---------------------------------------------------------------- */
@@ -182,18 +201,10 @@ static void on_answer(const gc_result *r, void *ctx)
     c->stream = NULL;
     pod_link *k = c->link;
     link_leave(c);
-    if (r->transport && !c->resent) {
-        /* the connection ended it, not the server: once more, on a new
-         * connection to the pod the cache has now (another one if this pod
-         * was dropped meanwhile) */
-        c->resent = 1;
-        log_v(1, "function pod %s: %s; sending the call again on a new connection", c->pod, r->message);
-        if (!k->retired)
-            link_retire(k);
-        if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
-            finish(c, GRPC_UNAVAILABLE, r->message);
+    if (r->transport && !k->retired)
+        link_retire(k);   /* the connection ended it: the next call opens another */
+    if ((r->transport || r->status == GRPC_UNAVAILABLE) && retry(c, r->message) == 0)
         return;
-    }
     if (r->status != GRPC_OK) {
         if (r->status == GRPC_UNAVAILABLE)
             pod_cache_forget(p->pc, c->image, c->pod, r->message);
@@ -240,11 +251,15 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
                        "kube-proxy nothing routes it; --dial=pod dials the pod's IP)", error);
         const char *msg = why.data ? why.data : error;
         log_v(1, "function pod %s: %s", k->pod, msg);
-        pod_cache_forget(p->pc, k->image, k->pod, msg);
         link_retire(k);
+        int dropped = 0;
         while (k->queue) {
             pod_call *c = k->queue;
             link_leave(c);
+            if (retry(c, msg) == 0)
+                continue;
+            if (!dropped++)
+                pod_cache_forget(p->pc, k->image, k->pod, msg);
             finish(c, GRPC_UNAVAILABLE, msg);
         }
         buf_free(&why);

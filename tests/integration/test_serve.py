@@ -207,6 +207,7 @@ def test_bad_config_at_start_exits_2_naming_the_file(tmp_path, functions):
      b'invalid value "0" for --max-parallel-pods-per-function: want a whole number 1-64'),
     (["--max-parallel-pods-per-function", "65"], b'for --max-parallel-pods-per-function'),
     (["--max-waitlist-length", "-1"], b'invalid value "-1" for --max-waitlist-length'),
+    (["--max-grpc-retries", "11"], b'invalid value "11" for --max-grpc-retries: want a whole number 0-10'),
     (["--bogus", "1"], b"--bogus"),
     (["extra"], b"extra"),
 ])

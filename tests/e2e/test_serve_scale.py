@@ -1,0 +1,116 @@
+"""`runner-client serve` with several pods per function (issue 22), on the
+cluster: Porch's routing (a call to the least-loaded pod; a new pod when
+the best one has reached --max-waitlist-length and the function is below
+--max-parallel-pods-per-function). Which pod served how many calls is read
+from each pod's wrapper server (/metrics on its gRPC port, HTTP/1.1), not
+from the runner's own word.
+"""
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from k8s import SLOW
+from test_pod_speed import method_count, wrapper_metrics
+from test_serve_pods import Runner, check_answer, function_pods, pb  # noqa: F401  (pb: Runner's fixture)
+
+
+def evaluations(pod):
+    return method_count(wrapper_metrics(pod["status"]["podIP"]), "grpc_server_handled_total",
+                        "EvaluateFunction")
+
+
+def concurrent_calls(serve, image, n):
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(lambda _: serve.evaluate(image), range(n)))
+
+
+def test_eight_first_calls_with_cap_1_make_one_pod(pb, k8s, api, images, namespace, tmp_path):
+    serve = Runner(pb, k8s, namespace, tmp_path, "--max-parallel-pods-per-function", "1")
+    try:
+        for a in concurrent_calls(serve, images.fn, 8):
+            check_answer(a)
+        pods = function_pods(api, namespace, live_only=False)
+        assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
+        assert evaluations(pods[0]) == 8
+    finally:
+        serve.stop()
+
+
+def test_cap_2_waitlist_1_makes_two_pods_and_uses_both(pb, k8s, api, images, namespace, tmp_path):
+    serve = Runner(pb, k8s, namespace, tmp_path, "--max-parallel-pods-per-function", "2",
+                   "--max-waitlist-length", "1")
+    try:
+        for a in concurrent_calls(serve, images.fn, 8):
+            check_answer(a)
+        pods = function_pods(api, namespace, live_only=False)
+        assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+        # one podId (and Service) per pod: postfix 1 and 2, as Porch names them
+        ids = sorted(p["metadata"]["labels"]["fn.kpt.dev/image"] for p in pods)
+        assert ids[0].rsplit("-", 2)[1] == "1" and ids[1].rsplit("-", 2)[1] == "2", ids
+        for i in ids:
+            api.get("services", namespace, i)
+        counts = {p["metadata"]["name"]: evaluations(p) for p in pods}
+        assert sum(counts.values()) == 8 and all(c > 0 for c in counts.values()), counts
+        # warm: the next 8 still spread over both, and no third pod
+        for a in concurrent_calls(serve, images.fn, 8):
+            check_answer(a)
+        again = {p["metadata"]["name"]: evaluations(p) for p in pods}
+        assert sum(again.values()) == 16 and all(again[n] > counts[n] for n in again), (counts, again)
+        assert len(function_pods(api, namespace, live_only=False)) == 2
+    finally:
+        serve.stop()
+
+
+def test_pod_killed_while_eight_calls_stream(pb, k8s, api, images, namespace, tmp_path):
+    """A pod deleted with grace 0 while 8 callers call it back to back:
+    every call answers (a call its pod ended without an answer is sent
+    again, after one GET of the pod, to the pod that replaces it), and
+    what is left is the new pod and the Service, nothing else."""
+    serve = Runner(pb, k8s, namespace, tmp_path)
+    try:
+        check_answer(serve.evaluate(images.fn))
+        old = function_pods(api, namespace)
+        assert len(old) == 1
+        old_name, old_uid = old[0]["metadata"]["name"], old[0]["metadata"]["uid"]
+        stop = threading.Event()
+        answered = [0] * 8
+        errors = []
+
+        def stream(i):
+            while not stop.is_set():
+                try:
+                    check_answer(serve.evaluate(images.fn, timeout=60))
+                    answered[i] += 1
+                except Exception as e:  # every call must answer: collect, fail below
+                    errors.append(repr(e))
+                    return
+
+        threads = [threading.Thread(target=stream, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        time.sleep(1)
+        before = sum(answered)
+        api.delete("pods", namespace, old_name, grace=0)
+        deadline = time.monotonic() + 60 * SLOW
+        while time.monotonic() < deadline and not errors:   # until the new pod has served
+            new = [p for p in function_pods(api, namespace) if p["metadata"]["uid"] != old_uid]
+            if new and sum(answered) > before + 50:
+                break
+            time.sleep(0.2)
+        time.sleep(1)
+        stop.set()
+        for t in threads:
+            t.join(timeout=90 * SLOW)
+        assert not errors, errors[:3]
+        assert before > 0 and all(a > 0 for a in answered), answered
+        api.wait_gone("pods", namespace, old_name, timeout=30 * SLOW)
+        pods = function_pods(api, namespace, live_only=False)
+        assert len(pods) == 1 and pods[0]["metadata"]["uid"] != old_uid, [p["metadata"]["name"] for p in pods]
+        assert evaluations(pods[0]) > 0
+        services = api.list("services", namespace)
+        assert [s["metadata"]["name"] for s in services] == [pods[0]["metadata"]["labels"]["fn.kpt.dev/image"]]
+        log = serve.stderr()
+        assert "sending the call again" in log or "was deleted" in log, log[-3000:]
+    finally:
+        serve.stop()
