@@ -473,6 +473,8 @@ static int serve_run(runner *r)
         return 2;
     }
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
+    r->server.http_get = serve_pod_http_get;   /* GET /debug/pods */
+    r->server.http_ctx = r->pods;
     if (!ev) {
         term_printf(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);

@@ -140,6 +140,28 @@ void serve_pod_warm(serve_pod *p, const char *image)
         log_warn("warm-up of %s: out of memory", image);
 }
 
+int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r)
+{
+    serve_pod *p = ctx;
+    if (strcmp(path, "/debug/pods"))
+        return 0;
+    int text = !strcmp(query, "format=text");
+    if (!text && *query && strcmp(query, "format=json")) {
+        r->status = 400;
+        buf_printf(&r->body, "/debug/pods takes ?format=json (the default) or ?format=text\n");
+    } else if (!p) {
+        r->status = 404;
+        buf_printf(&r->body, "/debug/pods: the pod runtime is off (--disable-runtimes)\n");
+    } else if (pod_cache_view(p->pc, text, &r->body) < 0) {
+        r->status = 500;
+        buf_reset(&r->body);
+        buf_printf(&r->body, "out of memory\n");
+    } else if (!text) {
+        r->content_type = "application/json";
+    }
+    return 1;
+}
+
 void serve_pod_close(serve_pod *p)
 {
     if (!p)

@@ -12,6 +12,7 @@
 
 #include "core/buf.h"
 #include "core/loop.h"
+#include "grpc/http1.h"
 #include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
 #include "runtime/evaluator.h"
 #include "registry_flags.h"
@@ -80,6 +81,10 @@ evaluator *serve_pod_evaluator(serve_pod *p);
 /* Starts image's pod now, before any call asks for it (Porch's
  * --warm-up-pod-cache); the outcome is logged. */
 void serve_pod_warm(serve_pod *p, const char *image);
+/* The server port's other HTTP/1.1 GETs (rpc_server_config.http_get, ctx
+ * the serve_pod or NULL when the pod runtime is off): /debug/pods, the
+ * pods the cache holds as JSON, or with ?format=text as a table. */
+int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r);
 /* After the evaluator is destroyed. */
 void serve_pod_close(serve_pod *p);
 

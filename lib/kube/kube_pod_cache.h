@@ -172,6 +172,13 @@ int pod_cache_busy(const pod_cache *pc);
  * own work on the loop is done. */
 void pod_cache_settle(pod_cache *pc, int64_t max_ns);
 
+/* Every pod the cache holds (image, pod, podId, node, state, calls running,
+ * calls waiting, idle time, last transition and how long ago, created or
+ * adopted), appended to out as JSON ({"pods":[...]}) or, text, as an
+ * aligned table with a header line (cells escaped as log lines are).
+ * 0, or -1 when out of memory. */
+int pod_cache_view(pod_cache *pc, int text, buf *out);
+
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);
 

@@ -49,6 +49,9 @@ struct pod {
     ready_step step;
     char pod_id[POD_ID_MAX + 1];
     char *name, *uid, *ip, *cluster_ip, *addr, *shown;
+    char *node;                /* spec.nodeName, once scheduled */
+    pod_event last_event;      /* the last transition (for /debug/pods) */
+    int64_t changed_ns;        /* and when */
     int created;               /* this cache created it (else adopted) */
     int ready;                 /* seen Ready (else served on its wrapper's health) */
     int calls;                 /* calls running through it (pod_cache_call_begin) */

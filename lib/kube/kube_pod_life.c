@@ -29,6 +29,10 @@ void pod_set(pod *p, pod_event ev)
         return;
     log_v(next == p->state ? 4 : 3, "pod %s: %s --%s--> %s", pod_label(p), pod_state_name(p->state),
           pod_event_name(ev), pod_state_name(next));
+    if (next != p->state) {
+        p->last_event = ev;
+        p->changed_ns = loop_now_ns();
+    }
     p->state = next;
 }
 
@@ -67,7 +71,8 @@ pod *pod_new(fn_entry *f, unsigned postfix)
     p->fn = f;
     p->postfix = postfix;
     p->state = POD_REQUESTED;
-    p->started_ns = loop_now_ns();
+    p->started_ns = p->changed_ns = loop_now_ns();
+    p->last_event = POD_EVENT_COUNT;   /* none yet: "?" */
     p->deadline = loop_timer_add(p->pc->l, p->pc->o.ready_timeout_ns, on_deadline, p);
     p->next = f->pods;
     f->pods = p;
@@ -83,6 +88,7 @@ static void pod_free(pod *p)
     free(p->cluster_ip);
     free(p->addr);
     free(p->shown);
+    free(p->node);
     free(p);
 }
 

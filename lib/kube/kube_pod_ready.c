@@ -204,6 +204,9 @@ void pod_observe(pod *p, const json *obj)
     buf_free(&d);
     if (!pod_in_table(p))
         return;
+    const char *node = kube_path_str(obj, "spec.nodeName");
+    if (node && (!p->node || strcmp(node, p->node)) && pod_set_str(&p->node, node) < 0)
+        return pod_fail(p, "out of memory", 0);
     int waiting = p->state == POD_WAITING_READY && p->step == READY_STEP_STATUS;
     switch (st.verdict) {
     case POD_VERDICT_READY:

@@ -10,7 +10,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from k8s import SLOW
+from k8s import SLOW, is_ready
 from test_pod_speed import method_count, wrapper_metrics
 from test_serve_pods import Runner, check_answer, function_pods, pb  # noqa: F401  (pb: Runner's fixture)
 
@@ -114,9 +114,44 @@ def test_pod_killed_while_eight_calls_stream(pb, k8s, api, images, namespace, tm
         services = api.list("services", namespace)
         assert [s["metadata"]["name"] for s in services] == [pods[0]["metadata"]["labels"]["fn.kpt.dev/image"]]
         log = serve.log.read_text(errors="replace")   # whole: the calls log a lot
-        assert "was deleted" in log or "evicted" in log, log[-3000:]
+        # dropped by its watch (terminating, deleted) or by the check after a failed call
+        assert any(w in log for w in (f"function pod {old_name} is being deleted",
+                                      f"function pod {old_name} was deleted",
+                                      f"function pod {namespace}/{old_name} for")), log[-3000:]
         figures.append(f"serve, pod deleted (grace 0) under 8 streaming callers: {sum(answered)} calls "
                        f"answered, none failed; {log.count('sending the call again')} sent again; "
                        f"slowest call {max(slowest):.2f} s (waited for the new pod)")
+    finally:
+        serve.stop()
+
+
+def test_call_to_a_pod_deleted_unseen_is_sent_again_after_a_check(pb, k8s, api, images, namespace,
+                                                                     tmp_path):
+    """A Ready pod found by its label (adopted) is not watched: its deletion
+    is first seen by a call, whose connection cannot be made. The call is
+    not failed: the runner reads the pod once (gone), drops it and sends
+    the call again, to a new pod."""
+    (tmp_path / "first").mkdir()
+    first = Runner(pb, k8s, namespace, tmp_path / "first")
+    check_answer(first.evaluate(images.fn))
+    first.stop()
+    old = function_pods(api, namespace)
+    assert len(old) == 1
+    old_name = old[0]["metadata"]["name"]
+    # Ready (its probe runs every 10 s): the next runner serves it at once, unwatched
+    api.wait_pod(namespace, old_name, is_ready, timeout=30 * SLOW, what="Ready")
+    serve = Runner(pb, k8s, namespace, tmp_path)
+    try:
+        check_answer(serve.evaluate(images.fn))
+        assert f"pod {old_name}: adopted" in serve.log.read_text(errors="replace")
+        api.delete("pods", namespace, old_name, grace=0)
+        api.wait_gone("pods", namespace, old_name, timeout=30 * SLOW)
+        check_answer(serve.evaluate(images.fn))
+        log = serve.log.read_text(errors="replace")
+        assert f"pod {old_name} for {images.fn} failed a call" in log, log[-3000:]
+        assert "sending the call again (retry 1 of 2)" in log, log[-3000:]
+        pods = function_pods(api, namespace, live_only=False)
+        assert len(pods) == 1 and pods[0]["metadata"]["name"] != old_name, [p["metadata"]["name"] for p in pods]
+        assert evaluations(pods[0]) == 1
     finally:
         serve.stop()
