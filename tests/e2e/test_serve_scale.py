@@ -6,7 +6,9 @@ from each pod's wrapper server (/metrics on its gRPC port, HTTP/1.1), not
 from the runner's own word.
 """
 
+import json
 import threading
+import urllib.request
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -52,6 +54,12 @@ def test_cap_2_waitlist_1_makes_two_pods_and_uses_both(pb, k8s, api, images, nam
             api.get("services", namespace, i)
         counts = {p["metadata"]["name"]: evaluations(p) for p in pods}
         assert sum(counts.values()) == 8 and all(c > 0 for c in counts.values()), counts
+        # the runner's own view (GET /debug/pods) names the same pods, serving, on their node
+        with urllib.request.urlopen(f"http://127.0.0.1:{serve.port}/debug/pods", timeout=5 * SLOW) as r:
+            seen = json.load(r)["pods"]
+        assert sorted((p["pod"], p["podId"], p["node"], p["state"], p["calls"]) for p in seen) == \
+            sorted((p["metadata"]["name"], p["metadata"]["labels"]["fn.kpt.dev/image"],
+                    p["spec"]["nodeName"], "serving", 0) for p in pods), seen
         # warm: the next 8 still spread over both, and no third pod
         for a in concurrent_calls(serve, images.fn, 8):
             check_answer(a)
