@@ -7,6 +7,7 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/numparse.h"
+#include "grpc/metrics.h"
 #include "kube/kube_client.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/kubeconfig.h"
@@ -26,6 +27,12 @@ struct serve_pod {
     uint32_t max_message;
     int max_retries;
 };
+
+static void serve_pod_metrics(buf *out, void *ctx)
+{
+    serve_pod *p = ctx;
+    pod_cache_metrics(p->pc, out);
+}
 
 int serve_pod_check(const serve_pod_flags *f, buf *err)
 {
@@ -113,6 +120,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         serve_pod_close(p);
         return NULL;
     }
+    metrics_section(serve_pod_metrics, p);   /* krm_pod_runtime_* on /metrics */
     return p;
 }
 
@@ -166,6 +174,7 @@ void serve_pod_close(serve_pod *p)
 {
     if (!p)
         return;
+    metrics_section(NULL, NULL);
     if (p->pc)   /* the server has drained: finish the cache's last API calls (a Delete) */
         pod_cache_settle(p->pc, SERVE_POD_SETTLE_NS);
     pod_cache_free(p->pc);

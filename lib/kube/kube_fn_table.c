@@ -36,6 +36,7 @@ fn_entry *fn_new(pod_cache *pc, const char *image)
     f->pc = pc;
     f->next = pc->fns;
     pc->fns = f;
+    stats_for(pc, image);   /* its row in /metrics, in the order images come */
     return f;
 }
 
@@ -78,6 +79,7 @@ static void on_pod_created(const kube_result *r, void *ctx)
         pod_set_str(&p->uid, kube_path_str(r->obj, "metadata.uid")) < 0)
         return pod_fail(p, "the API server's answer to the pod's create has no name", 0);
     p->created = 1;
+    stats_for(p->pc, p->image)->created++;
     log_info("pod %s created for %s (podId %s)", p->name, p->image, p->pod_id);
     pod_set(p, POD_EV_CREATED);
     pod_watch(p);
@@ -133,6 +135,7 @@ static void adopt(pod *p, const json *obj)
         pod_set_str(&p->uid, kube_path_str(obj, "metadata.uid")) < 0)
         return pod_fail(p, "out of memory", 0);
     pod_set(p, POD_EV_ADOPTED);
+    stats_for(p->pc, p->image)->adopted++;
     log_info("pod %s: adopted for %s (podId %s)", p->name, p->image, p->pod_id);
     pod_observe(p, obj);
     /* still waiting for its status (not served, failed, or waiting for
@@ -402,5 +405,6 @@ void pod_cache_free(pod_cache *pc)
         pod_leave(p, "the pod cache is shutting down");   /* freed unless API calls are in
                                                               flight (the client's free ends them) */
     }
+    stats_free(pc);
     free(pc);
 }

@@ -179,6 +179,15 @@ void pod_cache_settle(pod_cache *pc, int64_t max_ns);
  * 0, or -1 when out of memory. */
 int pod_cache_view(pod_cache *pc, int text, buf *out);
 
+/* A call for image ended with the gRPC status code (0-16; code_name: its
+ * name, a string that outlives the cache): counted for /metrics. */
+void pod_cache_count_call(pod_cache *pc, const char *image, int code, const char *code_name);
+/* The per-image series (krm_pod_runtime_*) in Prometheus' text format: pods
+ * by state, calls by code, pods created, adopted and reclaimed, pod start
+ * time, retries, evictions. At most POD_METRICS_IMAGES images by name (the
+ * first seen; operators configure them), the rest under image="other". */
+void pod_cache_metrics(pod_cache *pc, buf *out);
+
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);
 

@@ -37,9 +37,11 @@ static void on_checked(const kube_result *r, void *ctx)
     const char *why;
     switch (pod_status_recheck(r->ok ? r->obj : NULL, r->not_found, &why)) {
     case POD_RECHECK_GONE:
+        stats_for(p->pc, p->image)->evictions++;
         pod_set(p, POD_EV_DELETED_EXTERNALLY);
         return pod_fail_fmt(p, 0, "function pod %s was deleted", p->name);
     case POD_RECHECK_EVICT: {
+        stats_for(p->pc, p->image)->evictions++;
         buf m = {0};
         buf_printf(&m, "function pod %s/%s for %s failed a call and is %s%s: evicted",
                    p->pc->o.namespace, p->name, p->image, strcmp(why, "being deleted") ? "in phase " : "",

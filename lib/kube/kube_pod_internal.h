@@ -87,6 +87,18 @@ struct fn_entry {
     unsigned rr;               /* round-robin turn among equally loaded pods */
 };
 
+/* An image's figures for /metrics (kube_pod_metrics). */
+#define POD_METRICS_IMAGES 32      /* images with their own series; the rest: "other" */
+#define POD_METRICS_CODES 17       /* gRPC codes 0-16 */
+typedef struct image_stats {
+    char *image;               /* NULL: the "other" row */
+    uint64_t calls[POD_METRICS_CODES];
+    const char *code_names[POD_METRICS_CODES];
+    uint64_t retries, evictions, created, adopted, reclaimed;
+    uint64_t started;          /* pods that served: with start_ns_sum, from requested */
+    int64_t start_ns_sum;
+} image_stats;
+
 struct pod_cache {
     loop *l;
     kube_client *c;
@@ -100,6 +112,9 @@ struct pod_cache {
         void *ctx;
     } drop_hooks[POD_DROP_HOOKS];
     loop_timer *scan;          /* the next look for idle pods */
+    image_stats stats[POD_METRICS_IMAGES];
+    int n_stats;
+    image_stats other;         /* images beyond POD_METRICS_IMAGES (label cardinality) */
 };
 
 /* ---- kube_pod_life.c: one pod's life ---- */
@@ -157,6 +172,10 @@ void route_later(pod_waiter *w);
 void check_park(pod *p, pod_waiter *w, const char *why);
 /* p's parked calls go back to routing: after its check, or as it leaves. */
 void check_release_parked(pod *p);
+
+/* ---- kube_pod_metrics.c ---- */
+image_stats *stats_for(pod_cache *pc, const char *image);
+void stats_free(pod_cache *pc);
 
 /* ---- kube_pod_reclaim.c ---- */
 void reclaim_scan(loop *l, void *ctx);

@@ -178,6 +178,11 @@ void pod_serve(pod *p)
     p->step = READY_STEP_STATUS;
     loop_timer_cancel(p->pc->l, p->deadline);
     p->deadline = NULL;
+    if (!p->last_used_ns) {   /* its first serving (again after a lost readiness: not counted) */
+        image_stats *s = stats_for(p->pc, p->image);
+        s->started++;
+        s->start_ns_sum += loop_now_ns() - p->started_ns;
+    }
     p->last_used_ns = loop_now_ns();
     log_info("pod %s serves %s at %s (%s, %.2f s%s)", p->name, p->image, p->shown,
              p->created ? "created" : "adopted", (double)(loop_now_ns() - p->started_ns) / 1e9,

@@ -25,6 +25,7 @@ static void reclaim(pod *p, int64_t ttl)
     log_info("pod %s for %s: no call for %.0f s (time to live %.0f s): deleting it and its Service",
              p->name, p->image, (double)(loop_now_ns() - p->last_used_ns) / 1e9, (double)ttl / 1e9);
     pod_set(p, POD_EV_TTL_EXPIRED);
+    stats_for(p->pc, p->image)->reclaimed++;
     p->delete_service = 1;
     pod_delete(p);
     pod_leave(p, "its pod was reclaimed");

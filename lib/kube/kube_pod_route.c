@@ -194,6 +194,7 @@ pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, v
 pod_waiter *pod_cache_retry(pod_cache *pc, const char *image, const char *name, const char *why,
                             pod_answer_fn *fn, void *ctx)
 {
+    stats_for(pc, image)->retries++;
     pod *p = fn_pod_named(pc, image, name);
     if (!p)
         return pod_cache_get(pc, image, fn, ctx);

@@ -97,12 +97,20 @@ static void count_in_pod(pod_call *c, int begin)
     }
 }
 
+/* krm_pod_runtime_calls_total (the pod cache keeps the figures per image) */
+static void count_call(pod_call *c, int code)
+{
+    if (*c->image)
+        pod_cache_count_call(((pod_ev *)c->base.ev)->pc, c->image, code, grpc_code_name(code));
+}
+
 static void finish(pod_call *c, int code, const char *message)
 {
     if (c->ended)
         return;
     c->ended = 1;
     count_in_pod(c, 0);
+    count_call(c, code);
     if (code != GRPC_OK) {
         buf_append_str(&c->message, message ? message : "");
         c->res = (ev_result){.code = code, .message = c->message.data ? c->message.data : ""};
@@ -434,6 +442,8 @@ static void pod_free_call(ev_call *base) { call_release(base); }
 static void pod_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     pod_call *c = (pod_call *)base;
+    if (!c->ended)   /* the caller went away: CANCELLED, as go-grpc-prometheus counts it */
+        count_call(c, GRPC_CANCELLED);
     c->ended = 1;
     call_release(base);
     if (gone)

@@ -66,6 +66,15 @@ def test_cap_2_waitlist_1_makes_two_pods_and_uses_both(pb, k8s, api, images, nam
         again = {p["metadata"]["name"]: evaluations(p) for p in pods}
         assert sum(again.values()) == 16 and all(again[n] > counts[n] for n in again), (counts, again)
         assert len(function_pods(api, namespace, live_only=False)) == 2
+        # and its /metrics, per image
+        with urllib.request.urlopen(f"http://127.0.0.1:{serve.port}/metrics", timeout=5 * SLOW) as r:
+            text = r.read().decode()
+        label = f'image="{images.fn}"'
+        for line in (f'krm_pod_runtime_pods{{{label},state="serving"}} 2',
+                     f'krm_pod_runtime_pods_created_total{{{label}}} 2',
+                     f'krm_pod_runtime_calls_total{{{label},code="OK"}} 16',
+                     f'krm_pod_runtime_pod_start_seconds_count{{{label}}} 2'):
+            assert line in text.splitlines(), (line, [x for x in text.splitlines() if "pod_runtime" in x])
     finally:
         serve.stop()
 

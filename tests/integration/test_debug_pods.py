@@ -1,4 +1,5 @@
-"""`runner-client serve`'s GET /debug/pods (HTTP/1.1 on the gRPC port): the
+"""`runner-client serve`'s GET /debug/pods and its pod runtime's /metrics
+(HTTP/1.1 on the gRPC port). /debug/pods: the
 pods its pod cache holds, as JSON and as a text table. Without a cluster:
 a call for an image whose registry never answers keeps its pod in the
 cache, requested, with the call waiting for it (tests/e2e has serving
@@ -105,3 +106,43 @@ def test_debug_pods_bad_format_and_no_pod_runtime(start_server, tmp_path):
     off = start_server([], binary=CLIENT_BIN, argv=["serve", "--port", "{port}", "--disable-runtimes", "pod"])
     status, _, body = get(off.port, "/debug/pods")
     assert status == 404 and "the pod runtime is off" in body, body
+
+
+def series(metrics, name):
+    """{labels: value} of one metric's series in Prometheus' text format."""
+    out = {}
+    for line in metrics.splitlines():
+        if line.startswith(name + "{"):
+            labels, value = line[len(name):].rsplit(" ", 1)
+            out[labels] = float(value)
+    return out
+
+
+def test_metrics_per_image_with_bounded_images(start_server, silent_registry, tmp_path):
+    """/metrics carries the pod runtime's series per image: pods by state,
+    calls by gRPC code; past 32 images, calls count under image="other"."""
+    srv = serve(start_server, tmp_path)
+    waiting = f"{silent_registry}/fn:v1"
+    call = threading.Thread(target=lambda: srv.evaluate_error(krmtest.simple_rl(), image=waiting, timeout=4))
+    call.start()
+    try:
+        # images whose registry refuses the connection: each call fails UNAVAILABLE at once
+        for i in range(40):
+            err = srv.evaluate_error(krmtest.simple_rl(), image=f"127.0.0.1:1/fn{i}:v1", timeout=10)
+            assert err.code().name == "UNAVAILABLE", err.details()
+        deadline = time.monotonic() + 5
+        while True:
+            metrics = get(srv.port, "/metrics")[2]
+            pods = series(metrics, "krm_pod_runtime_pods")
+            if pods.get(f'{{image="{waiting}",state="requested"}}') == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert pods.get(f'{{image="{waiting}",state="requested"}}') == 1, metrics
+        assert pods.get(f'{{image="{waiting}",state="serving"}}') == 0, metrics
+        calls = series(metrics, "krm_pod_runtime_calls_total")
+        # 32 images by name (the waiting one first, then fn0..fn30), the rest as "other"
+        assert calls == {**{f'{{image="127.0.0.1:1/fn{i}:v1",code="UNAVAILABLE"}}': 1 for i in range(31)},
+                         '{image="other",code="UNAVAILABLE"}': 9}, calls
+        assert "# TYPE krm_pod_runtime_calls_total counter" in metrics
+    finally:
+        call.join()
