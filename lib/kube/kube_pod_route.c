@@ -101,10 +101,9 @@ void route_waiter_avoiding(fn_entry *f, pod_waiter *w, pod *avoid)
         fn_release(f);
         return;
     }
-    if (n)
-        log_info("%s: %d pod%s, the least loaded has %d call%s (waitlist %d); starting pod #%u",
-                 f->image, n, n == 1 ? "" : "s", v[0].load, v[0].load == 1 ? "" : "s", waitlist,
-                 p->postfix);
+    if (n)   /* scaling up (Porch logs it too) */
+        log_info("%s: starting pod #%u beside its %d (cap %d, waitlist %d)", f->image, p->postfix, n,
+                 cap, waitlist);
     join(p, w);
     fn_start_pod(p);   /* may fail p at once, and f with it */
 }

@@ -7,6 +7,7 @@ from the runner's own word.
 """
 
 import json
+import socket
 import threading
 import urllib.request
 import time
@@ -161,8 +162,18 @@ def test_call_to_a_pod_deleted_unseen_is_sent_again_after_a_check(pb, k8s, api, 
     try:
         check_answer(serve.evaluate(images.fn))
         assert f"pod {old_name}: adopted" in serve.log.read_text(errors="replace")
+        ip = api.get("pods", namespace, old_name)["status"]["podIP"]
         api.delete("pods", namespace, old_name, grace=0)
         api.wait_gone("pods", namespace, old_name, timeout=30 * SLOW)
+        # the object goes at once; its wrapper server a moment later (the kubelet kills it)
+        deadline = time.monotonic() + 30 * SLOW
+        while True:
+            try:
+                socket.create_connection((ip, 9446), timeout=1).close()
+            except OSError:
+                break
+            assert time.monotonic() < deadline, f"{ip}:9446 still answers after its pod was deleted"
+            time.sleep(0.1)
         check_answer(serve.evaluate(images.fn))
         log = serve.log.read_text(errors="replace")
         assert f"pod {old_name} for {images.fn} failed a call" in log, log[-3000:]
