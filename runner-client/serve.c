@@ -133,6 +133,10 @@ static void runner_warn_unsupported(const runner *r, const fnconfig *c)
         if (e->go.present)
             log_warn("%s: FunctionConfig \"%s\": goExecutor is not supported by this runtime; "
                      "ignored", e->file, e->name);
+        if (e->pod.present && e->pod.max_parallel > SERVE_POD_MAX_PODS)
+            log_warn("%s: FunctionConfig \"%s\": podExecutor.maxParallelExecutions %d: at most %d "
+                     "pods per function are started", e->file, e->name, e->pod.max_parallel,
+                     SERVE_POD_MAX_PODS);
         if (e->pod.present && !e->binary.present && r->pod_disabled)
             log_warn("%s: FunctionConfig \"%s\": podExecutor needs the pod runtime, which "
                      "--disable-runtimes turns off", e->file, e->name);

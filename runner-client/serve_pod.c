@@ -17,6 +17,7 @@
 #include "runtime/health_check.h"
 
 #define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+_Static_assert(SERVE_POD_MAX_PODS == POD_MAX_PER_FUNCTION, "one cap, said twice");
 #define SERVE_POD_MAX_RETRIES 10   /* each retry may wait for a pod: bounded */
 
 struct serve_pod {

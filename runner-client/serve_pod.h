@@ -66,6 +66,8 @@ typedef struct serve_pod_flags {
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP
 
+#define SERVE_POD_MAX_PODS 64   /* pods per function at most (the cache's POD_MAX_PER_FUNCTION) */
+
 typedef struct serve_pod serve_pod;
 
 /* Checks the flags (exit 2 material): -1 with why in err. */

@@ -220,3 +220,25 @@ def test_bad_flags_exit_2(args, message):
 def test_help():
     r = run_cli([CLIENT_BIN, "serve", "--help"])
     assert r.returncode == 0 and b"--function-config" in r.stdout
+
+
+def test_pod_cap_beyond_the_limit_is_said(start_server, functions, tmp_path):
+    """A FunctionConfig asking for more pods per function than the runner
+    starts (64) is told so at load, not silently cut."""
+    cfg = tmp_path / "pods.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        apiVersion: config.porch.kpt.dev/v1alpha1
+        kind: FunctionConfig
+        metadata:
+          name: wide
+        spec:
+          image: wide
+          podExecutor:
+            tags: [v1]
+            maxParallelExecutions: 100
+        """))
+    srv = start_server([], binary=CLIENT_BIN, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod"])
+    assert ('FunctionConfig "wide": podExecutor.maxParallelExecutions 100: at most 64 pods per '
+            'function are started') in srv.stderr(), srv.stderr()
