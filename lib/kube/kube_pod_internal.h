@@ -8,7 +8,13 @@
  * a pod is in its image's table while it is requested, creating,
  * waiting-ready, serving or failed (its waiters not answered yet), and has
  * left it once draining, deleting or gone. A pod that left is freed once
- * nothing points to it any more (its API calls, its watch). */
+ * nothing points to it any more (its API calls, its watch).
+ *
+ * The files call each other, by nature rather than by accident: routing
+ * starts pods (fn_start_pod), a start or a pod can fail (pod_fail), and a
+ * pod that leaves hands its calls back to routing (route_hand_off). They
+ * are one module cut by concern, sharing what is declared here; nothing
+ * outside lib/kube includes this header. */
 #ifndef KRM_KUBE_POD_INTERNAL_H
 #define KRM_KUBE_POD_INTERNAL_H
 
