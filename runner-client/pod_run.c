@@ -340,7 +340,8 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
     int rc = 1;
     if (run_open(&r, "eval", k, ready_ns) == 0) {
         ev_pod_opts eo = {.connect_timeout_ns = call.connect_timeout_ns,
-                          .call_timeout_ns = call.timeout_ns, .max_message = (uint32_t)max_message};
+                          .call_timeout_ns = call.timeout_ns, .max_message = (uint32_t)max_message,
+                          .max_retries = EV_POD_DEFAULT_RETRIES};
         kube_caller kc = {.r = &r, .t0 = loop_now_ns()};
         eval_run run = {.call = call_kube, .call_ctx = &kc, .unnamed = k->image,
                         .truncate = k->out.truncate, .results_dir = k->out.results_dir};

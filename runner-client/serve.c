@@ -91,6 +91,7 @@ typedef struct serve_opts {
     const char *prespawn, *prespawn_total, *prespawn_idle;
     int warm_up;
     serve_pod_flags pod;
+    const char *pod_ns, *pod_ready;   /* Porch's --pod-namespace, --pod-ready-timeout */
 } serve_opts;
 
 typedef struct runner {
@@ -136,6 +137,18 @@ static int64_t runner_pod_ttl(const char *image, void *ctx)
     return e ? e->pod.ttl_ns : 0;
 }
 
+/* An image's podExecutor maxParallelExecutions and preferredMaxQueueLength,
+ * where set (0 in a FunctionConfig: the flags', as Porch). */
+static void runner_pod_limits(const char *image, void *ctx, int *max_pods, int *waitlist)
+{
+    const runner *r = ctx;
+    const fnconfig_entry *e = fnconfig_pod_params(&r->cfg, image);
+    if (e && e->pod.max_parallel > 0)
+        *max_pods = e->pod.max_parallel;
+    if (e && e->pod.queue_len > 0)
+        *waitlist = e->pod.queue_len;
+}
+
 static void runner_warn_unsupported(const runner *r, const fnconfig *c)
 {
     for (size_t i = 0; i < c->n; i++) {
@@ -143,6 +156,10 @@ static void runner_warn_unsupported(const runner *r, const fnconfig *c)
         if (e->go.present)
             log_warn("%s: FunctionConfig \"%s\": goExecutor is not supported by this runtime; "
                      "ignored", e->file, e->name);
+        if (e->pod.present && e->pod.max_parallel > SERVE_POD_MAX_PODS)
+            log_warn("%s: FunctionConfig \"%s\": podExecutor.maxParallelExecutions %d: at most %d "
+                     "pods per function are started", e->file, e->name, e->pod.max_parallel,
+                     SERVE_POD_MAX_PODS);
         if (e->pod.present && !e->binary.present && r->pod_disabled)
             log_warn("%s: FunctionConfig \"%s\": podExecutor needs the pod runtime, which "
                      "--disable-runtimes turns off", e->file, e->name);
@@ -578,6 +595,8 @@ static int serve_run(runner *r)
         return 2;
     }
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
+    r->server.http_get = serve_pod_http_get;   /* GET /debug/pods */
+    r->server.http_ctx = r->pods;
     if (!ev) {
         term_printf(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);
@@ -618,8 +637,17 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         fputs(serve_usage, stdout);
         return 0;
     }
+    if (o->pod_ns) {   /* Porch's names win over ours */
+        o->pod.ns = o->pod_ns;
+        o->pod.ns_flag = "--pod-namespace";
+    }
+    if (o->pod_ready) {
+        o->pod.ready_timeout = o->pod_ready;
+        o->pod.ready_flag = "--pod-ready-timeout";
+    }
     runner r = {0};
     o->pod.ttl_for = runner_pod_ttl;   /* the FunctionConfigs r holds at the time */
+    o->pod.limits_for = runner_pod_limits;
     o->pod.ttl_ctx = &r;
     if (serve_configure(&r, o) < 0)
         return 2;
@@ -651,8 +679,11 @@ int cmd_serve(int argc, char **argv)
         {"--prespawn", &o.prespawn}, {"--prespawn-total", &o.prespawn_total},
         {"--prespawn-idle", &o.prespawn_idle},
         {"--kubeconfig", &o.pod.kubeconfig}, {"--context", &o.pod.context},
-        {"--namespace", &o.pod.ns}, {"--dial", &o.pod.dial},
+        {"--namespace", &o.pod.ns}, {"--pod-namespace", &o.pod_ns}, {"--dial", &o.pod.dial},
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
+        {"--pod-ready-timeout", &o.pod_ready},
+        {"--max-parallel-pods-per-function", &o.pod.max_pods},
+        {"--max-waitlist-length", &o.pod.waitlist}, {"--max-grpc-retries", &o.pod.max_retries},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
         {0},

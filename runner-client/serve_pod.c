@@ -6,6 +6,8 @@
 
 #include "core/duration.h"
 #include "core/log.h"
+#include "core/numparse.h"
+#include "grpc/metrics.h"
 #include "kube/kube_client.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/kubeconfig.h"
@@ -15,6 +17,8 @@
 #include "runtime/health_check.h"
 
 #define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+_Static_assert(SERVE_POD_MAX_PODS == POD_MAX_PER_FUNCTION, "one cap, said twice");
+#define SERVE_POD_MAX_RETRIES 10   /* each retry may wait for a pod: bounded */
 
 struct serve_pod {
     kube_config cfg;
@@ -22,7 +26,14 @@ struct serve_pod {
     pod_cache *pc;
     loop *l;
     uint32_t max_message;
+    int max_retries;
 };
+
+static void serve_pod_metrics(buf *out, void *ctx)
+{
+    serve_pod *p = ctx;
+    pod_cache_metrics(p->pc, out);
+}
 
 int serve_pod_check(const serve_pod_flags *f, buf *err)
 {
@@ -30,10 +41,21 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->dial && strcmp(f->dial, "service") && strcmp(f->dial, "pod"))
         return buf_printf(err, "invalid value \"%s\" for --dial: want service or pod", f->dial), -1;
     if (f->ns && !dns1123_label_valid(f->ns))
-        return buf_printf(err, "invalid value \"%s\" for --namespace: want a DNS-1123 label", f->ns), -1;
+        return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 label", f->ns,
+                          f->ns_flag ? f->ns_flag : "--namespace"), -1;
     if (f->ready_timeout && (duration_parse(f->ready_timeout, &ns) < 0 || ns <= 0))
-        return buf_printf(err, "invalid value \"%s\" for --ready-timeout: want a duration such as 60s",
-                          f->ready_timeout), -1;
+        return buf_printf(err, "invalid value \"%s\" for %s: want a duration such as 60s",
+                          f->ready_timeout, f->ready_flag ? f->ready_flag : "--ready-timeout"), -1;
+    unsigned long long n;
+    if (f->max_pods && (parse_uint(f->max_pods, POD_MAX_PER_FUNCTION, &n) < 0 || n < 1))
+        return buf_printf(err, "invalid value \"%s\" for --max-parallel-pods-per-function: want a "
+                          "whole number 1-%d", f->max_pods, POD_MAX_PER_FUNCTION), -1;
+    if (f->waitlist && (parse_uint(f->waitlist, 1000000, &n) < 0 || n < 1))
+        return buf_printf(err, "invalid value \"%s\" for --max-waitlist-length: want a whole number "
+                          "1-1000000", f->waitlist), -1;
+    if (f->max_retries && parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &n) < 0)
+        return buf_printf(err, "invalid value \"%s\" for --max-grpc-retries: want a whole number "
+                          "0-%d", f->max_retries, SERVE_POD_MAX_RETRIES), -1;
     if (f->pod_ttl && (duration_parse(f->pod_ttl, &ns) < 0 || ns < 0))
         return buf_printf(err, "invalid value \"%s\" for --pod-ttl: want a duration such as 30m "
                           "(0: never)", f->pod_ttl), -1;
@@ -60,13 +82,24 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         duration_parse(f->pod_ttl, &ttl_ns);
     if (f->scan_interval)
         duration_parse(f->scan_interval, &scan_ns);
+    unsigned long long max_pods = POD_DEFAULT_MAX_PODS, waitlist = POD_DEFAULT_WAITLIST;
+    if (f->max_pods)
+        parse_uint(f->max_pods, POD_MAX_PER_FUNCTION, &max_pods);
+    if (f->waitlist)
+        parse_uint(f->waitlist, 1000000, &waitlist);
+    unsigned long long retries = EV_POD_DEFAULT_RETRIES;
+    if (f->max_retries)
+        parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &retries);
+    p->max_retries = (int)retries;
     kube_config_opts o = {f->kubeconfig, f->context, f->ns};
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
                          .max_request_body_size = max_message, .ready_timeout_ns = ready_ns,
                          .keep_watching = 1, .health = &health_check_hook,
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
-                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .ttl_ctx = f->ttl_ctx};
+                         .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx,
+                         .max_pods = (int)max_pods, .waitlist = (int)waitlist,
+                         .limits_for = f->limits_for};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};
@@ -88,6 +121,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         serve_pod_close(p);
         return NULL;
     }
+    metrics_section(serve_pod_metrics, p);   /* krm_pod_runtime_* on /metrics */
     return p;
 }
 
@@ -95,7 +129,7 @@ evaluator *serve_pod_evaluator(serve_pod *p)
 {
     /* the caller's deadline (grpc-timeout) bounds each call; the pod wait
      * has --ready-timeout */
-    ev_pod_opts eo = {.max_message = p->max_message};
+    ev_pod_opts eo = {.max_message = p->max_message, .max_retries = p->max_retries};
     return ev_pod_new(p->l, p->pc, &eo);
 }
 
@@ -115,10 +149,33 @@ void serve_pod_warm(serve_pod *p, const char *image)
         log_warn("warm-up of %s: out of memory", image);
 }
 
+int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r)
+{
+    serve_pod *p = ctx;
+    if (strcmp(path, "/debug/pods"))
+        return 0;
+    int text = !strcmp(query, "format=text");
+    if (!text && *query && strcmp(query, "format=json")) {
+        r->status = 400;
+        buf_printf(&r->body, "/debug/pods takes ?format=json (the default) or ?format=text\n");
+    } else if (!p) {
+        r->status = 404;
+        buf_printf(&r->body, "/debug/pods: the pod runtime is off (--disable-runtimes)\n");
+    } else if (pod_cache_view(p->pc, text, &r->body) < 0) {
+        r->status = 500;
+        buf_reset(&r->body);
+        buf_printf(&r->body, "out of memory\n");
+    } else if (!text) {
+        r->content_type = "application/json";
+    }
+    return 1;
+}
+
 void serve_pod_close(serve_pod *p)
 {
     if (!p)
         return;
+    metrics_section(NULL, NULL);
     if (p->pc)   /* the server has drained: finish the cache's last API calls (a Delete) */
         pod_cache_settle(p->pc, SERVE_POD_SETTLE_NS);
     pod_cache_free(p->pc);

@@ -12,6 +12,7 @@
 
 #include "core/buf.h"
 #include "core/loop.h"
+#include "grpc/http1.h"
 #include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
 #include "runtime/evaluator.h"
 #include "registry_flags.h"
@@ -21,23 +22,42 @@
 typedef struct serve_pod_flags {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *ready_timeout;
     const char *pod_ttl, *scan_interval;   /* idle pods reclaimed (Porch's flags) */
+    const char *max_pods, *waitlist;       /* pods per image and when another starts */
+    const char *max_retries;               /* --max-grpc-retries */
+    const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
+                                              --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
     /* An image's own time to live (a FunctionConfig's podExecutor), 0: --pod-ttl. */
     int64_t (*ttl_for)(const char *image, void *ctx);
-    void *ttl_ctx;
+    /* An image's own pod cap and waitlist (podExecutor's maxParallelExecutions
+     * and preferredMaxQueueLength): changes what it has, leaves the rest. */
+    void (*limits_for)(const char *image, void *ctx, int *max_pods, int *waitlist);
+    void *ttl_ctx;                 /* ttl_for's and limits_for's */
 } serve_pod_flags;
 
 #define SERVE_POD_FLAGS_HELP \
     "  --kubeconfig F               the pod runtime's cluster (default $KUBECONFIG,\n" \
     "                               ~/.kube/config, in-cluster)\n" \
     "  --context C                  kubeconfig context (default: the current one)\n" \
-    "  --namespace NS               of the function pods (default porch-fn-system)\n" \
+    "  --pod-namespace NS           of the function pods (default porch-fn-system, as\n" \
+    "                               Porch; --namespace NS is the same)\n" \
     "  --dial service|pod           the Service once the pod is Ready and its endpoints list\n" \
     "                               it (default, as Porch), or the pod IP as soon as its\n" \
     "                               wrapper answers health SERVING (clusters without\n" \
     "                               kube-proxy)\n" \
     "  --wrapper-server-image W     init container image (default $WRAPPER_SERVER_IMAGE)\n" \
-    "  --ready-timeout DUR          wait for a pod at most DUR (default 60s, as Porch)\n" \
+    "  --pod-ready-timeout DUR      wait for a pod at most DUR (default 60s, as Porch;\n" \
+    "                               --ready-timeout DUR is the same)\n" \
+    "  --max-parallel-pods-per-function N  pods per function at most (default 1, as\n" \
+    "                               Porch; podExecutor.maxParallelExecutions wins)\n" \
+    "  --max-waitlist-length N      a call goes to the least-loaded pod of its function;\n" \
+    "                               when that one has N calls (running or waiting) and\n" \
+    "                               the function has fewer pods than its cap, a new pod\n" \
+    "                               is started (default 2, as Porch;\n" \
+    "                               podExecutor.preferredMaxQueueLength wins)\n" \
+    "  --max-grpc-retries N         a call a pod ends UNAVAILABLE or whose connection\n" \
+    "                               breaks is sent again, to another pod where there is\n" \
+    "                               or may be one, at most N times (default 2, as Porch)\n" \
     "  --pod-ttl DUR                delete a function pod and its Service after DUR without\n" \
     "                               a call (default 30m, as Porch; a FunctionConfig's\n" \
     "                               podExecutor.timeToLive wins; 0: never)\n" \
@@ -45,6 +65,8 @@ typedef struct serve_pod_flags {
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP
+
+#define SERVE_POD_MAX_PODS 64   /* pods per function at most (the cache's POD_MAX_PER_FUNCTION) */
 
 typedef struct serve_pod serve_pod;
 
@@ -61,6 +83,10 @@ evaluator *serve_pod_evaluator(serve_pod *p);
 /* Starts image's pod now, before any call asks for it (Porch's
  * --warm-up-pod-cache); the outcome is logged. */
 void serve_pod_warm(serve_pod *p, const char *image);
+/* The server port's other HTTP/1.1 GETs (rpc_server_config.http_get, ctx
+ * the serve_pod or NULL when the pod runtime is off): /debug/pods, the
+ * pods the cache holds as JSON, or with ?format=text as a table. */
+int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r);
 /* After the evaluator is destroyed. */
 void serve_pod_close(serve_pod *p);
 

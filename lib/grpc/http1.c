@@ -93,10 +93,10 @@ static void http1_handle(http1_conn *h, size_t head_len)
     }
     char *query = strchr(sp1 + 1, '?');
     if (query)
-        *query = '\0';
+        *query++ = '\0';
     log_v(4, "fd %d: HTTP/1.1 %s %s", h->fd, method, path);
     http1_response r = {.status = 200};
-    h->handler(h->ctx, path, &r);
+    h->handler(h->ctx, path, query ? query : "", &r);
     http1_respond(h, head, &r);
 }
 

@@ -6,7 +6,7 @@
  * connections here: one request (headers only, at most 8 KiB), one
  * response with Content-Length and `Connection: close`, then the connection
  * closes. GET and HEAD only. The caller's handler decides status and body
- * from the path. */
+ * from the path and the query (the text after '?', "" when none). */
 #ifndef KRM_HTTP1_H
 #define KRM_HTTP1_H
 
@@ -23,7 +23,7 @@ typedef struct http1_response {
     buf body;
 } http1_response;
 
-typedef void http1_handler_fn(void *ctx, const char *path, http1_response *resp);
+typedef void http1_handler_fn(void *ctx, const char *path, const char *query, http1_response *resp);
 
 typedef struct http1_conn http1_conn;
 

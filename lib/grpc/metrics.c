@@ -125,6 +125,17 @@ static void render_help(buf *out, const char *name, const char *type, const char
     buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+static struct {
+    metrics_section_fn *fn;
+    void *ctx;
+} section;
+
+void metrics_section(metrics_section_fn *fn, void *ctx)
+{
+    section.fn = fn;
+    section.ctx = ctx;
+}
+
 #define METRICS_GAUGES 8
 
 static struct {
@@ -242,4 +253,6 @@ void metrics_render(buf *out, size_t in_flight)
         render_help(out, counter_info[i].name, "counter", counter_info[i].help);
         buf_printf(out, "%s %llu\n", counter_info[i].name, (unsigned long long)stats.counters[i]);
     }
+    if (section.fn)
+        section.fn(out, section.ctx);
 }

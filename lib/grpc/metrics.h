@@ -54,6 +54,12 @@ void metrics_orphan_killed(void);
 void metrics_bytes_received(size_t n);
 void metrics_bytes_sent(size_t n);
 
+/* Series rendered by a layer above this one (the pod runtime's figures per
+ * image), appended after the rest at every render. One section; NULL
+ * removes it. */
+typedef void metrics_section_fn(buf *out, void *ctx);
+void metrics_section(metrics_section_fn *fn, void *ctx);
+
 /* Appends every series; in_flight is the server's count of unary calls. */
 void metrics_render(buf *out, size_t in_flight);
 

@@ -43,7 +43,7 @@ _Static_assert(sizeof h2_preface - 1 == H2_PREFACE_LEN, "H2_PREFACE_LEN");
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
 static int conn_start_session(conn *c);
 static void conn_handshake_expired(loop *l, void *ctx);
-static void conn_http1_request(void *ctx, const char *path, http1_response *r);
+static void conn_http1_request(void *ctx, const char *path, const char *query, http1_response *r);
 static void conn_http1_io(conn *c);
 static nghttp2_session_callbacks *server_callbacks(void);
 static void hold_unlink(rpc_slot_hold *h);
@@ -196,7 +196,7 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
 
 /* ---- HTTP/1.1: probes and metrics ---------------------------------------- */
 
-static void conn_http1_request(void *ctx, const char *path, http1_response *r)
+static void conn_http1_request(void *ctx, const char *path, const char *query, http1_response *r)
 {
     conn *c = ctx;
     server *s = c->srv;
@@ -214,6 +214,8 @@ static void conn_http1_request(void *ctx, const char *path, http1_response *r)
     } else if (!strcmp(path, "/metrics")) {
         r->content_type = "text/plain; version=0.0.4; charset=utf-8";
         metrics_render(&r->body, s->active_calls);
+    } else if (s->cfg->http_get && s->cfg->http_get(s->cfg->http_ctx, path, query, r)) {
+        return;
     } else {
         r->status = 404;
         buf_printf(&r->body, "%s is not served: this port speaks gRPC over HTTP/2, and serves "

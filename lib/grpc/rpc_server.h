@@ -9,6 +9,7 @@
 
 #include "core/buf.h"
 #include "core/loop.h"
+#include "grpc/http1.h"
 #include "grpc/rpc.h"
 
 #define RPC_LIMIT_DEFAULT SIZE_MAX   /* a count left to its default, where 0 is a value */
@@ -47,6 +48,10 @@ typedef struct rpc_server_config {
      * again: a connection closed, or the retry timer fired. Whoever else
      * came short of descriptors may try again too. May be NULL; gets `app`. */
     void (*on_accept_resumed)(void *app);
+    /* Other GET paths over HTTP/1.1 (say /debug/pods): 1 when it answered
+     * into r, 0 for a 404. May be NULL. Gets http_ctx. */
+    int (*http_get)(void *http_ctx, const char *path, const char *query, http1_response *r);
+    void *http_ctx;
     void *app;                   /* the handlers' shared state (server_app) */
 } rpc_server_config;
 

@@ -30,12 +30,21 @@
  * times out. The pod's readiness stays what the cluster sees (the Service's
  * endpoints, POD_DIAL_SERVICE, still wait for Ready).
  *
- * The cache: one entry per image (pod name, UID, state, address, last
- * used). Callers asking for an image whose pod is coming up wait with the
- * first; a serving entry answers at once (from the loop). An entry is
- * dropped when its pod fails, is deleted (a watch event, when the cache
- * keeps watching serving pods) or a caller reports it cannot dial it
- * (pod_cache_forget): the next call finds or creates a new pod. */
+ * The cache is a function table: per image, its pods (at most the image's
+ * cap, --max-parallel-pods-per-function), each with its calls in flight.
+ * A call goes to the least-loaded pod, ties round-robin; a new pod is
+ * started when the image has none, or when the best one's load has reached
+ * the waitlist length and the image is below its cap (pod_route, Porch's
+ * rule): with the defaults (cap 1), one pod per image, concurrent first
+ * calls waiting for it together. A serving pod answers at once (from the
+ * loop). A pod leaves the table when it fails, is deleted (a watch event,
+ * when the cache keeps watching serving pods), is reclaimed idle or a
+ * caller reports it cannot dial it (pod_cache_forget); the calls waiting
+ * for it go to the image's other pods, or are told why. The files:
+ * kube_fn_table (images, lookup, create or adopt), kube_pod_route (calls to
+ * pods), kube_pod_life (one pod's state, serving, failing, deleting),
+ * kube_pod_ready (readiness, endpoints, early dial), kube_pod_reclaim (idle
+ * pods). */
 #ifndef KRM_KUBE_POD_CACHE_H
 #define KRM_KUBE_POD_CACHE_H
 
@@ -53,6 +62,9 @@ typedef enum pod_dial { POD_DIAL_SERVICE, POD_DIAL_POD } pod_dial;
 #define POD_LOG_TAIL_LINES 20
 #define POD_TTL_NS (30LL * 60 * 1000000000)   /* Porch's --pod-ttl */
 #define POD_SCAN_NS (60LL * 1000000000)       /* Porch's --scan-interval */
+#define POD_MAX_PER_FUNCTION 64               /* the highest cap accepted */
+#define POD_DEFAULT_MAX_PODS 1                /* Porch's --max-parallel-pods-per-function */
+#define POD_DEFAULT_WAITLIST 2                /* Porch's --max-waitlist-length */
 
 /* The wrapper server's health asked on the loop: a hook, as lib/kube
  * speaks no gRPC (runtime/health_check gives one). start returns the
@@ -82,8 +94,15 @@ typedef struct pod_cache_opts {
      * ttl_ns). Looked for every scan_ns (0: POD_SCAN_NS). */
     int64_t ttl_ns;
     int64_t (*ttl_for)(const char *image, void *ctx);
-    void *ttl_ctx;
     int64_t scan_ns;
+    /* Pods per image (0: POD_DEFAULT_MAX_PODS; at most
+     * POD_MAX_PER_FUNCTION) and the load at which another is started (0:
+     * POD_DEFAULT_WAITLIST). limits_for, when set, may change both for an
+     * image (a FunctionConfig's podExecutor); it leaves what it has not. */
+    int max_pods;
+    int waitlist;
+    void (*limits_for)(const char *image, void *ctx, int *max_pods, int *waitlist);
+    void *config_ctx;              /* ttl_for's and limits_for's */
     const pod_health_hook *health; /* POD_DIAL_POD: serve once the wrapper answers SERVING,
                                       before Ready; NULL: wait for Ready, as Porch */
     registry_opts registry;        /* strings must outlive the cache */
@@ -117,6 +136,16 @@ void pod_cache_free(pod_cache *pc);
 pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx);
 /* Before fn ran: fn will not run. */
 void pod_cache_cancel(pod_cache *pc, pod_waiter *w);
+/* A call through pod (image's) ended without the function's answer in a
+ * way another pod may not (UNAVAILABLE, its connection broke or could not
+ * be made): the pod is checked with one GET (one at a time per pod, shared
+ * by the calls it failed meanwhile): gone, not Running, or being deleted,
+ * it leaves the cache (and is deleted unless gone); an API error keeps it.
+ * Then fn gets a pod for the call as pod_cache_get gives one, but another
+ * than this one while the image has one that can take it or may start one.
+ * A pod the cache no longer holds: as pod_cache_get. NULL: out of memory. */
+pod_waiter *pod_cache_retry(pod_cache *pc, const char *image, const char *pod, const char *why,
+                            pod_answer_fn *fn, void *ctx);
 /* The pod named pod (of image) cannot be dialed: drop the entry. */
 void pod_cache_forget(pod_cache *pc, const char *image, const char *pod, const char *why);
 /* Told when an entry leaves the cache (its pod failed, was deleted, could
@@ -142,6 +171,22 @@ int pod_cache_busy(const pod_cache *pc);
  * allocated): for a command or a server that is about to exit, after its
  * own work on the loop is done. */
 void pod_cache_settle(pod_cache *pc, int64_t max_ns);
+
+/* Every pod the cache holds (image, pod, podId, node, state, calls running,
+ * calls waiting, idle time, last transition and how long ago, created or
+ * adopted), appended to out as JSON ({"pods":[...]}) or, text, as an
+ * aligned table with a header line (cells escaped as log lines are).
+ * 0, or -1 when out of memory. */
+int pod_cache_view(pod_cache *pc, int text, buf *out);
+
+/* A call for image ended with the gRPC status code (0-16; code_name: its
+ * name, a string that outlives the cache): counted for /metrics. */
+void pod_cache_count_call(pod_cache *pc, const char *image, int code, const char *code_name);
+/* The per-image series (krm_pod_runtime_*) in Prometheus' text format: pods
+ * by state, calls by code, pods created, adopted and reclaimed, pod start
+ * time, retries, evictions. At most POD_METRICS_IMAGES images by name (the
+ * first seen; operators configure them), the rest under image="other". */
+void pod_cache_metrics(pod_cache *pc, buf *out);
 
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);

@@ -13,6 +13,7 @@ static const unsigned char table[POD_STATE_COUNT][POD_EVENT_COUNT] = {
         [POD_EV_CREATE_SENT] = S(POD_CREATING),
         [POD_EV_FAILED] = S(POD_FAILED),           /* image lookup / template failed */
         [POD_EV_DRAIN] = S(POD_GONE),              /* nothing exists to delete */
+        [POD_EV_ADOPTED] = S(POD_WAITING_READY),   /* found by its label, not created */
     },
     [POD_CREATING] = {
         [POD_EV_CREATED] = S(POD_WAITING_READY),
@@ -47,6 +48,7 @@ static const unsigned char table[POD_STATE_COUNT][POD_EVENT_COUNT] = {
         [POD_EV_FAILED] = S(POD_FAILED),
         [POD_EV_DELETED_EXTERNALLY] = S(POD_FAILED),
         [POD_EV_DELETE_SENT] = S(POD_DELETING),
+        [POD_EV_RELEASED] = S(POD_GONE),           /* shut down before its Delete */
     },
     [POD_DELETING] = {
         [POD_EV_NOT_READY] = S(POD_DELETING),      /* terminating pods turn unready */
@@ -63,6 +65,7 @@ static const unsigned char table[POD_STATE_COUNT][POD_EVENT_COUNT] = {
         [POD_EV_FAILED] = S(POD_FAILED),
         [POD_EV_DELETED_EXTERNALLY] = S(POD_FAILED), /* its Service is still to delete */
         [POD_EV_DELETE_SENT] = S(POD_DELETING),
+        [POD_EV_RELEASED] = S(POD_GONE),           /* not ours to delete, or cannot be */
     },
     [POD_GONE] = {0},                              /* terminal */
 };
@@ -81,6 +84,7 @@ static const char *const event_names[POD_EVENT_COUNT] = {
     [POD_EV_TTL_EXPIRED] = "ttl-expired",     [POD_EV_DRAIN] = "drain",
     [POD_EV_FAILED] = "failed",               [POD_EV_DELETED_EXTERNALLY] = "deleted-externally",
     [POD_EV_DELETE_SENT] = "delete-sent",     [POD_EV_DELETED] = "deleted",
+    [POD_EV_ADOPTED] = "adopted",             [POD_EV_RELEASED] = "released",
 };
 
 int pod_state_next(pod_state state, pod_event event, pod_state *next)

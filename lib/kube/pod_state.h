@@ -19,7 +19,7 @@
  *   deleting       Delete of Pod and Service sent
  *   failed         unusable (creation, readiness or pod failure, deleted by
  *                  someone else); its waiters get the error; must be deleted
- *   gone           terminal: deleted, or never created; drop the entry
+ *   gone           terminal: deleted, never created, or left to the cluster
  *
  * The state only says where the pod is; the number of calls in flight is
  * counted by the owner (it decides when a draining pod is empty and sends
@@ -55,6 +55,9 @@ typedef enum pod_event {
     POD_EV_DELETED_EXTERNALLY, /* the pod disappeared without our Delete */
     POD_EV_DELETE_SENT,        /* Delete of Pod and Service was sent */
     POD_EV_DELETED,            /* the Delete completed (or NotFound) */
+    POD_EV_ADOPTED,            /* an existing pod was taken over (listed by its label) */
+    POD_EV_RELEASED,           /* given up without a Delete (left to the cluster: a pod
+                                  that timed out, could not be dialed, or out of memory) */
     POD_EVENT_COUNT
 } pod_event;
 

@@ -154,3 +154,22 @@ const char *pod_verdict_name(pod_verdict v)
     }
     return "?";
 }
+
+pod_recheck pod_status_recheck(const json *pod, int not_found, const char **why)
+{
+    *why = NULL;
+    if (not_found)
+        return POD_RECHECK_GONE;
+    if (!pod)
+        return POD_RECHECK_KEEP;
+    const char *phase = kube_path_str(pod, "status.phase");
+    if (kube_path(pod, "metadata.deletionTimestamp")) {   /* as pod_status_read reads it */
+        *why = "being deleted";
+        return POD_RECHECK_EVICT;
+    }
+    if (!phase || strcmp(phase, "Running")) {
+        *why = phase ? phase : "";
+        return POD_RECHECK_EVICT;
+    }
+    return POD_RECHECK_KEEP;
+}

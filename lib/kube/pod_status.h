@@ -54,4 +54,15 @@ void pod_status_describe(const json *pod, const pod_status *st, buf *out);
 
 const char *pod_verdict_name(pod_verdict v);
 
+/* A pod that failed a call (UNAVAILABLE, a broken connection), read once,
+ * as kptdev/porch reads it since its fix for runners deleting live pods:
+ * gone (NotFound), to be evicted and deleted (being deleted, or not in
+ * phase Running), or kept (Running; or an API error, which proves nothing). */
+typedef enum pod_recheck { POD_RECHECK_KEEP, POD_RECHECK_GONE, POD_RECHECK_EVICT } pod_recheck;
+
+/* pod: the object read, NULL on an API error; not_found: the API said
+ * NotFound. *why (EVICT): "being deleted", or the phase ("Pending", "" when
+ * none), borrowed from pod. */
+pod_recheck pod_status_recheck(const json *pod, int not_found, const char **why);
+
 #endif

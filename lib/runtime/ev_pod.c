@@ -9,11 +9,14 @@
  * its pod leaves the cache (pod_cache_on_drop: failed, deleted, or not
  * dialable), or when its connection is found broken or going away (the
  * server's GOAWAY, a reset): the next call opens a new one. A call that the
- * connection ended before the server answered (gc_result.transport) is sent
- * once more, to the pod the cache gives then, on a fresh connection
- * (EvaluateFunction is a pure function of its request: a second send is
- * safe). A connect that fails drops the pod from the cache and fails the
- * calls waiting for it, as before. */
+ * connection ended before the server answered (gc_result.transport), that
+ * the server refused UNAVAILABLE (shutting down: the function never ran), or
+ * whose connection could not be made is sent again, up to max_retries
+ * times, to the pod the cache gives after checking the failing one
+ * (pod_cache_retry), on a fresh connection (EvaluateFunction is a pure
+ * function of its request: a second send is safe). A call the function
+ * answered is never sent again. The last failure drops the pod from the
+ * cache and fails the call. */
 #include "runtime/ev_pod.h"
 
 #include <stdio.h>
@@ -64,7 +67,7 @@ struct pod_call {
     pod_link *link;            /* while queued or running on it */
     pod_call *queued_next;
     gc_stream *stream;
-    int resent;                /* sent again after a connection ended it */
+    int retries;               /* sent again after a pod failed it without an answer */
     int via_service;           /* the cache answered the Service, not the pod's IP */
     int in_pod;                /* counted among the pod's calls (pod_cache_call_begin) */
     char *pod;                 /* the pod dialed */
@@ -94,17 +97,41 @@ static void count_in_pod(pod_call *c, int begin)
     }
 }
 
+/* krm_pod_runtime_calls_total (the pod cache keeps the figures per image) */
+static void count_call(pod_call *c, int code)
+{
+    if (*c->image)
+        pod_cache_count_call(((pod_ev *)c->base.ev)->pc, c->image, code, grpc_code_name(code));
+}
+
 static void finish(pod_call *c, int code, const char *message)
 {
     if (c->ended)
         return;
     c->ended = 1;
     count_in_pod(c, 0);
+    count_call(c, code);
     if (code != GRPC_OK) {
         buf_append_str(&c->message, message ? message : "");
         c->res = (ev_result){.code = code, .message = c->message.data ? c->message.data : ""};
     }
     c->done(&c->base, &c->res, c->ctx);
+}
+
+/* c ended on its pod without the function's answer: sent again (0) after
+ * the cache's check of that pod, or -1 when its retries are spent. */
+static int retry(pod_call *c, const char *why)
+{
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (c->retries >= p->o.max_retries)
+        return -1;
+    c->retries++;
+    log_v(1, "function pod %s: %s; sending the call again (retry %d of %d)", c->pod, why,
+          c->retries, p->o.max_retries);
+    count_in_pod(c, 0);   /* it leaves the pod, which may be checked and dropped */
+    if (!(c->waiter = pod_cache_retry(p->pc, c->image, c->pod, why, on_pod, c)))
+        return -1;
+    return 0;
 }
 
 /* ---- links ---------------------------------------------------------------- */
@@ -182,18 +209,10 @@ static void on_answer(const gc_result *r, void *ctx)
     c->stream = NULL;
     pod_link *k = c->link;
     link_leave(c);
-    if (r->transport && !c->resent) {
-        /* the connection ended it, not the server: once more, on a new
-         * connection to the pod the cache has now (another one if this pod
-         * was dropped meanwhile) */
-        c->resent = 1;
-        log_v(1, "function pod %s: %s; sending the call again on a new connection", c->pod, r->message);
-        if (!k->retired)
-            link_retire(k);
-        if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
-            finish(c, GRPC_UNAVAILABLE, r->message);
+    if (r->transport && !k->retired)
+        link_retire(k);   /* the connection ended it: the next call opens another */
+    if ((r->transport || r->status == GRPC_UNAVAILABLE) && retry(c, r->message) == 0)
         return;
-    }
     if (r->status != GRPC_OK) {
         if (r->status == GRPC_UNAVAILABLE)
             pod_cache_forget(p->pc, c->image, c->pod, r->message);
@@ -240,11 +259,15 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
                        "kube-proxy nothing routes it; --dial=pod dials the pod's IP)", error);
         const char *msg = why.data ? why.data : error;
         log_v(1, "function pod %s: %s", k->pod, msg);
-        pod_cache_forget(p->pc, k->image, k->pod, msg);
         link_retire(k);
+        int dropped = 0;
         while (k->queue) {
             pod_call *c = k->queue;
             link_leave(c);
+            if (retry(c, msg) == 0)
+                continue;
+            if (!dropped++)
+                pod_cache_forget(p->pc, k->image, k->pod, msg);
             finish(c, GRPC_UNAVAILABLE, msg);
         }
         buf_free(&why);
@@ -419,6 +442,8 @@ static void pod_free_call(ev_call *base) { call_release(base); }
 static void pod_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     pod_call *c = (pod_call *)base;
+    if (!c->ended)   /* the caller went away: CANCELLED, as go-grpc-prometheus counts it */
+        count_call(c, GRPC_CANCELLED);
     c->ended = 1;
     call_release(base);
     if (gone)

@@ -7,9 +7,14 @@
  * kept while the pod stays in the cache; see ev_pod.c for its life.
  *
  * Errors: a pod that cannot be had (API errors, the kubelet's reason)
- * answers UNAVAILABLE with the cache's message; a connection that fails
- * drops the pod from the cache (the next call finds or creates another)
- * and answers UNAVAILABLE; the wrapper server's own status passes through.
+ * answers UNAVAILABLE with the cache's message. A call that a pod ends
+ * without the function's answer (UNAVAILABLE, a connection that broke or
+ * could not be made) is sent again, up to max_retries, to the pod the
+ * cache gives after checking the failing one (pod_cache_retry: another pod
+ * of the image where there is or may be one); after the last, the pod is
+ * dropped from the cache and the call answers UNAVAILABLE. The wrapper
+ * server's own status otherwise passes through, and an answered call is
+ * never sent again.
  * Needs libcurl through lib/kube: runner-client only, never in the static
  * wrapper server (the Makefile filters it). */
 #ifndef KRM_EV_POD_H
@@ -24,7 +29,13 @@ typedef struct ev_pod_opts {
     int64_t connect_timeout_ns;   /* <= 0: 10 s */
     int64_t call_timeout_ns;      /* <= 0: none */
     uint32_t max_message;         /* largest answer accepted; 0: 6 MiB */
+    int max_retries;              /* a call sent again after UNAVAILABLE or a broken
+                                     connection, at most this often (serve's
+                                     --max-grpc-retries); each waits for the cache's
+                                     check of the pod that failed it */
 } ev_pod_opts;
+
+#define EV_POD_DEFAULT_RETRIES 2   /* Porch's --max-grpc-retries */
 
 /* The cache must outlive the evaluator. NULL when out of memory (or the
  * cache has POD_DROP_HOOKS evaluators already). */

@@ -24,10 +24,10 @@
 
 #define MAX_REQUEST (3 * HTTP1_MAX_REQUEST)
 
-static void handler(void *ctx, const char *path, http1_response *r)
+static void handler(void *ctx, const char *path, const char *query, http1_response *r)
 {
     (void)ctx;
-    FUZZ_CHECK(path[0] == '/');
+    FUZZ_CHECK(path[0] == '/' && query && !strchr(path, '?'));
     r->status = strcmp(path, "/healthz") ? 404 : 200;
     buf_append_str(&r->body, "ok\n");
 }

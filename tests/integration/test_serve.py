@@ -200,6 +200,14 @@ def test_bad_config_at_start_exits_2_naming_the_file(tmp_path, functions):
     (["--dial", "dns"], b'invalid value "dns" for --dial'),
     (["--namespace", "Bad_NS"], b'invalid value "Bad_NS" for --namespace'),
     (["--ready-timeout", "soon"], b'invalid value "soon" for --ready-timeout'),
+    # Porch's names for the same two, named as typed
+    (["--pod-namespace", "Bad_NS"], b'invalid value "Bad_NS" for --pod-namespace'),
+    (["--pod-ready-timeout", "0s"], b'invalid value "0s" for --pod-ready-timeout'),
+    (["--max-parallel-pods-per-function", "0"],
+     b'invalid value "0" for --max-parallel-pods-per-function: want a whole number 1-64'),
+    (["--max-parallel-pods-per-function", "65"], b'for --max-parallel-pods-per-function'),
+    (["--max-waitlist-length", "-1"], b'invalid value "-1" for --max-waitlist-length'),
+    (["--max-grpc-retries", "11"], b'invalid value "11" for --max-grpc-retries: want a whole number 0-10'),
     (["--bogus", "1"], b"--bogus"),
     (["extra"], b"extra"),
 ])
@@ -212,3 +220,25 @@ def test_bad_flags_exit_2(args, message):
 def test_help():
     r = run_cli([CLIENT_BIN, "serve", "--help"])
     assert r.returncode == 0 and b"--function-config" in r.stdout
+
+
+def test_pod_cap_beyond_the_limit_is_said(start_server, functions, tmp_path):
+    """A FunctionConfig asking for more pods per function than the runner
+    starts (64) is told so at load, not silently cut."""
+    cfg = tmp_path / "pods.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        apiVersion: config.porch.kpt.dev/v1alpha1
+        kind: FunctionConfig
+        metadata:
+          name: wide
+        spec:
+          image: wide
+          podExecutor:
+            tags: [v1]
+            maxParallelExecutions: 100
+        """))
+    srv = start_server([], binary=CLIENT_BIN, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod"])
+    assert ('FunctionConfig "wide": podExecutor.maxParallelExecutions 100: at most 64 pods per '
+            'function are started') in srv.stderr(), srv.stderr()

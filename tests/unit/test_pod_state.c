@@ -20,6 +20,7 @@ static const row valid[] = {
     {POD_REQUESTED, POD_EV_CREATE_SENT, POD_CREATING},
     {POD_REQUESTED, POD_EV_FAILED, POD_FAILED},
     {POD_REQUESTED, POD_EV_DRAIN, POD_GONE},
+    {POD_REQUESTED, POD_EV_ADOPTED, POD_WAITING_READY},
 
     {POD_CREATING, POD_EV_CREATED, POD_WAITING_READY},
     {POD_CREATING, POD_EV_FAILED, POD_FAILED},
@@ -50,6 +51,7 @@ static const row valid[] = {
     {POD_DRAINING, POD_EV_FAILED, POD_FAILED},
     {POD_DRAINING, POD_EV_DELETED_EXTERNALLY, POD_FAILED},
     {POD_DRAINING, POD_EV_DELETE_SENT, POD_DELETING},
+    {POD_DRAINING, POD_EV_RELEASED, POD_GONE},
 
     {POD_DELETING, POD_EV_NOT_READY, POD_DELETING},
     {POD_DELETING, POD_EV_CALL_FINISHED, POD_DELETING},
@@ -64,6 +66,7 @@ static const row valid[] = {
     {POD_FAILED, POD_EV_FAILED, POD_FAILED},
     {POD_FAILED, POD_EV_DELETED_EXTERNALLY, POD_FAILED},
     {POD_FAILED, POD_EV_DELETE_SENT, POD_DELETING},
+    {POD_FAILED, POD_EV_RELEASED, POD_GONE},
 };
 
 static const row *find_row(pod_state s, pod_event e)
@@ -137,7 +140,8 @@ Test(pod_state, names)
                                          "draining", "deleting", "failed", "gone"};
     static const char *const events[] = {"create-sent", "created", "ready", "not-ready",
                                          "call-started", "call-finished", "ttl-expired", "drain",
-                                         "failed", "deleted-externally", "delete-sent", "deleted"};
+                                         "failed", "deleted-externally", "delete-sent", "deleted",
+                                         "adopted", "released"};
     cr_assert_eq(sizeof states / sizeof *states, POD_STATE_COUNT);
     cr_assert_eq(sizeof events / sizeof *events, POD_EVENT_COUNT);
     for (int s = 0; s < POD_STATE_COUNT; s++)
