@@ -70,7 +70,7 @@ static int take_output(rl_doc *state, const step_ctx *c, const eval_step *s)
     if (s->error[0])
         return fail_step(state, c, s->error); /* the call or the output failed */
     char why[1024];
-    rl_doc *out = rl_doc_load_resource_list(r->resource_list.data, r->resource_list.len, why,
+    rl_doc *out = rl_doc_load_resource_list(r->resource_list.data, r->resource_list.len, NULL, why,
                                             sizeof why);
     if (!out) {
         char what[1200];
@@ -115,7 +115,7 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
                  int stop_on_error, buf *final)
 {
     char why[1024];
-    rl_doc *state = rl_doc_load_resource_list(input, len, why, sizeof why);
+    rl_doc *state = rl_doc_load_resource_list(input, len, NULL, why, sizeof why);
     if (!state) {
         term_printf(stderr, PREFIX "the input is not a valid ResourceList: %s\n", why);
         return 2;

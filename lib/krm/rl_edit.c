@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "krm/yaml_depth.h"
+#include "krm/yaml_load.h"
 
 struct rl_doc {
     yaml_document_t doc;
@@ -335,15 +335,11 @@ static void parser_err(const yaml_parser_t *p, char *err, size_t errlen)
         set_err(err, errlen, "line %zu: %s", p->problem_mark.line + 1, problem);
 }
 
-/* Loads exactly one document whose root is a mapping. */
-static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errlen)
+/* Loads exactly one document whose root is a mapping; `skip_key` (NULL:
+ * none) names a top-level key left out (yaml_load.h). */
+static rl_doc *load_mapping(const char *data, size_t len, const char *skip_key, char *err,
+                            size_t errlen)
 {
-    size_t line, column;
-    if (yaml_flow_depth_check(data, len, &line, &column) < 0) {
-        /* yaml_parser_load cannot be stopped in time: see yaml_depth.h */
-        set_err(err, errlen, "line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, line, column);
-        return NULL;
-    }
     rl_doc *d = calloc(1, sizeof *d);
     yaml_parser_t p;
     if (!d || !yaml_parser_initialize(&p)) {
@@ -354,11 +350,11 @@ static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errl
     yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
     yaml_document_t extra = { 0 };
     int ok = 0;
-    if (!yaml_parser_load(&p, &d->doc)) {
+    if (!yaml_load(&p, len, skip_key, &d->doc)) {
         parser_err(&p, err, errlen);
     } else if (!root_id(&d->doc)) {
         set_err(err, errlen, "no YAML document");
-    } else if (!yaml_parser_load(&p, &extra)) {
+    } else if (!yaml_load(&p, len, NULL, &extra)) {
         parser_err(&p, err, errlen);
     } else if (root_id(&extra)) {
         set_err(err, errlen, "expected one YAML document, found more");
@@ -379,7 +375,7 @@ static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errl
 
 rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen)
 {
-    return load_mapping(data, len, err, errlen);
+    return load_mapping(data, len, NULL, err, errlen);
 }
 
 /* The results sequence: `results`, or the legacy `results: {items: [...]}`. */
@@ -414,9 +410,10 @@ static int check_resource_list(const yaml_document_t *doc, char *err, size_t err
     return 0;
 }
 
-rl_doc *rl_doc_load_resource_list(const char *data, size_t len, char *err, size_t errlen)
+rl_doc *rl_doc_load_resource_list(const char *data, size_t len, const char *skip_key, char *err,
+                                  size_t errlen)
 {
-    rl_doc *d = load_mapping(data, len, err, errlen);
+    rl_doc *d = load_mapping(data, len, skip_key, err, errlen);
     if (d && check_resource_list(&d->doc, err, errlen) < 0) {
         rl_doc_free(d);
         return NULL;

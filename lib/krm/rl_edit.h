@@ -7,7 +7,8 @@
  * (it passes bytes through); runner-client does, and this module keeps the
  * YAML handling in one place.
  *
- * How: documents are loaded with yaml_parser_load and written with
+ * How: documents are loaded with yaml_load (libyaml's loader with our
+ * limits, checked while it reads) and written with
  * yaml_emitter_dump. Nodes are copied between documents node by node, so
  * everything inside an item (kpt's internal.config.kubernetes.io/...
  * annotations, field order, scalar and collection styles, anchors) passes
@@ -38,8 +39,11 @@ typedef struct rl_kv {
  * sequence (or absent/null) and whose results are a sequence, the legacy
  * mapping with `items`, absent or null. Returns NULL with a one-line reason
  * in err ("line 3: mapping values are not allowed in this context",
- * "kind is \"ConfigMap\", not ResourceList", ...). */
-rl_doc *rl_doc_load_resource_list(const char *data, size_t len, char *err, size_t errlen);
+ * "kind is \"ConfigMap\", not ResourceList", ...). `skip_key` (NULL: none)
+ * names a top-level key that is read and checked but left out of the tree
+ * (a pipeline keeps a step's results elsewhere, as text). */
+rl_doc *rl_doc_load_resource_list(const char *data, size_t len, const char *skip_key, char *err,
+                                  size_t errlen);
 
 /* Loads any single document whose root is a mapping (a KRM object such as a
  * functionConfig or a Kptfile). NULL with a reason in err. */

@@ -29,7 +29,7 @@
 #include "core/base64.h"
 #include "core/fdio.h"
 #include "core/json.h"
-#include "krm/yaml_depth.h"
+#include "krm/yaml_load.h"
 #include "krm/yaml_node.h"
 
 #define KUBECONFIG_MAX_FILE (4u << 20)   /* kubeconfigs with embedded certificates are KiBs */
@@ -247,19 +247,13 @@ static int load_file(kc_set *s, kc_file *f, int missing_ok)
             return buf_printf(s->err, "%s: larger than %u bytes", f->path, KUBECONFIG_MAX_FILE), -1;
         return buf_printf(s->err, "%s: %s", f->path, strerror(e)), -1;
     }
-    size_t line, column;
-    if (yaml_flow_depth_check(data.data ? data.data : "", data.len, &line, &column) < 0) {
-        buf_free(&data);
-        return buf_printf(s->err, "%s: line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, f->path,
-                          line, column), -1;
-    }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         buf_free(&data);
         return oom(s);
     }
     yaml_parser_set_input_string(&p, (const unsigned char *)(data.data ? data.data : ""), data.len);
-    int ok = yaml_parser_load(&p, &f->doc);
+    int ok = yaml_load(&p, data.len, NULL, &f->doc);
     int rc = ok ? 1 : yaml_error(&p, f->path, s->err);
     yaml_parser_delete(&p);
     buf_free(&data);
