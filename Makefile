@@ -290,7 +290,9 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/krm/rl_scan.c lib/krm/yaml_depth.c lib/core/utf8.c lib/core/go_quote.c lib/runtime/pb_request.c lib/grpc/grpc_status.c lib/core/json.c lib/core/json_write.c lib/core/strset.c lib/grpc/http1.c lib/core/log.c wrapper-server/cli.c \
                      lib/grpc/rpc_server.c lib/grpc/rpc_conn.c lib/grpc/rpc_call.c lib/grpc/h2_io.c lib/grpc/h2_seen.c lib/core/loop.c lib/runtime/svc_health.c lib/grpc/metrics.c \
                      lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c \
-                     lib/runtime/svc_reflection.c lib/runtime/proto_index.c) \
+                     lib/runtime/svc_reflection.c lib/runtime/proto_index.c \
+                     lib/krm/rl_edit.c lib/krm/yaml_load.c lib/krm/yaml_limits.c lib/oci/image_ref.c \
+                     runner-client/pipeline.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) $(FUZZ)/gen/descriptor_set.o \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 

@@ -106,7 +106,7 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err)
 /* What a Kptfile is being read as, for messages. */
 typedef struct kptfile {
     const char *path;      /* the Kptfile */
-    char *dir;             /* its directory, for configPath */
+    const char *dir;       /* its directory, for configPath */
     rl_doc *doc;
     const yaml_document_t *y;
     buf *err;
@@ -295,15 +295,16 @@ static int locate_kptfile(const char *path, buf *file, char **dir)
     return *dir ? 0 : -1;
 }
 
-int pipeline_load_kptfile(pipeline *p, const char *path, buf *err)
+int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,
+                           size_t len, buf *err)
 {
-    buf file = { 0 };
-    kptfile k = { .err = err };
+    char why[512];
+    kptfile k = { .path = path, .dir = dir, .err = err };
     size_t before = p->n_steps;
     int rc = -1;
-    if (locate_kptfile(path, &file, &k.dir) < 0) {
-        buf_printf(err, "out of memory");
-    } else if ((k.path = file.data), (k.doc = load_object_file(k.path, "--pipeline", err))) {
+    if (!(k.doc = rl_doc_load_object(data, len, why, sizeof why))) {
+        buf_printf(err, "--pipeline %s: %s", path, why);
+    } else {
         k.y = rl_doc_yaml(k.doc);
         int pl = check_kptfile(&k);
         if (pl < 0)
@@ -319,7 +320,22 @@ int pipeline_load_kptfile(pipeline *p, const char *path, buf *err)
         }
     }
     rl_doc_free(k.doc);
-    free(k.dir);
+    return rc;
+}
+
+int pipeline_load_kptfile(pipeline *p, const char *path, buf *err)
+{
+    buf file = { 0 }, data = { 0 };
+    char *dir = NULL;
+    int rc = -1;
+    if (locate_kptfile(path, &file, &dir) < 0)
+        buf_printf(err, "out of memory");
+    else if (read_whole_file(file.data, &data) < 0)
+        buf_printf(err, "--pipeline %s: %s", file.data, strerror(errno));
+    else
+        rc = pipeline_parse_kptfile(p, file.data, dir, data.data ? data.data : "", data.len, err);
+    buf_free(&data);
+    free(dir);
     buf_free(&file);
     return rc;
 }

@@ -35,6 +35,11 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
  * -1 with a one-line reason naming the file and the entry in err. */
 int pipeline_load_kptfile(pipeline *p, const char *path, buf *err);
 
+/* The same for a Kptfile's text already read: `path` names it in messages,
+ * `dir` is where configPath is read from. */
+int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,
+                           size_t len, buf *err);
+
 void pipeline_free(pipeline *p);
 
 #endif
