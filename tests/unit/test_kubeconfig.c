@@ -378,3 +378,26 @@ Test(kubeconfig, relative_path_errors)
     cr_assert_str_eq(e, "config: --context: context \"other\" is not defined in contexts");
     free(e);
 }
+
+/* A kubeconfig is read with every YAML reader's limits, checked while it
+ * is parsed (lib/krm/yaml_load.h): nesting and aliases. */
+Test(kubeconfig, nesting_and_alias_bombs_are_refused_while_read)
+{
+    clean_env();
+    buf deep = {0};
+    buf_append_str(&deep, HEAD CLUSTER CTX "preferences:\n  x:\n  ");
+    for (int i = 0; i < 1000000; i++)
+        buf_append_str(&deep, "- ");
+    buf_append_str(&deep, "x\n");
+    expect_err(deep.data, "config: line 12, column 1999: collections nested more than 1000 deep");
+    buf_free(&deep);
+    buf bomb = {0};
+    buf_append_str(&bomb, HEAD CLUSTER CTX "preferences:\n  l0: &l0 [lol, lol, lol, lol, lol]\n");
+    for (int i = 1; i < 9; i++)
+        buf_printf(&bomb, "  l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i - 1, i - 1,
+                   i - 1, i - 1, i - 1);
+    char *got = load_err_text(bomb.data, NULL);
+    cr_assert(strstr(got, "aliases expand to more than the document's own size"), "%s", got);
+    free(got);
+    buf_free(&bomb);
+}
