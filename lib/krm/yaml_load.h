@@ -23,7 +23,8 @@
  * the end of the stream). `input_len` is the size of the text p reads
  * (the alias budget); `skip_key`, when not NULL, names a key of the root
  * mapping whose value is parsed and checked but not built (a pipeline
- * step's results, kept elsewhere): the key is then absent from *doc.
+ * step's results, kept elsewhere): the key is then absent from *doc, and
+ * an alias elsewhere to an anchor inside it is an undefined alias.
  * Returns 1, or 0 with p->error, p->problem and p->problem_mark set as
  * libyaml sets them (YAML_COMPOSER_ERROR for a limit, whose problem names
  * it) and *doc zeroed. */
