@@ -76,22 +76,6 @@ void rl_doc_remove(rl_doc *d, const char *key);
  * results mapping counts its items); 0 when absent. */
 size_t rl_doc_count(const rl_doc *d, const char *key);
 
-/* Appends a copy of each of src's results to d's results (created when
- * absent), setting the given tags on each (existing tags with other keys
- * are kept; a missing or non-mapping `tags` becomes a new mapping). Returns
- * 0 or -1 with a reason in err. */
-int rl_doc_append_results(rl_doc *d, const rl_doc *src, const rl_kv *tags, size_t n_tags,
-                          char *err, size_t errlen);
-
-/* Appends one result {message, severity, tags} to d's results. Returns 0
- * or -1 when out of memory. */
-int rl_doc_add_result(rl_doc *d, const char *severity, const char *message, const rl_kv *tags,
-                      size_t n_tags);
-
-/* Number of results whose severity is exactly "error" (the SDK's rule);
- * *first_message (when not NULL) gets the first one's message, or NULL. */
-size_t rl_doc_error_results(const rl_doc *d, const char **first_message);
-
 /* Rebuilds d from what its root reaches, dropping nodes that replaced
  * values left behind (libyaml documents only grow). Returns 0 or -1 with a
  * reason in err; d is unchanged on failure. */
