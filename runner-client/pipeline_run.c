@@ -1,9 +1,10 @@
 /* pipeline_run: running the steps; see pipeline_run.h.
  *
  * The state is one ResourceList document holding the items the next step
- * gets; the results the steps have reported so far are kept beside it as
- * YAML text (results_text.h), bounded, and follow the items in the final
- * list. A request is the state with the step's functionConfig (a function
+ * gets: the input, then each mutator's output as it came (its results
+ * left out while it is read). The results the steps have reported so far
+ * are kept beside it as YAML text (results_text.h), bounded, and follow
+ * the items in the final list. A request is the state with the step's functionConfig (a function
  * sees only its own input, as in kpt); the output is the state without
  * functionConfig (each step had its own), then the results.
  *
@@ -88,8 +89,9 @@ static int fail_step_unseen(kept_results *k, const step_ctx *c, const char *what
 }
 
 /* What a judged answer means for the state: its results are kept (the
- * judge read them: s->parsed), its items replace the state's. */
-static int take_output(rl_doc *state, kept_results *k, const step_ctx *c, const eval_step *s)
+ * judge read them: s->parsed), and a mutator's output list, without its
+ * results, becomes the state. */
+static int take_output(rl_doc **state, kept_results *k, const step_ctx *c, const eval_step *s)
 {
     const fn_call_result *r = &s->answer;
     if (s->error[0])
@@ -107,20 +109,24 @@ static int take_output(rl_doc *state, kept_results *k, const step_ctx *c, const 
         rc = -1;
     else if (s->failed) /* error results, shown with the step */
         rc = 1;
-    else if (!c->step->validator && (rl_doc_set_items(state, out, why, sizeof why) < 0 ||
-                                     rl_doc_compact(state, why, sizeof why) < 0))
-        rc = fail_step_unseen(k, c, why);
+    else if (!c->step->validator && rl_doc_ensure_items(out) < 0)
+        rc = -1;
+    else if (!c->step->validator) {
+        rl_doc *old = *state;
+        *state = out;
+        out = old;
+    }
     rl_doc_free(out);
     return rc;
 }
 
 /* Runs one step: 0 passed, 1 failed, -1 out of memory. */
-static int run_step(rl_doc *state, kept_results *k, const step_ctx *c, eval_run *run)
+static int run_step(rl_doc **state, kept_results *k, const step_ctx *c, eval_run *run)
 {
     char why[1024];
     buf request = { 0 };
-    if (rl_doc_set_function_config(state, c->step->config, why, sizeof why) < 0 ||
-        rl_doc_emit(state, NULL, &request, why, sizeof why) < 0) {
+    if (rl_doc_set_function_config(*state, c->step->config, why, sizeof why) < 0 ||
+        rl_doc_emit(*state, NULL, &request, why, sizeof why) < 0) {
         buf_free(&request);
         run->failed = 1;
         return fail_step_unseen(k, c, why);
@@ -167,7 +173,7 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
     for (size_t i = 0; i < p->n_steps && rc >= 0 && !(failed && stop_on_error); i++) {
         step_ctx c;
         step_ctx_init(&c, &p->steps[i], i + 1);
-        rc = run_step(state, &kept, &c, run);
+        rc = run_step(&state, &kept, &c, run);
         if (rc > 0)
             failed = 1;
     }

@@ -3,7 +3,9 @@
  * libyaml documents are append-only arrays of nodes addressed by 1-based
  * ids; a collection refers to its children by id. Setting a key therefore
  * means pointing its pair at a new node; the old one stays in the array,
- * unreachable, until rl_doc_compact rebuilds the document. Copies go
+ * unreachable, until the document is freed (a pipeline takes each
+ * mutator's output as its new state, so only functionConfigs of
+ * validators pile up). Copies go
  * through a map from source ids to destination ids, filled before a
  * collection's children are copied, so anchors/aliases stay shared and
  * even a self-referencing node copies in finite time.
@@ -497,22 +499,12 @@ int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size
 
 /* ---- editing --------------------------------------------------------------------- */
 
-int rl_doc_set_items(rl_doc *dst, const rl_doc *src, char *err, size_t errlen)
+int rl_doc_ensure_items(rl_doc *d)
 {
-    int items = rl_yaml_get(&src->doc, 0, "items");
-    int to = rl_yaml_is_null(&src->doc, items)
-                 ? yaml_document_add_sequence(&dst->doc, NULL, YAML_BLOCK_SEQUENCE_STYLE)
-                 : copy_into(&dst->doc, &src->doc, items, 1, err, errlen);
-    if (!to) {
-        if (rl_yaml_is_null(&src->doc, items))
-            set_err(err, errlen, OOM);
-        return -1;
-    }
-    if (map_set(&dst->doc, 1, "items", to) < 0) {
-        set_err(err, errlen, OOM);
-        return -1;
-    }
-    return 0;
+    if (!rl_yaml_is_null(&d->doc, rl_yaml_get(&d->doc, 0, "items")))
+        return 0;
+    int seq = yaml_document_add_sequence(&d->doc, NULL, YAML_BLOCK_SEQUENCE_STYLE);
+    return seq ? map_set(&d->doc, 1, "items", seq) : -1;
 }
 
 int rl_doc_set_function_config(rl_doc *d, const rl_doc *config, char *err, size_t errlen)
@@ -543,14 +535,4 @@ size_t rl_doc_count(const rl_doc *d, const char *key)
     if (!n || n->type != YAML_SEQUENCE_NODE)
         return 0;
     return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-}
-
-int rl_doc_compact(rl_doc *d, char *err, size_t errlen)
-{
-    yaml_document_t fresh;
-    if (clone_document(&d->doc, NULL, &fresh, err, errlen) < 0)
-        return -1;
-    yaml_document_delete(&d->doc);
-    d->doc = fresh;
-    return 0;
 }

@@ -2,14 +2,13 @@
  * libyaml document tree, to be edited and written back.
  *
  * Why: running functions as a pipeline means taking one function's output
- * apart (its items, its results) and putting the pieces into the next
- * input, and building functionConfig objects. The server never does this
+ * as the next input (without its results, kept as text elsewhere), with a
+ * functionConfig of the step's own, and building functionConfig objects. The server never does this
  * (it passes bytes through); runner-client does, and this module keeps the
  * YAML handling in one place.
  *
  * How: documents are loaded with yaml_load (libyaml's loader with our
- * limits, checked while it reads) and written with
- * yaml_emitter_dump. Nodes are copied between documents node by node, so
+ * limits, checked while it reads) and written with yaml_emitter_dump. Nodes are copied between documents node by node, so
  * everything inside an item (kpt's internal.config.kubernetes.io/...
  * annotations, field order, scalar and collection styles, anchors) passes
  * through untouched. Comments are lost: libyaml's document API drops them.
@@ -61,9 +60,10 @@ void rl_doc_free(rl_doc *d);
  * document is not changed. Returns 0, or -1 with a reason in err. */
 int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size_t errlen);
 
-/* dst.items = a copy of src.items (an empty sequence when src has none).
- * Both must be ResourceLists. Returns 0 or -1 with a reason in err. */
-int rl_doc_set_items(rl_doc *dst, const rl_doc *src, char *err, size_t errlen);
+/* Makes d's items an empty sequence when they are absent or null (a
+ * function's output taken as the next state). Returns 0 or -1 when out of
+ * memory. */
+int rl_doc_ensure_items(rl_doc *d);
 
 /* d.functionConfig = a copy of config's root; config NULL removes the key.
  * Returns 0 or -1 with a reason in err. */
@@ -75,11 +75,6 @@ void rl_doc_remove(rl_doc *d, const char *key);
 /* Entries of the top-level sequence `key` ("items", "results"; the legacy
  * results mapping counts its items); 0 when absent. */
 size_t rl_doc_count(const rl_doc *d, const char *key);
-
-/* Rebuilds d from what its root reaches, dropping nodes that replaced
- * values left behind (libyaml documents only grow). Returns 0 or -1 with a
- * reason in err; d is unchanged on failure. */
-int rl_doc_compact(rl_doc *d, char *err, size_t errlen);
 
 /* ---- reading other objects (a Kptfile) ---- */
 
