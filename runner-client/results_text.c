@@ -101,7 +101,8 @@ static int emit_result(rl_writer *w, const rl_result *r, const rl_kv *tags, size
     return rc ? -1 : close_map(w);
 }
 
-int results_text_entry(const rl_result *r, const rl_kv *tags, size_t n_tags, buf *out)
+/* One result as a one-entry YAML sequence, appended to out. */
+static int entry_text(const rl_result *r, const rl_kv *tags, size_t n_tags, buf *out)
 {
     char why[256];
     rl_writer w;
@@ -130,7 +131,7 @@ static int append_fitting(buf *out, size_t room, const rl_result *r, const rl_kv
                           size_t n_tags, buf *scratch)
 {
     buf_reset(scratch);
-    if (results_text_entry(r, tags, n_tags, scratch) < 0)
+    if (entry_text(r, tags, n_tags, scratch) < 0)
         return -1;
     if (out->len > room || scratch->len > room - out->len)
         return 0;
@@ -176,7 +177,7 @@ int results_text_append(buf *out, size_t room, size_t bound, const rl_list *resu
         rc = cut_note(&note, *dropped, total, rc == 0, bound, stored);
         cut.message = note.data;
         if (rc == 0)
-            rc = results_text_entry(&cut, tags, n_tags, out);
+            rc = entry_text(&cut, tags, n_tags, out);
         buf_free(&note);
     }
     buf_free(&scratch);

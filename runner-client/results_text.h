@@ -14,11 +14,11 @@
  * at most EVAL_RESULTS_PER_MESSAGE x --max-message bytes of results (48
  * MiB by default); a step whose results do not fit keeps those that do,
  * then one warning result saying how many of its results were dropped and
- * why (results_text_cut_note), and the progress says so too. Results the
- * judge counted but did not keep (rl_list.n_results_omitted) are dropped
- * the same way. A result is written from what the judge read, in the
- * SDK's field order; fields the SDK does not know are not
- * kept, as in kpt, which decodes results into its own type too. */
+ * why, and the progress says so too. Results the judge counted but did not
+ * keep (rl_list.n_results_omitted) are dropped the same way. A result is
+ * written from what the judge read, in the SDK's field order; fields the
+ * SDK does not know are not kept, as in kpt, which decodes results into
+ * its own type too. */
 #ifndef KRM_RC_RESULTS_TEXT_H
 #define KRM_RC_RESULTS_TEXT_H
 
@@ -30,14 +30,11 @@
 
 #define EVAL_RESULTS_PER_MESSAGE 8
 
-/* Appends r as one YAML sequence entry ("- message: ...", lines at indent
- * 0) to out, with `tags` set over its own (a tag of the same key takes the
- * new value in place; new keys follow). 0, or -1 when out of memory. */
-int results_text_entry(const rl_result *r, const rl_kv *tags, size_t n_tags, buf *out);
-
 /* Appends a step's results (results may be NULL; `error`, when not NULL,
- * becomes one more result of severity error) to out as sequence entries,
- * each with `tags`, while out->len stays within `room`; past it, keeps the
+ * becomes one more result of severity error) to out as YAML sequence
+ * entries ("- message: ...", lines at indent 0), each with `tags` set over
+ * its own (a tag of the same key takes the new value in place; new keys
+ * follow), while out->len stays within `room`; past it, keeps the
  * results that fit, then a warning entry saying how many were dropped and
  * that the report's bound is `bound` bytes. *dropped gets how many were
  * dropped. 0, or -1 when out of memory. */
