@@ -185,8 +185,18 @@ def test_a_package_object_500000_deep_never_reaches_the_function(marking, tmp_pa
         explain(res)
     assert_not_run(marking)
     assert rss < 100, f"peak RSS {rss:.0f} MiB"
-    # 998 levels: the ResourceList's root and items make the 1000 the
-    # function's answer may have; it runs
+    # 999 levels would be 1001 in the ResourceList (its root and items),
+    # which the server refuses in the answer after the function ran: refused
+    # here; 998 run
+    (pkg / "deep.yaml").write_text(CONFIG_MAP.replace("plain", "deep") + "  x:\n" +
+                                   deep_block(2, 997))
+    res, _, _ = run_measured([CLIENT_BIN, "eval", "--addr", marking.addr, "--image",
+                              "example.com/fn:v1", "-o", "stdout", str(pkg)])
+    assert res.returncode == 2, explain(res)
+    assert (f"{pkg}/deep.yaml: YAML error at line 8, column 1995: {DEPTH_PROBLEM} once the "
+            "object is in a ResourceList's items (998 levels are left to an object)") in res.err, \
+        explain(res)
+    assert_not_run(marking)
     (pkg / "deep.yaml").write_text(CONFIG_MAP.replace("plain", "deep") + "  x:\n" +
                                    deep_block(2, 996))
     res, _, _ = run_measured([CLIENT_BIN, "eval", "--addr", marking.addr, "--image",
