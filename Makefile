@@ -291,7 +291,7 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/grpc/rpc_server.c lib/grpc/rpc_conn.c lib/grpc/rpc_call.c lib/grpc/h2_io.c lib/grpc/h2_seen.c lib/core/loop.c lib/runtime/svc_health.c lib/grpc/metrics.c \
                      lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c \
                      lib/runtime/svc_reflection.c lib/runtime/proto_index.c \
-                     lib/krm/rl_edit.c lib/krm/yaml_load.c lib/krm/yaml_limits.c lib/oci/image_ref.c \
+                     lib/krm/rl_edit.c lib/krm/yaml_load.c lib/krm/yaml_limits.c lib/oci/image_ref.c lib/core/fdio.c \
                      runner-client/pipeline.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) $(FUZZ)/gen/descriptor_set.o \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
