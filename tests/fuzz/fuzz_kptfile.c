@@ -20,7 +20,7 @@
 #include "fuzz_common.h"
 #include "../../runner-client/pipeline.h"
 
-#define MAX_KPTFILE (256 * 1024)   /* 128,000 levels of "- " */
+#define MAX_KPTFILE (64 * 1024)   /* 32,000 levels of "- " */
 
 static const char *empty_dir(void)
 {

@@ -17,7 +17,7 @@
 #include "fuzz_common.h"
 #include "krm/yaml_load.h"
 
-#define MAX_TEXT (256 * 1024)
+#define MAX_TEXT (64 * 1024)
 
 static void same_tree(const yaml_document_t *a, const yaml_document_t *b)
 {
