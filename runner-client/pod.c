@@ -98,7 +98,7 @@ static int load_json_entry(const char *text, render_req *r, buf *err)
     if (!yaml_parser_initialize(&p))
         return buf_printf(err, "out of memory"), -1;
     yaml_parser_set_input_string(&p, (const unsigned char *)text, strlen(text));
-    int ok = yaml_load(&p, strlen(text), NULL, &r->json);
+    int ok = yaml_load(&p, strlen(text), &r->json);
     if (!ok && p.error == YAML_COMPOSER_ERROR)   /* a limit */
         buf_printf(err, "--entrypoint-json: column %zu: %s", p.problem_mark.column + 1, p.problem);
     else if (!ok)

@@ -679,7 +679,7 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
     int rc = 0;
     for (int doc = 1; rc == 0; doc++) {
         yaml_document_t d;
-        if (!yaml_load(&p, len, NULL, &d)) {
+        if (!yaml_load(&p, len, &d)) {
             rc = syntax_error(&p, file, doc, err);
             break;
         }

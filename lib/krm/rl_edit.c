@@ -1,14 +1,10 @@
-/* rl_edit: editing ResourceLists as libyaml document trees; see rl_edit.h.
+/* rl_edit: YAML objects as libyaml document trees; see rl_edit.h.
  *
  * libyaml documents are append-only arrays of nodes addressed by 1-based
- * ids; a collection refers to its children by id. Setting a key therefore
- * means pointing its pair at a new node; the old one stays in the array,
- * unreachable, until the document is freed (a pipeline takes each
- * mutator's output as its new state, so only functionConfigs of
- * validators pile up). Copies go
- * through a map from source ids to destination ids, filled before a
- * collection's children are copied, so anchors/aliases stay shared and
- * even a self-referencing node copies in finite time.
+ * ids; a collection refers to its children by id, and a key set twice
+ * points its pair at the newer node. Copies go through a map from source
+ * ids to destination ids, filled before a collection's children are
+ * copied, so anchors/aliases stay shared.
  *
  * yaml_emitter_dump frees the document it writes, so rl_doc_emit writes a
  * fresh copy and the caller's document survives. */
@@ -176,17 +172,6 @@ static int map_set_string(yaml_document_t *doc, int map, const char *key, const 
     return v ? map_set(doc, map, key, v) : -1;
 }
 
-static void map_remove(yaml_document_t *doc, int map, const char *key)
-{
-    long i = pair_index(doc, map, key);
-    if (i < 0)
-        return;
-    yaml_node_t *m = node(doc, map);
-    yaml_node_pair_t *at = m->data.mapping.pairs.start + i;
-    memmove(at, at + 1, (size_t)(m->data.mapping.pairs.top - at - 1) * sizeof *at);
-    m->data.mapping.pairs.top--;
-}
-
 static int new_document(yaml_document_t *doc)
 {
     return yaml_document_initialize(doc, NULL, NULL, NULL, 1, 1) ? 0 : -1;
@@ -276,22 +261,6 @@ static int copy_node(copier *c, int id, int depth)
     return to;
 }
 
-/* Copies src node `id` into dst; returns the new id or 0 with err set. */
-static int copy_into(yaml_document_t *dst, const yaml_document_t *src, int id, int depth,
-                     char *err, size_t errlen)
-{
-    copier c;
-    if (copier_init(&c, src, dst) < 0) {
-        set_err(err, errlen, OOM);
-        return 0;
-    }
-    int to = copy_node(&c, id, depth);
-    if (!to)
-        set_err(err, errlen, "%s", c.fail);
-    copier_free(&c);
-    return to;
-}
-
 /* A new document holding src's root mapping without top-level `omit_key`
  * (NULL: none). Returns 0, or -1 with err set (out is then empty). */
 static int clone_document(const yaml_document_t *src, const char *omit_key, yaml_document_t *out,
@@ -337,10 +306,8 @@ static void parser_err(const yaml_parser_t *p, char *err, size_t errlen)
         set_err(err, errlen, "line %zu: %s", p->problem_mark.line + 1, problem);
 }
 
-/* Loads exactly one document whose root is a mapping; `skip_key` (NULL:
- * none) names a top-level key left out (yaml_load.h). */
-static rl_doc *load_mapping(const char *data, size_t len, const char *skip_key, char *err,
-                            size_t errlen)
+/* Loads exactly one document whose root is a mapping. */
+static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errlen)
 {
     rl_doc *d = calloc(1, sizeof *d);
     yaml_parser_t p;
@@ -352,11 +319,11 @@ static rl_doc *load_mapping(const char *data, size_t len, const char *skip_key, 
     yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
     yaml_document_t extra = { 0 };
     int ok = 0;
-    if (!yaml_load(&p, len, skip_key, &d->doc)) {
+    if (!yaml_load(&p, len, &d->doc)) {
         parser_err(&p, err, errlen);
     } else if (!root_id(&d->doc)) {
         set_err(err, errlen, "no YAML document");
-    } else if (!yaml_load(&p, len, NULL, &extra)) {
+    } else if (!yaml_load(&p, len, &extra)) {
         parser_err(&p, err, errlen);
     } else if (root_id(&extra)) {
         set_err(err, errlen, "expected one YAML document, found more");
@@ -377,50 +344,7 @@ static rl_doc *load_mapping(const char *data, size_t len, const char *skip_key, 
 
 rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen)
 {
-    return load_mapping(data, len, NULL, err, errlen);
-}
-
-/* The results sequence: `results`, or the legacy `results: {items: [...]}`. */
-static int results_seq(const yaml_document_t *doc)
-{
-    int r = rl_yaml_get(doc, 0, "results");
-    if (node_type(doc, r) == YAML_MAPPING_NODE)
-        r = rl_yaml_get(doc, r, "items");
-    return node_type(doc, r) == YAML_SEQUENCE_NODE ? r : 0;
-}
-
-static int check_resource_list(const yaml_document_t *doc, char *err, size_t errlen)
-{
-    const char *kind = rl_yaml_text(doc, rl_yaml_get(doc, 0, "kind"));
-    if (!kind || strcmp(kind, "ResourceList") != 0) {
-        if (kind)
-            set_err(err, errlen, "kind is \"%s\", not ResourceList", kind);
-        else
-            set_err(err, errlen, "not a ResourceList: no kind");
-        return -1;
-    }
-    int items = rl_yaml_get(doc, 0, "items");
-    if (!rl_yaml_is_null(doc, items) && node_type(doc, items) != YAML_SEQUENCE_NODE) {
-        set_err(err, errlen, "items is %s, not a sequence", type_name(node_type(doc, items)));
-        return -1;
-    }
-    int results = rl_yaml_get(doc, 0, "results");
-    if (!rl_yaml_is_null(doc, results) && !results_seq(doc)) {
-        set_err(err, errlen, "results is %s, not a sequence", type_name(node_type(doc, results)));
-        return -1;
-    }
-    return 0;
-}
-
-rl_doc *rl_doc_load_resource_list(const char *data, size_t len, const char *skip_key, char *err,
-                                  size_t errlen)
-{
-    rl_doc *d = load_mapping(data, len, skip_key, err, errlen);
-    if (d && check_resource_list(&d->doc, err, errlen) < 0) {
-        rl_doc_free(d);
-        return NULL;
-    }
-    return d;
+    return load_mapping(data, len, err, errlen);
 }
 
 rl_doc *rl_doc_config_map(const char *name, const rl_kv *data, size_t n)
@@ -495,44 +419,4 @@ int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size
             out->data[start] = '\0';
     }
     return ok ? 0 : -1;
-}
-
-/* ---- editing --------------------------------------------------------------------- */
-
-int rl_doc_ensure_items(rl_doc *d)
-{
-    if (!rl_yaml_is_null(&d->doc, rl_yaml_get(&d->doc, 0, "items")))
-        return 0;
-    int seq = yaml_document_add_sequence(&d->doc, NULL, YAML_BLOCK_SEQUENCE_STYLE);
-    return seq ? map_set(&d->doc, 1, "items", seq) : -1;
-}
-
-int rl_doc_set_function_config(rl_doc *d, const rl_doc *config, char *err, size_t errlen)
-{
-    if (!config) {
-        rl_doc_remove(d, "functionConfig");
-        return 0;
-    }
-    int to = copy_into(&d->doc, &config->doc, 1, 1, err, errlen);
-    if (!to)
-        return -1;
-    if (map_set(&d->doc, 1, "functionConfig", to) < 0) {
-        set_err(err, errlen, OOM);
-        return -1;
-    }
-    return 0;
-}
-
-void rl_doc_remove(rl_doc *d, const char *key)
-{
-    map_remove(&d->doc, 1, key);
-}
-
-size_t rl_doc_count(const rl_doc *d, const char *key)
-{
-    int seq = strcmp(key, "results") == 0 ? results_seq(&d->doc) : rl_yaml_get(&d->doc, 0, key);
-    const yaml_node_t *n = node(&d->doc, seq);
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return 0;
-    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 }

@@ -1,19 +1,17 @@
-/* rl_edit: a ResourceList (or any one-object YAML document) held as a
- * libyaml document tree, to be edited and written back.
+/* rl_edit: one YAML object (a Kptfile, a functionConfig) held as a libyaml
+ * document tree, to be read, built and written back.
  *
- * Why: running functions as a pipeline means taking one function's output
- * as the next input (without its results, kept as text elsewhere), with a
- * functionConfig of the step's own, and building functionConfig objects. The server never does this
- * (it passes bytes through); runner-client does, and this module keeps the
- * YAML handling in one place.
+ * Why: a Kptfile's pipeline is read by looking things up in it, and each
+ * step's functionConfig is an object the pipeline builds (`--fn IMG=k=v`)
+ * or reads (`configPath`) and then writes into every request. The lists
+ * passed between steps are not trees (runner-client/rl_rewrite.h).
  *
  * How: documents are loaded with yaml_load (libyaml's loader with our
- * limits, checked while it reads) and written with yaml_emitter_dump. Nodes are copied between documents node by node, so
- * everything inside an item (kpt's internal.config.kubernetes.io/...
- * annotations, field order, scalar and collection styles, anchors) passes
- * through untouched. Comments are lost: libyaml's document API drops them.
- * Copies and emission recurse, so nesting deeper than RL_EDIT_MAX_DEPTH is
- * refused with an error instead of exhausting the stack. */
+ * limits, checked while it reads) and written with yaml_emitter_dump of a
+ * copy, node by node, so anchors, styles and tags pass through untouched.
+ * Comments are lost: libyaml's document API drops them. Copies and
+ * emission recurse, so nesting deeper than RL_EDIT_MAX_DEPTH is refused
+ * with an error instead of exhausting the stack. */
 #ifndef KRM_RL_EDIT_H
 #define KRM_RL_EDIT_H
 
@@ -33,17 +31,6 @@ typedef struct rl_kv {
     const char *value;
 } rl_kv;
 
-/* Loads a ResourceList: exactly one document, a mapping whose kind is
- * ResourceList (apiVersion is not checked, as in the SDK), whose items are a
- * sequence (or absent/null) and whose results are a sequence, the legacy
- * mapping with `items`, absent or null. Returns NULL with a one-line reason
- * in err ("line 3: mapping values are not allowed in this context",
- * "kind is \"ConfigMap\", not ResourceList", ...). `skip_key` (NULL: none)
- * names a top-level key that is read and checked but left out of the tree
- * (a pipeline keeps a step's results elsewhere, as text). */
-rl_doc *rl_doc_load_resource_list(const char *data, size_t len, const char *skip_key, char *err,
-                                  size_t errlen);
-
 /* Loads any single document whose root is a mapping (a KRM object such as a
  * functionConfig or a Kptfile). NULL with a reason in err. */
 rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen);
@@ -59,22 +46,6 @@ void rl_doc_free(rl_doc *d);
  * `omit_key` (NULL: none) names a top-level key left out of the output. The
  * document is not changed. Returns 0, or -1 with a reason in err. */
 int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size_t errlen);
-
-/* Makes d's items an empty sequence when they are absent or null (a
- * function's output taken as the next state). Returns 0 or -1 when out of
- * memory. */
-int rl_doc_ensure_items(rl_doc *d);
-
-/* d.functionConfig = a copy of config's root; config NULL removes the key.
- * Returns 0 or -1 with a reason in err. */
-int rl_doc_set_function_config(rl_doc *d, const rl_doc *config, char *err, size_t errlen);
-
-/* Removes top-level `key` from d (nothing when absent). */
-void rl_doc_remove(rl_doc *d, const char *key);
-
-/* Entries of the top-level sequence `key` ("items", "results"; the legacy
- * results mapping counts its items); 0 when absent. */
-size_t rl_doc_count(const rl_doc *d, const char *key);
 
 /* ---- reading other objects (a Kptfile) ---- */
 

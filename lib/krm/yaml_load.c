@@ -26,9 +26,6 @@ typedef struct loader {
     strset anchors;                         /* name -> node id */
     frame open[YAML_MAX_DEPTH + 1];
     size_t depth;                           /* open collections */
-    const char *skip_key;
-    size_t skipping;                        /* >0: inside the skipped value, its depth + 1 */
-    int skip_next;                          /* the next node is the skipped value */
 } loader;
 
 static int fail(loader *l, yaml_error_type_t type, const char *problem, yaml_mark_t mark)
@@ -95,43 +92,8 @@ static int open_collection(loader *l, int id, const yaml_event_t *ev, const yaml
     return 1;
 }
 
-/* Whether ev, in the root mapping, is the key whose value is skipped. */
-static int is_skip_key(const loader *l, const yaml_event_t *ev)
-{
-    if (!l->skip_key || l->depth != 1 || l->open[1].key ||
-        node(l, l->open[1].id)->type != YAML_MAPPING_NODE || ev->type != YAML_SCALAR_EVENT)
-        return 0;
-    size_t n = strlen(l->skip_key);
-    return ev->data.scalar.length == n && memcmp(ev->data.scalar.value, l->skip_key, n) == 0;
-}
-
-/* Skips ev when it is part of the skipped value; 1 when it was. */
-static int skipped(loader *l, const yaml_event_t *ev)
-{
-    int opens = ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT;
-    int closes = ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT;
-    if (l->skip_next) {
-        l->skip_next = 0;
-        l->skipping = opens ? 1 : 0;
-        return 1;
-    }
-    if (!l->skipping)
-        return 0;
-    if (opens)
-        l->skipping++;
-    else if (closes)
-        l->skipping--;
-    return 1;
-}
-
 static int node_event(loader *l, yaml_event_t *ev)
 {
-    if (skipped(l, ev))
-        return 1;
-    if (is_skip_key(l, ev)) {
-        l->skip_next = 1;
-        return 1;
-    }
     yaml_document_t *doc = l->doc;
     size_t id;
     switch (ev->type) {
@@ -190,7 +152,7 @@ static int load_nodes(loader *l)
         yaml_event_delete(&ev);
         if (!ok)
             return 0;
-    } while (l->depth > 0 || l->skipping || l->skip_next);
+    } while (l->depth > 0);
     return 1;
 }
 
@@ -217,7 +179,7 @@ static int load_document(loader *l, yaml_event_t *start)
     return 1;
 }
 
-int yaml_load(yaml_parser_t *p, size_t input_len, const char *skip_key, yaml_document_t *doc)
+int yaml_load(yaml_parser_t *p, size_t input_len, yaml_document_t *doc)
 {
     memset(doc, 0, sizeof *doc);
     loader *l = malloc(sizeof *l);   /* the limits and the stack: some 32 KiB */
@@ -229,9 +191,6 @@ int yaml_load(yaml_parser_t *p, size_t input_len, const char *skip_key, yaml_doc
     l->p = p;
     l->doc = doc;
     l->depth = 0;
-    l->skip_key = skip_key;
-    l->skipping = 0;
-    l->skip_next = 0;
     yaml_limits_init(&l->limits, input_len);
     int ok = 1;
     yaml_event_t ev;

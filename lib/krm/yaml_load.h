@@ -5,8 +5,8 @@
  * at it, so a document nested 2,000,000 deep cost 800 MiB before it was
  * refused. This loader builds the same tree from the same events, one at
  * a time, and stops at the first event past a limit. Every reader of a
- * libyaml document tree (Kptfiles, functionConfigs, pipeline lists,
- * FunctionConfig files, kubeconfigs, pod templates' JSON) loads through it.
+ * libyaml document tree (Kptfiles, functionConfigs, FunctionConfig files,
+ * kubeconfigs, `pod render --entrypoint-json`) loads through it.
  *
  * It differs from yaml_parser_load only where that one is lax or hostile
  * input hurts: the limits, an anchor defined twice (the later one wins, as
@@ -21,13 +21,9 @@
 
 /* As yaml_parser_load: loads p's next document into *doc (no root node at
  * the end of the stream). `input_len` is the size of the text p reads
- * (the alias budget); `skip_key`, when not NULL, names a key of the root
- * mapping whose value is parsed and checked but not built (a pipeline
- * step's results, kept elsewhere): the key is then absent from *doc, and
- * an alias elsewhere to an anchor inside it is an undefined alias.
- * Returns 1, or 0 with p->error, p->problem and p->problem_mark set as
- * libyaml sets them (YAML_COMPOSER_ERROR for a limit, whose problem names
- * it) and *doc zeroed. */
-int yaml_load(yaml_parser_t *p, size_t input_len, const char *skip_key, yaml_document_t *doc);
+ * (the alias budget). Returns 1, or 0 with p->error, p->problem and
+ * p->problem_mark set as libyaml sets them (YAML_COMPOSER_ERROR for a
+ * limit, whose problem names it) and *doc zeroed. */
+int yaml_load(yaml_parser_t *p, size_t input_len, yaml_document_t *doc);
 
 #endif

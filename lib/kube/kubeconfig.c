@@ -253,7 +253,7 @@ static int load_file(kc_set *s, kc_file *f, int missing_ok)
         return oom(s);
     }
     yaml_parser_set_input_string(&p, (const unsigned char *)(data.data ? data.data : ""), data.len);
-    int ok = yaml_load(&p, data.len, NULL, &f->doc);
+    int ok = yaml_load(&p, data.len, &f->doc);
     int rc = ok ? 1 : yaml_error(&p, f->path, s->err);
     yaml_parser_delete(&p);
     buf_free(&data);

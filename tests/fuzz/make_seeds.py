@@ -303,7 +303,7 @@ def kptfile_seeds():
     seed("long-image", head.replace("fn:v1", "fn:v1-aaaa"), span="a", reps=255)
 
 
-# ---- yaml_load: [skip][span_at][span_len][reps] YAML (see fuzz_yaml_load.c) ----
+# ---- yaml_load: [unused][span_at][span_len][reps] YAML (see fuzz_yaml_load.c) ----
 def yaml_load_seeds():
     for name in os.listdir(os.path.join(ROOT, "kptfile")):
         with open(os.path.join(ROOT, "kptfile", name), "rb") as f:
@@ -311,7 +311,7 @@ def yaml_load_seeds():
     write("yaml_load", "documents", b"\0\0\0\0%YAML 1.1\n%TAG !e! tag:example.com,2000:\n---\n"
           b"a: !e!x &a {b: [1, 'two', \"3\"], c: |\n  text\n}\n...\n--- *x\n---\n"
           b"- ? complex\n  : key\n- !!binary aGk=\n- <<: {m: 1}\n")
-    write("yaml_load", "skip-results", b"\1\0\0\0kind: ResourceList\nitems: [&i {a: 1}, *i]\n"
+    write("yaml_load", "aliases", b"\0\0\0\0kind: ResourceList\nitems: [&i {a: 1}, *i]\n"
           b"results:\n- message: x\n  tags: &t {k: v}\nafter: *i\n")
     write("yaml_load", "duplicate-anchor", b"\0\0\0\0a: &x 1\nb: &x 2\nc: *x\n")
 

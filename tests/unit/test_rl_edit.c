@@ -32,7 +32,7 @@ static const char INPUT[] =
 static rl_doc *load_rl(const char *text)
 {
     char err[256] = "";
-    rl_doc *d = rl_doc_load_resource_list(text, strlen(text), NULL, err, sizeof err);
+    rl_doc *d = rl_doc_load_object(text, strlen(text), err, sizeof err);
     cr_assert_not_null(d, "load failed: %s\n%s", err, text);
     return d;
 }
@@ -103,66 +103,42 @@ Test(rl_edit, emit_omits_a_key)
     rl_doc_free(d);
 }
 
-Test(rl_edit, set_function_config_replaces_the_old_one)
+Test(rl_edit, a_config_map_keeps_its_values_strings)
 {
-    rl_doc *d = load_rl(INPUT);
     rl_kv data[] = { { "op", "set" }, { "n", "007" }, { "flag", "true" }, { "op", "last" },
                      { "odd", "a: b" } };
     rl_doc *cm = rl_doc_config_map("function-input", data, 5);
     cr_assert_not_null(cm);
-    char err[256];
-    cr_assert_eq(rl_doc_set_function_config(d, cm, err, sizeof err), 0, "%s", err);
-    rl_doc *out = load_rl(emit(d, NULL));
-    assert_at(out, "functionConfig|apiVersion", "v1");
-    assert_at(out, "functionConfig|kind", "ConfigMap");
-    assert_at(out, "functionConfig|metadata|name", "function-input");
-    assert_at(out, "functionConfig|data|op", "last");
-    assert_at(out, "functionConfig|data|n", "007");
-    const char *text = emit(d, NULL);
+    rl_doc *out = load_rl(emit(cm, NULL));
+    assert_at(out, "apiVersion", "v1");
+    assert_at(out, "kind", "ConfigMap");
+    assert_at(out, "metadata|name", "function-input");
+    assert_at(out, "data|op", "last");
+    assert_at(out, "data|n", "007");
+    const char *text = emit(cm, NULL);
     cr_assert(strstr(text, "\"n\": \"007\"\n") && strstr(text, "flag: \"true\"\n") &&
                   strstr(text, "odd: \"a: b\"\n") && strstr(text, "op: last\n"),
               "values must stay strings:\n%s", text);
-    cr_assert_null(strstr(text, "name: old"));
-    cr_assert_eq(rl_doc_set_function_config(d, NULL, err, sizeof err), 0);
-    cr_assert_null(strstr(emit(d, NULL), "functionConfig"));
     rl_doc_free(out);
     rl_doc_free(cm);
-    rl_doc_free(d);
-}
-
-Test(rl_edit, an_output_without_items_gets_an_empty_list)
-{
-    rl_doc *out = load_rl("kind: ResourceList\nitems: null\nfunctionConfig: {kind: Other}\n");
-    cr_assert_eq(rl_doc_ensure_items(out), 0);
-    cr_assert_eq(rl_doc_count(out, "items"), 0);
-    cr_assert(strstr(emit(out, "functionConfig"), "items: []\n"));
-    rl_doc_free(out);
-    out = load_rl("kind: ResourceList\nitems: [{kind: A}]\n");
-    cr_assert_eq(rl_doc_ensure_items(out), 0);
-    cr_assert_eq(rl_doc_count(out, "items"), 1);
-    rl_doc_free(out);
 }
 
 static void assert_load_error(const char *text, const char *want)
 {
     char err[256] = "";
-    rl_doc *d = rl_doc_load_resource_list(text, strlen(text), NULL, err, sizeof err);
+    rl_doc *d = rl_doc_load_object(text, strlen(text), err, sizeof err);
     cr_assert_null(d, "loaded: %s", text);
     cr_assert(strstr(err, want), "error \"%s\" does not mention \"%s\"", err, want);
     cr_assert_null(strchr(err, '\n'));
 }
 
-Test(rl_edit, malformed_output_is_a_clear_error)
+Test(rl_edit, malformed_yaml_is_a_clear_error)
 {
     assert_load_error("kind: ResourceList\nitems: [\n", "line ");
     assert_load_error("kind: ResourceList\n  bad: indent\n", "line 2");
     assert_load_error("", "no YAML document");
     assert_load_error("kind: ResourceList\n---\nkind: ResourceList\n", "found more");
     assert_load_error("- a\n", "expected a mapping");
-    assert_load_error("kind: ConfigMap\nitems: []\n", "kind is \"ConfigMap\", not ResourceList");
-    assert_load_error("items: []\n", "no kind");
-    assert_load_error("kind: ResourceList\nitems: {a: b}\n", "items is a mapping, not a sequence");
-    assert_load_error("kind: ResourceList\nresults: oops\n", "results is a scalar");
 }
 
 Test(rl_edit, too_deep_nesting_is_refused)
@@ -174,7 +150,7 @@ Test(rl_edit, too_deep_nesting_is_refused)
         buf_append_str(&text, "- ");
     buf_append_str(&text, "x\n");
     char err[256] = "";
-    cr_assert_null(rl_doc_load_resource_list(text.data, text.len, NULL, err, sizeof err));
+    cr_assert_null(rl_doc_load_object(text.data, text.len, err, sizeof err));
     cr_assert_str_eq(err, "line 4: collections nested more than 1000 deep");
     buf_free(&text);
 }
@@ -184,7 +160,7 @@ Test(rl_edit, self_referencing_alias_is_refused)
 {
     char err[256] = "";
     const char *text = "kind: ResourceList\nitems:\n- &a {self: *a}\n";
-    cr_assert_null(rl_doc_load_resource_list(text, strlen(text), NULL, err, sizeof err));
+    cr_assert_null(rl_doc_load_object(text, strlen(text), err, sizeof err));
     cr_assert_str_eq(err, "line 3: alias inside the node its anchor names");
 }
 
@@ -213,7 +189,7 @@ Test(rl_edit, deep_flow_nesting_is_refused_when_loaded)
     for (int i = 0; i < 100000; i++)
         buf_append_str(&text, "[");
     char err[256] = "";
-    cr_assert_null(rl_doc_load_resource_list(text.data, text.len, NULL, err, sizeof err));
+    cr_assert_null(rl_doc_load_object(text.data, text.len, err, sizeof err));
     cr_assert_str_eq(err, "line 3: flow collections ([...] or {...}) nested more than 128 deep");
     buf_free(&text);
 }

@@ -21,15 +21,15 @@ static void nest(buf *out, const char *prefix, const char *open, const char *clo
     buf_append_str(out, suffix);
 }
 
-/* Loads the first document of `in` (skipping skip_key); 0, or -1 with the
- * 1-based line and column and the problem of the refusal. */
-static int load_skipping(const buf *in, const char *skip_key, yaml_document_t *doc, size_t *line,
-                         size_t *column, const char **problem)
+/* Loads the first document of `in`; 0, or -1 with the 1-based line and
+ * column and the problem of the refusal. */
+static int load_doc(const buf *in, yaml_document_t *doc, size_t *line, size_t *column,
+                    const char **problem)
 {
     yaml_parser_t p;
     cr_assert(yaml_parser_initialize(&p));
     yaml_parser_set_input_string(&p, (const unsigned char *)in->data, in->len);
-    int ok = yaml_load(&p, in->len, skip_key, doc);
+    int ok = yaml_load(&p, in->len, doc);
     *line = p.problem_mark.line + 1;
     *column = p.problem_mark.column + 1;
     *problem = p.problem;
@@ -40,7 +40,7 @@ static int load_skipping(const buf *in, const char *skip_key, yaml_document_t *d
 static int check(const buf *in, size_t *line, size_t *column, const char **problem)
 {
     yaml_document_t doc;
-    int rc = load_skipping(in, NULL, &doc, line, column, problem);
+    int rc = load_doc(in, &doc, line, column, problem);
     yaml_document_delete(&doc);
     return rc;
 }
@@ -151,7 +151,7 @@ Test(yaml_load, alias_bombs_are_refused_and_modest_aliases_load)
     buf_reset(&in);
     buf_append_str(&in, "base: &b {image: x, config: {k: v}}\none: *b\ntwo: *b\n");
     yaml_document_t doc;
-    cr_assert_eq(load_skipping(&in, NULL, &doc, &line, &column, &problem), 0, "%s", problem);
+    cr_assert_eq(load_doc(&in, &doc, &line, &column, &problem), 0, "%s", problem);
     cr_assert_eq(node_count(&doc), 11);   /* the aliases share the anchored node */
     yaml_document_delete(&doc);
     buf_free(&in);
@@ -185,7 +185,7 @@ Test(yaml_load, the_tree_is_libyamls)
     yaml_document_t ours, theirs;
     size_t line, column;
     const char *problem;
-    cr_assert_eq(load_skipping(&in, NULL, &ours, &line, &column, &problem), 0, "%s", problem);
+    cr_assert_eq(load_doc(&in, &ours, &line, &column, &problem), 0, "%s", problem);
     yaml_parser_t p;
     cr_assert(yaml_parser_initialize(&p));
     yaml_parser_set_input_string(&p, (const unsigned char *)in.data, in.len);
@@ -220,28 +220,6 @@ Test(yaml_load, the_tree_is_libyamls)
     buf_free(&in);
 }
 
-/* A skipped key's value is read (and checked) but not built. */
-Test(yaml_load, a_skipped_key_is_left_out)
-{
-    buf in = {0};
-    buf_append_str(&in, "kind: ResourceList\nresults:\n- message: a\n  tags: {x: y}\n"
-                        "items: [a]\nnested:\n  results: kept\n");
-    yaml_document_t doc;
-    size_t line, column;
-    const char *problem;
-    cr_assert_eq(load_skipping(&in, "results", &doc, &line, &column, &problem), 0, "%s", problem);
-    const yaml_node_t *root = yaml_document_get_root_node(&doc);
-    cr_assert_eq(root->data.mapping.pairs.top - root->data.mapping.pairs.start, 3);
-    cr_assert_eq(node_count(&doc), 10);   /* nothing of results */
-    yaml_document_delete(&doc);
-    buf_append_str(&in, "more: ");
-    for (int i = 0; i < 2 * YAML_MAX_DEPTH; i++)
-        buf_append_str(&in, "[");
-    cr_assert_eq(load_skipping(&in, "more", &doc, &line, &column, &problem), -1);
-    cr_assert_str_eq(problem, YAML_FLOW_DEPTH_PROBLEM);
-    buf_free(&in);
-}
-
 /* A stream of documents loads one per call, then an empty one. */
 Test(yaml_load, documents_one_by_one)
 {
@@ -252,11 +230,11 @@ Test(yaml_load, documents_one_by_one)
     yaml_parser_set_input_string(&p, (const unsigned char *)in.data, in.len);
     yaml_document_t doc;
     for (int i = 0; i < 2; i++) {
-        cr_assert_eq(yaml_load(&p, in.len, NULL, &doc), 1);
+        cr_assert_eq(yaml_load(&p, in.len, &doc), 1);
         cr_assert_not_null(yaml_document_get_root_node(&doc));
         yaml_document_delete(&doc);
     }
-    cr_assert_eq(yaml_load(&p, in.len, NULL, &doc), 0);   /* anchors are per document */
+    cr_assert_eq(yaml_load(&p, in.len, &doc), 0);   /* anchors are per document */
     cr_assert_str_eq(p.problem, "found undefined alias");
     yaml_parser_delete(&p);
     buf_free(&in);
