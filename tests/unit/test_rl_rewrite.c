@@ -46,6 +46,18 @@ Test(rl_rewrite, items_absent_or_null_become_an_empty_list)
                      "kind: ResourceList\n? [a, b]\n: {c: d}\nitems: [x]\nz: 1\n");
 }
 
+/* Functions may answer JSON: a flow root takes the new keys in flow style. */
+Test(rl_rewrite, a_json_list_stays_flow)
+{
+    char err[256] = "";
+    const char *out = rewrite("{\"kind\": \"ResourceList\", \"results\": [{\"message\": \"m\"}], "
+                              "\"functionConfig\": {\"a\": 1}}",
+                              "kind: ConfigMap\ndata: {k: v}\n", err, sizeof err);
+    cr_assert_not_null(out, "%s", err);
+    cr_assert_str_eq(out, "{\"kind\": \"ResourceList\", items: [], functionConfig: {kind: ConfigMap, "
+                          "data: {k: v}}}\n");
+}
+
 Test(rl_rewrite, an_alias_into_a_dropped_key_is_refused)
 {
     char err[256] = "";
