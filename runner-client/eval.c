@@ -19,6 +19,7 @@
 #include "fn_call.h"
 #include "eval_output.h"
 #include "eval_run.h"
+#include "results_text.h"
 #include "pipeline.h"
 #include "pipeline_run.h"
 #include "rl_input.h"
@@ -223,7 +224,8 @@ int cmd_eval(int argc, char **argv)
     grpc_caller g = {.addr = o.addr, .call = o.call};
     g.call.max_message = (uint32_t)o.max_message;
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
-                    .truncate = o.out.truncate, .results_dir = o.out.results_dir};
+                    .truncate = o.out.truncate, .results_dir = o.out.results_dir,
+                    .results = {.bound = results_text_bound(o.max_message)}};
     if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
         term_printf(stderr, "runner-client eval: %s\n", why);
         rc = 2;

@@ -70,9 +70,13 @@ int eval_step_run(eval_run *run, const char *image, const char *rl, size_t len, 
     if (rc == 0)
         say(&text);
     buf_free(&text);
+    size_t dropped = 0;
     if (rc == 0 && run->results_dir)
         rc = results_file_add(&run->results, image, s->failed, p.results, p.error, p.log,
-                              p.log_len);
+                              p.log_len, &dropped);
+    if (rc == 0 && dropped)
+        term_printf(stderr, PREFIX "results.yaml keeps %zu fewer results of \"%s\" than it "
+                            "answered: see the warning result in their place\n", dropped, name);
     if (s->failed)
         run->failed = 1;
     return rc;

@@ -32,7 +32,7 @@ typedef struct eval_run {
     const char *unnamed;      /* progress name for a call without image (the address) */
     int truncate;             /* --truncate-output */
     const char *results_dir;  /* --results-dir; NULL: none */
-    results_file results;
+    results_file results;     /* set .results.bound: results_text_bound(--max-message) */
     int failed;               /* a step failed */
 } eval_run;
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "krm/yaml_depth.h"
+#include "krm/yaml_limits.h"
 #include "err_line.h"
 
 void event_list_free(event_list *list)
@@ -67,7 +67,13 @@ int event_list_parse(const char *data, size_t len, const char *name, event_list 
         return -1;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    yaml_flow_depth flow = { 0 };
+    yaml_limits *limits = malloc(sizeof *limits);
+    if (!limits) {
+        yaml_parser_delete(&parser);
+        err_line_set(err, errlen, "%s: out of memory while parsing YAML", name);
+        return -1;
+    }
+    yaml_limits_init(limits, len);
     int rc = 0;
     for (;;) {
         yaml_event_t ev;
@@ -75,11 +81,10 @@ int event_list_parse(const char *data, size_t len, const char *name, event_list 
             rc = fail_parse(&parser, name, err, errlen);
             break;
         }
-        if (yaml_flow_depth_note(&flow, &ev) < 0) {
-            /* libyaml's time per token grows with flow depth: yaml_depth.h */
-            err_line_set(err, errlen,
-                         "%s: YAML error at line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, name,
-                         ev.start_mark.line + 1, ev.start_mark.column + 1);
+        const char *problem = yaml_limits_note(limits, &ev);
+        if (problem) {
+            err_line_set(err, errlen, "%s: YAML error at line %zu, column %zu: %s", name,
+                         ev.start_mark.line + 1, ev.start_mark.column + 1, problem);
             yaml_event_delete(&ev);
             rc = -1;
             break;
@@ -94,6 +99,8 @@ int event_list_parse(const char *data, size_t len, const char *name, event_list 
             break;
     }
     yaml_parser_delete(&parser);
+    yaml_limits_free(limits);
+    free(limits);
     if (rc < 0)
         event_list_free(list);
     return rc;

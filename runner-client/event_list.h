@@ -7,9 +7,8 @@
  * collection's block or flow style, so an object reaches the ResourceList
  * as it was written, and new events (kpt's annotations) can be spliced in
  * at an index. The list is flat and every walk over it iterative, so input
- * depth costs heap, not stack; flow collections nested more than
- * YAML_MAX_FLOW_DEPTH deep are refused as soon as libyaml reaches them
- * (lib/krm/yaml_depth.h).
+ * depth costs heap, not stack; nesting and aliases past the limits of
+ * lib/krm/yaml_limits.h are refused as soon as libyaml reaches them.
  *
  * Ownership: an event handed to the emitter or dropped is zeroed
  * (YAML_NO_EVENT), so event_list_free is safe at any point. */

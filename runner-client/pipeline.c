@@ -109,7 +109,7 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err)
 /* What a Kptfile is being read as, for messages. */
 typedef struct kptfile {
     const char *path;      /* the Kptfile */
-    char *dir;             /* its directory (the package), for messages */
+    const char *dir;       /* its directory (the package), for messages */
     int dir_fd;            /* the package, which configPath stays beneath */
     size_t max;            /* the most read of the Kptfile and of each configPath */
     rl_doc *doc;
@@ -306,53 +306,79 @@ static int check_kptfile(kptfile *k)
  * whose "Kptfile" is then a file of the package (no link followed); a
  * Kptfile named by the user may be a link. The package directory is
  * opened for configPath. */
-static int locate_kptfile(const char *path, buf *file, kptfile *k, int *read_flags)
+static int locate_kptfile(const char *path, buf *file, char **dir, int *read_flags, buf *err)
 {
     struct stat st;
     int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     if (is_dir ? buf_printf(file, "%s/Kptfile", path) < 0 : buf_append_str(file, path) < 0)
-        return buf_printf(k->err, "out of memory"), -1;
+        return buf_printf(err, "out of memory"), -1;
     const char *slash = strrchr(file->data, '/');
-    k->dir = slash ? strndup(file->data, (size_t)(slash - file->data + (slash == file->data)))
-                   : strdup(".");
-    if (!k->dir)
-        return buf_printf(k->err, "out of memory"), -1;
-    if ((k->dir_fd = open(k->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return buf_printf(k->err, "--pipeline %s: %s", file->data, strerror(errno)), -1;
+    *dir = slash ? strndup(file->data, (size_t)(slash - file->data + (slash == file->data)))
+                 : strdup(".");
+    if (!*dir)
+        return buf_printf(err, "out of memory"), -1;
     *read_flags = is_dir ? FDIO_BENEATH : 0;
     return 0;
+}
+
+/* Adds the steps of the Kptfile text k->doc was loaded from. */
+static int add_kptfile_steps(kptfile *k, pipeline *p)
+{
+    size_t before = p->n_steps;
+    k->y = rl_doc_yaml(k->doc);
+    int pl = check_kptfile(k);
+    if (pl < 0)
+        return -1;
+    if (!rl_yaml_is_null(k->y, pl) && (add_kptfile_list(k, p, pl, "mutators") < 0 ||
+                                       add_kptfile_list(k, p, pl, "validators") < 0))
+        return -1;
+    if (p->n_steps == before) {
+        buf_printf(k->err, "%s: the pipeline has no mutators or validators", k->path);
+        return -1;
+    }
+    return 0;
+}
+
+int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,
+                           size_t len, size_t max, buf *err)
+{
+    char why[512];
+    kptfile k = { .path = path, .dir = dir, .max = max, .err = err };
+    int rc = -1;
+    if ((k.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        buf_printf(err, "--pipeline %s: %s: %s", path, dir, strerror(errno));
+    else if (!(k.doc = rl_doc_load_object(data, len, why, sizeof why)))
+        buf_printf(err, "--pipeline %s: %s", path, why);
+    else
+        rc = add_kptfile_steps(&k, p);
+    rl_doc_free(k.doc);
+    if (k.dir_fd >= 0)
+        close(k.dir_fd);
+    return rc;
 }
 
 int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
 {
     buf file = { 0 };
-    kptfile k = { .err = err, .dir_fd = -1, .max = max };
-    size_t before = p->n_steps;
+    char *dir = NULL;
+    kptfile k = { .max = max, .err = err, .dir_fd = -1 };
     int read_flags = 0, rc = -1;
-    if (locate_kptfile(path, &file, &k, &read_flags) < 0) {
+    if (locate_kptfile(path, &file, &dir, &read_flags, err) < 0) {
         ;
-    } else if ((k.path = file.data),
-               (k.doc = load_object_file(read_flags ? k.dir_fd : AT_FDCWD,
-                                         read_flags ? "Kptfile" : k.path, read_flags, max,
-                                         "--pipeline", k.path, err))) {
-        k.y = rl_doc_yaml(k.doc);
-        int pl = check_kptfile(&k);
-        if (pl < 0)
-            rc = -1;
-        else if (rl_yaml_is_null(k.y, pl))
-            rc = 0; /* no pipeline: reported below */
-        else if (add_kptfile_list(&k, p, pl, "mutators") == 0 &&
-            add_kptfile_list(&k, p, pl, "validators") == 0)
-            rc = 0;
-        if (rc == 0 && p->n_steps == before) {
-            buf_printf(err, "%s: the pipeline has no mutators or validators", k.path);
-            rc = -1;
-        }
+    } else if ((k.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        buf_printf(err, "--pipeline %s: %s", file.data, strerror(errno));
+    } else {
+        k.path = file.data;
+        k.dir = dir;
+        k.doc = load_object_file(read_flags ? k.dir_fd : AT_FDCWD, read_flags ? "Kptfile" : k.path,
+                                 read_flags, max, "--pipeline", k.path, err);
+        if (k.doc)
+            rc = add_kptfile_steps(&k, p);
     }
     rl_doc_free(k.doc);
-    free(k.dir);
     if (k.dir_fd >= 0)
         close(k.dir_fd);
+    free(dir);
     buf_free(&file);
     return rc;
 }

@@ -39,6 +39,11 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
  * file and the entry in err. */
 int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
 
+/* The same for a Kptfile's text already read: `path` names it in messages,
+ * `dir` is the package each configPath is read beneath (up to max bytes). */
+int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,
+                           size_t len, size_t max, buf *err);
+
 void pipeline_free(pipeline *p);
 
 #endif

@@ -10,7 +10,7 @@
 #include <yaml.h>
 
 #include "core/numparse.h"
-#include "krm/yaml_depth.h"
+#include "krm/yaml_load.h"
 #include "kube/pod_id.h"
 #include "kube/pod_template.h"
 #include "oci/image_ref.h"
@@ -94,17 +94,18 @@ static int split_args(int argc, char **argv, render_req *r, buf *err)
  * YAML's flow style); every element must be a double-quoted string. */
 static int load_json_entry(const char *text, render_req *r, buf *err)
 {
-    size_t line, column;
-    if (yaml_flow_depth_check(text, strlen(text), &line, &column) < 0)
-        return buf_printf(err, "--entrypoint-json: column %zu: " YAML_FLOW_DEPTH_PROBLEM, column), -1;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
         return buf_printf(err, "out of memory"), -1;
     yaml_parser_set_input_string(&p, (const unsigned char *)text, strlen(text));
-    int ok = yaml_parser_load(&p, &r->json);
+    int ok = yaml_load(&p, strlen(text), &r->json);
+    if (!ok && p.error == YAML_COMPOSER_ERROR)   /* a limit */
+        buf_printf(err, "--entrypoint-json: column %zu: %s", p.problem_mark.column + 1, p.problem);
+    else if (!ok)
+        buf_printf(err, "--entrypoint-json is not valid JSON");
     yaml_parser_delete(&p);
     if (!ok)
-        return buf_printf(err, "--entrypoint-json is not valid JSON"), -1;
+        return -1;
     r->json_loaded = 1;
     yaml_node_t *root = yaml_document_get_root_node(&r->json);
     if (!root || root->type != YAML_SEQUENCE_NODE || root->data.sequence.style != YAML_FLOW_SEQUENCE_STYLE)

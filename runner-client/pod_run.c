@@ -28,6 +28,7 @@
 #include "commands.h"
 #include "eval_output.h"
 #include "eval_run.h"
+#include "results_text.h"
 #include "flags.h"
 #include "registry_flags.h"
 #include "rl_input.h"
@@ -344,7 +345,8 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
                           .max_retries = EV_POD_DEFAULT_RETRIES};
         kube_caller kc = {.r = &r, .t0 = loop_now_ns()};
         eval_run run = {.call = call_kube, .call_ctx = &kc, .unnamed = k->image,
-                        .truncate = k->out.truncate, .results_dir = k->out.results_dir};
+                        .truncate = k->out.truncate, .results_dir = k->out.results_dir,
+                        .results = {.bound = results_text_bound(max_message)}};
         if (!(ev = kc.ev = ev_pod_new(r.l, r.pc, &eo))) {
             term_printf(stderr, "runner-client eval: out of memory\n");
         } else {

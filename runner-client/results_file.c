@@ -10,6 +10,7 @@
 
 #include "core/beneath_write.h"
 #include "err_line.h"
+#include "results_text.h"
 #include "rl_writer.h"
 
 #define RESULTS_NAME "results.yaml"
@@ -27,67 +28,9 @@ static int pair(rl_writer *w, const char *key, const char *value)
     return rl_writer_emit_plain(w, key) < 0 ? -1 : rl_writer_emit_string(w, value);
 }
 
-/* A field value with the type it was written with. */
-static int typed_pair(rl_writer *w, const char *key, const char *value, rl_value_type type)
-{
-    if (!value)
-        return 0;
-    if (type == RL_VALUE_STRING)
-        return rl_writer_emit_plain(w, key) < 0 ? -1 : rl_writer_emit_string(w, value);
-    return rl_writer_emit_plain(w, key) < 0 ? -1 : rl_writer_emit_plain(w, value);
-}
-
-static int open_map(rl_writer *w, const char *key)
-{
-    return rl_writer_emit_plain(w, key) < 0 ? -1
-                                            : rl_writer_emit_new(w, YAML_MAPPING_START_EVENT);
-}
-
-static int close_map(rl_writer *w)
-{
-    return rl_writer_emit_new(w, YAML_MAPPING_END_EVENT);
-}
-
-static int emit_result(rl_writer *w, const rl_result *r)
-{
-    int rc = rl_writer_emit_new(w, YAML_MAPPING_START_EVENT);
-    rc |= pair(w, "message", r->message);
-    rc |= pair(w, "severity", r->severity);
-    if (rc == 0 && r->has_resource_ref) {
-        rc |= open_map(w, "resourceRef");
-        rc |= pair(w, "apiVersion", r->ref_api_version);
-        rc |= pair(w, "kind", r->ref_kind);
-        rc |= pair(w, "name", r->ref_name);
-        rc |= pair(w, "namespace", r->ref_namespace);
-        rc |= close_map(w);
-    }
-    if (rc == 0 && r->has_field) {
-        rc |= open_map(w, "field");
-        rc |= pair(w, "path", r->field_path);
-        rc |= typed_pair(w, "currentValue", r->field_current_value, r->field_current_type);
-        rc |= typed_pair(w, "proposedValue", r->field_proposed_value, r->field_proposed_type);
-        rc |= close_map(w);
-    }
-    if (rc == 0 && r->has_file) {
-        char index[24];
-        snprintf(index, sizeof index, "%ld", r->file_index);
-        rc |= open_map(w, "file");
-        rc |= pair(w, "path", r->file_path);
-        if (r->file_index)
-            rc |= rl_writer_emit_plain(w, "index") < 0 || rl_writer_emit_plain(w, index) < 0;
-        rc |= close_map(w);
-    }
-    if (rc == 0 && r->n_tags) {
-        rc |= open_map(w, "tags");
-        for (size_t i = 0; rc == 0 && i < r->n_tags; i++)
-            rc |= pair(w, r->tags[i].key, r->tags[i].value);
-        rc |= close_map(w);
-    }
-    return rc ? -1 : close_map(w);
-}
-
-static int emit_entry(rl_writer *w, const char *image, int failed, const rl_list *results,
-                      const char *error, const char *log, size_t log_len)
+/* The entry up to its results: "- image: ...\n  exitCode: 0\n". */
+static int emit_entry_head(rl_writer *w, const char *image, int failed, const char *log,
+                           size_t log_len)
 {
     int rc = rl_writer_emit_new(w, YAML_DOCUMENT_START_EVENT);
     rc |= rl_writer_emit_new(w, YAML_SEQUENCE_START_EVENT);
@@ -100,34 +43,49 @@ static int emit_entry(rl_writer *w, const char *image, int failed, const rl_list
     }
     rc |= rl_writer_emit_plain(w, "exitCode");
     rc |= rl_writer_emit_plain(w, failed ? "1" : "0");
-    size_t n = (results ? results->n_results : 0) + (error ? 1 : 0);
-    if (rc == 0 && n) {
-        rc |= rl_writer_emit_plain(w, "results");
-        rc |= rl_writer_emit_new(w, YAML_SEQUENCE_START_EVENT);
-        for (size_t i = 0; rc == 0 && results && i < results->n_results; i++)
-            rc = emit_result(w, &results->results[i]);
-        if (rc == 0 && error) {
-            rl_result r = { .message = (char *)error, .severity = "error" };
-            rc = emit_result(w, &r);
-        }
-        rc |= rl_writer_emit_new(w, YAML_SEQUENCE_END_EVENT);
-    }
     rc |= rl_writer_emit_new(w, YAML_MAPPING_END_EVENT);
     rc |= rl_writer_emit_new(w, YAML_SEQUENCE_END_EVENT);
     return rc ? -1 : rl_writer_emit_new(w, YAML_DOCUMENT_END_EVENT);
 }
 
+/* Appends `entries` (sequence entries at indent 0) as the value of the
+ * entry's last key, `results`: every line indented by two. */
+static int append_results(buf *out, const buf *entries)
+{
+    if (buf_append_str(out, "  results:\n") < 0)
+        return -1;
+    for (size_t at = 0; at < entries->len;) {
+        const char *nl = memchr(entries->data + at, '\n', entries->len - at);
+        size_t end = nl ? (size_t)(nl - entries->data) + 1 : entries->len;
+        if (buf_append(out, "  ", 2) < 0 || buf_append(out, entries->data + at, end - at) < 0)
+            return -1;
+        at = end;
+    }
+    return 0;
+}
+
 int results_file_add(results_file *rf, const char *image, int failed, const rl_list *results,
-                     const char *error, const char *log, size_t log_len)
+                     const char *error, const char *log, size_t log_len, size_t *dropped)
 {
     char why[256];
+    size_t start = rf->items.len;
     rl_writer w;
     rl_writer_init(&w, &rf->items, why, sizeof why, "results");
     int rc = rl_writer_open_stream(&w);
     if (rc == 0)
-        rc = emit_entry(&w, image, failed, results, error, log, log_len);
+        rc = emit_entry_head(&w, image, failed, log, log_len);
     if (rl_writer_close(&w, rc) < 0)
         return -1;
+    buf entries = { 0 };
+    size_t room = rf->bound > rf->items.len ? rf->bound - rf->items.len : 0;
+    rc = results_text_append(&entries, room, rf->bound, results, error, NULL, 0, dropped);
+    if (rc == 0 && entries.len)
+        rc = append_results(&rf->items, &entries);
+    buf_free(&entries);
+    if (rc < 0) {
+        rf->items.len = start;
+        return -1;
+    }
     rf->n++;
     return 0;
 }

@@ -33,15 +33,18 @@
 #include "krm/resourcelist.h"
 
 typedef struct results_file {
-    buf items; /* the entries so far, as YAML sequence entries */
+    buf items;     /* the entries so far, as YAML sequence entries */
     size_t n;
+    size_t bound;  /* bytes of results kept (results_text.h) */
 } results_file;
 
 /* Adds one step. `results` may be NULL (none), `error` is NULL unless the
  * step failed for another reason than its results; `log` is the
- * function's stderr, kept for a failed step. 0, or -1 when out of memory. */
+ * function's stderr, kept for a failed step. Results past rf->bound are
+ * dropped, with a warning result in their place (results_text.h);
+ * *dropped says how many. 0, or -1 when out of memory. */
 int results_file_add(results_file *rf, const char *image, int failed, const rl_list *results,
-                     const char *error, const char *log, size_t log_len);
+                     const char *error, const char *log, size_t log_len, size_t *dropped);
 
 /* Whether DIR/results.yaml can be written: refused when it is a symbolic
  * link or a directory (checked before the package is written back, so a

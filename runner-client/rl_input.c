@@ -40,6 +40,7 @@
 #include <yaml.h>
 
 #include "core/fdio.h"
+#include "krm/yaml_limits.h"
 #include "err_line.h"
 #include "event_list.h"
 #include "kpt_annotations.h"
@@ -47,6 +48,32 @@
 #include "rl_writer.h"
 
 /* ---- the objects of one input ------------------------------------------------ */
+
+/* An object goes two levels down into the ResourceList (its root mapping,
+ * then items), where every reader's nesting limit applies, the server's
+ * judge of the function's answer too: refused here, it never runs. */
+#define OBJECT_MAX_DEPTH (YAML_MAX_DEPTH - 2)
+
+/* Fails when the object of events [root, end) nests past OBJECT_MAX_DEPTH. */
+static int check_object_depth(rl_writer *w, const event_list *list, size_t root, size_t end)
+{
+    size_t depth = 0;
+    for (size_t i = root; i < end; i++) {
+        yaml_event_type_t type = list->events[i].type;
+        if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT)
+            depth--;
+        else if ((type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) &&
+                 ++depth > OBJECT_MAX_DEPTH) {
+            const yaml_mark_t *at = &list->events[i].start_mark;
+            return rl_writer_fail(w,
+                                  "%s: YAML error at line %zu, column %zu: " YAML_DEPTH_PROBLEM
+                                  " once the object is in a ResourceList's items (%d levels are "
+                                  "left to an object)",
+                                  w->name, at->line + 1, at->column + 1, OBJECT_MAX_DEPTH);
+        }
+    }
+    return 0;
+}
 
 /* Appends every object of one parsed input to the open `items` sequence.
  * `index` counts only the objects, as kyaml's does. */
@@ -63,7 +90,8 @@ static int wrap_documents(rl_writer *w, event_list *list, const char *rel_path)
             if (top->type != YAML_MAPPING_START_EVENT)
                 return rl_writer_fail_doc(w, "expected a mapping (a KRM object), found %s",
                                           event_node_kind(top));
-            if (kpt_annotations_emit_object(w, list, root, end, rel_path, index++) < 0)
+            if (check_object_depth(w, list, root, end) < 0 ||
+                kpt_annotations_emit_object(w, list, root, end, rel_path, index++) < 0)
                 return -1;
             w->objects++;
         }

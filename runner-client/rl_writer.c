@@ -46,6 +46,11 @@ static int emit_event(rl_writer *w, yaml_event_t *ev)
     return ok ? 0 : fail_emit(w);
 }
 
+int rl_writer_emit(rl_writer *w, yaml_event_t *ev)
+{
+    return emit_event(w, ev);
+}
+
 int rl_writer_emit_new(rl_writer *w, yaml_event_type_t type)
 {
     yaml_event_t ev;

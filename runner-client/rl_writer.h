@@ -70,6 +70,10 @@ int rl_writer_emit_quoted(rl_writer *w, const char *text);
  * (yaml.v3's resolution), else quoted, so "007" or "true" stay strings. */
 int rl_writer_emit_string(rl_writer *w, const char *text);
 
+/* Hands *ev to the emitter, which owns it from then on (*ev is zeroed,
+ * also on failure). */
+int rl_writer_emit(rl_writer *w, yaml_event_t *ev);
+
 /* Hands events [from, to) of list to the emitter, as they are. */
 int rl_writer_copy(rl_writer *w, event_list *list, size_t from, size_t to);
 

@@ -36,7 +36,7 @@
 #include "core/beneath.h"
 #include "core/duration.h"
 #include "core/fdio.h"
-#include "krm/yaml_depth.h"
+#include "krm/yaml_load.h"
 #include "krm/yaml_node.h"
 
 #define FC_API_VERSION "config.porch.kpt.dev/v1alpha1"
@@ -657,12 +657,6 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
                    fnconfig *cfg, buf *err)
 {
     size_t n0 = cfg->n;
-    size_t line, column;
-    if (yaml_flow_depth_check(data, len, &line, &column) < 0) {
-        /* yaml_parser_load cannot be stopped in time: see yaml_depth.h */
-        buf_printf(err, "%s: line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, file, line, column);
-        return -1;
-    }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         buf_printf(err, "%s: out of memory", file);
@@ -672,7 +666,7 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
     int rc = 0;
     for (int doc = 1; rc == 0; doc++) {
         yaml_document_t d;
-        if (!yaml_parser_load(&p, &d)) {
+        if (!yaml_load(&p, len, &d)) {
             rc = syntax_error(&p, file, doc, err);
             break;
         }

@@ -42,12 +42,12 @@
 #include "core/strset.h"
 #include "krm/rl_errors.h"
 #include "krm/rl_scan.h"
-#include "krm/yaml_depth.h"
+#include "krm/yaml_limits.h"
 #include "krm/yaml_unmarshal.h"
 #include "krm/yaml_v3.h"
 
 enum {
-    RL_MAX_DEPTH = 1000,           /* all nesting; yaml.v3 allows 10000. Flow nesting,
+    RL_MAX_DEPTH = YAML_MAX_DEPTH, /* all nesting, as every reader; yaml.v3 allows 10000. Flow nesting,
                                       which libyaml reads in time growing with its
                                       depth, stops at YAML_MAX_FLOW_DEPTH (128) */
     RL_STEP_BYTES = 32 * 1024,     /* input read per rl_judge_step, at most (plus

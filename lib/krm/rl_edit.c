@@ -1,12 +1,10 @@
-/* rl_edit: editing ResourceLists as libyaml document trees; see rl_edit.h.
+/* rl_edit: YAML objects as libyaml document trees; see rl_edit.h.
  *
  * libyaml documents are append-only arrays of nodes addressed by 1-based
- * ids; a collection refers to its children by id. Setting a key therefore
- * means pointing its pair at a new node; the old one stays in the array,
- * unreachable, until rl_doc_compact rebuilds the document. Copies go
- * through a map from source ids to destination ids, filled before a
- * collection's children are copied, so anchors/aliases stay shared and
- * even a self-referencing node copies in finite time.
+ * ids; a collection refers to its children by id, and a key set twice
+ * points its pair at the newer node. Copies go through a map from source
+ * ids to destination ids, filled before a collection's children are
+ * copied, so anchors/aliases stay shared.
  *
  * yaml_emitter_dump frees the document it writes, so rl_doc_emit writes a
  * fresh copy and the caller's document survives. */
@@ -18,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "krm/yaml_depth.h"
+#include "krm/yaml_load.h"
 
 struct rl_doc {
     yaml_document_t doc;
@@ -174,17 +172,6 @@ static int map_set_string(yaml_document_t *doc, int map, const char *key, const 
     return v ? map_set(doc, map, key, v) : -1;
 }
 
-static void map_remove(yaml_document_t *doc, int map, const char *key)
-{
-    long i = pair_index(doc, map, key);
-    if (i < 0)
-        return;
-    yaml_node_t *m = node(doc, map);
-    yaml_node_pair_t *at = m->data.mapping.pairs.start + i;
-    memmove(at, at + 1, (size_t)(m->data.mapping.pairs.top - at - 1) * sizeof *at);
-    m->data.mapping.pairs.top--;
-}
-
 static int new_document(yaml_document_t *doc)
 {
     return yaml_document_initialize(doc, NULL, NULL, NULL, 1, 1) ? 0 : -1;
@@ -274,22 +261,6 @@ static int copy_node(copier *c, int id, int depth)
     return to;
 }
 
-/* Copies src node `id` into dst; returns the new id or 0 with err set. */
-static int copy_into(yaml_document_t *dst, const yaml_document_t *src, int id, int depth,
-                     char *err, size_t errlen)
-{
-    copier c;
-    if (copier_init(&c, src, dst) < 0) {
-        set_err(err, errlen, OOM);
-        return 0;
-    }
-    int to = copy_node(&c, id, depth);
-    if (!to)
-        set_err(err, errlen, "%s", c.fail);
-    copier_free(&c);
-    return to;
-}
-
 /* A new document holding src's root mapping without top-level `omit_key`
  * (NULL: none). Returns 0, or -1 with err set (out is then empty). */
 static int clone_document(const yaml_document_t *src, const char *omit_key, yaml_document_t *out,
@@ -338,12 +309,6 @@ static void parser_err(const yaml_parser_t *p, char *err, size_t errlen)
 /* Loads exactly one document whose root is a mapping. */
 static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errlen)
 {
-    size_t line, column;
-    if (yaml_flow_depth_check(data, len, &line, &column) < 0) {
-        /* yaml_parser_load cannot be stopped in time: see yaml_depth.h */
-        set_err(err, errlen, "line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, line, column);
-        return NULL;
-    }
     rl_doc *d = calloc(1, sizeof *d);
     yaml_parser_t p;
     if (!d || !yaml_parser_initialize(&p)) {
@@ -354,11 +319,11 @@ static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errl
     yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
     yaml_document_t extra = { 0 };
     int ok = 0;
-    if (!yaml_parser_load(&p, &d->doc)) {
+    if (!yaml_load(&p, len, &d->doc)) {
         parser_err(&p, err, errlen);
     } else if (!root_id(&d->doc)) {
         set_err(err, errlen, "no YAML document");
-    } else if (!yaml_parser_load(&p, &extra)) {
+    } else if (!yaml_load(&p, len, &extra)) {
         parser_err(&p, err, errlen);
     } else if (root_id(&extra)) {
         set_err(err, errlen, "expected one YAML document, found more");
@@ -380,48 +345,6 @@ static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errl
 rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen)
 {
     return load_mapping(data, len, err, errlen);
-}
-
-/* The results sequence: `results`, or the legacy `results: {items: [...]}`. */
-static int results_seq(const yaml_document_t *doc)
-{
-    int r = rl_yaml_get(doc, 0, "results");
-    if (node_type(doc, r) == YAML_MAPPING_NODE)
-        r = rl_yaml_get(doc, r, "items");
-    return node_type(doc, r) == YAML_SEQUENCE_NODE ? r : 0;
-}
-
-static int check_resource_list(const yaml_document_t *doc, char *err, size_t errlen)
-{
-    const char *kind = rl_yaml_text(doc, rl_yaml_get(doc, 0, "kind"));
-    if (!kind || strcmp(kind, "ResourceList") != 0) {
-        if (kind)
-            set_err(err, errlen, "kind is \"%s\", not ResourceList", kind);
-        else
-            set_err(err, errlen, "not a ResourceList: no kind");
-        return -1;
-    }
-    int items = rl_yaml_get(doc, 0, "items");
-    if (!rl_yaml_is_null(doc, items) && node_type(doc, items) != YAML_SEQUENCE_NODE) {
-        set_err(err, errlen, "items is %s, not a sequence", type_name(node_type(doc, items)));
-        return -1;
-    }
-    int results = rl_yaml_get(doc, 0, "results");
-    if (!rl_yaml_is_null(doc, results) && !results_seq(doc)) {
-        set_err(err, errlen, "results is %s, not a sequence", type_name(node_type(doc, results)));
-        return -1;
-    }
-    return 0;
-}
-
-rl_doc *rl_doc_load_resource_list(const char *data, size_t len, char *err, size_t errlen)
-{
-    rl_doc *d = load_mapping(data, len, err, errlen);
-    if (d && check_resource_list(&d->doc, err, errlen) < 0) {
-        rl_doc_free(d);
-        return NULL;
-    }
-    return d;
 }
 
 rl_doc *rl_doc_config_map(const char *name, const rl_kv *data, size_t n)
@@ -496,158 +419,4 @@ int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size
             out->data[start] = '\0';
     }
     return ok ? 0 : -1;
-}
-
-/* ---- editing --------------------------------------------------------------------- */
-
-int rl_doc_set_items(rl_doc *dst, const rl_doc *src, char *err, size_t errlen)
-{
-    int items = rl_yaml_get(&src->doc, 0, "items");
-    int to = rl_yaml_is_null(&src->doc, items)
-                 ? yaml_document_add_sequence(&dst->doc, NULL, YAML_BLOCK_SEQUENCE_STYLE)
-                 : copy_into(&dst->doc, &src->doc, items, 1, err, errlen);
-    if (!to) {
-        if (rl_yaml_is_null(&src->doc, items))
-            set_err(err, errlen, OOM);
-        return -1;
-    }
-    if (map_set(&dst->doc, 1, "items", to) < 0) {
-        set_err(err, errlen, OOM);
-        return -1;
-    }
-    return 0;
-}
-
-int rl_doc_set_function_config(rl_doc *d, const rl_doc *config, char *err, size_t errlen)
-{
-    if (!config) {
-        rl_doc_remove(d, "functionConfig");
-        return 0;
-    }
-    int to = copy_into(&d->doc, &config->doc, 1, 1, err, errlen);
-    if (!to)
-        return -1;
-    if (map_set(&d->doc, 1, "functionConfig", to) < 0) {
-        set_err(err, errlen, OOM);
-        return -1;
-    }
-    return 0;
-}
-
-void rl_doc_remove(rl_doc *d, const char *key)
-{
-    map_remove(&d->doc, 1, key);
-}
-
-size_t rl_doc_count(const rl_doc *d, const char *key)
-{
-    int seq = strcmp(key, "results") == 0 ? results_seq(&d->doc) : rl_yaml_get(&d->doc, 0, key);
-    const yaml_node_t *n = node(&d->doc, seq);
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return 0;
-    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-}
-
-/* d's results sequence, created (replacing a null or legacy value) when
- * needed; 0 when out of memory. */
-static int results_for_append(yaml_document_t *doc)
-{
-    int r = rl_yaml_get(doc, 0, "results");
-    if (node_type(doc, r) == YAML_SEQUENCE_NODE)
-        return r;
-    int legacy = results_seq(doc);
-    int seq = yaml_document_add_sequence(doc, NULL, YAML_BLOCK_SEQUENCE_STYLE);
-    if (!seq)
-        return 0;
-    if (legacy) { /* re-read: adding a node may have moved the array */
-        const yaml_node_t *old = node(doc, legacy);
-        size_t n = (size_t)(old->data.sequence.items.top - old->data.sequence.items.start);
-        for (size_t i = 0; i < n; i++)
-            if (!yaml_document_append_sequence_item(
-                    doc, seq, node(doc, legacy)->data.sequence.items.start[i]))
-                return 0;
-    }
-    return map_set(doc, 1, "results", seq) < 0 ? 0 : seq;
-}
-
-/* Sets each tag on result mapping `result` (non-mappings are left alone). */
-static int tag_result(yaml_document_t *doc, int result, const rl_kv *tags, size_t n_tags)
-{
-    if (node_type(doc, result) != YAML_MAPPING_NODE || n_tags == 0)
-        return 0;
-    int t = rl_yaml_get(doc, result, "tags");
-    if (node_type(doc, t) != YAML_MAPPING_NODE) {
-        t = add_mapping(doc);
-        if (!t || map_set(doc, result, "tags", t) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < n_tags; i++)
-        if (map_set_string(doc, t, tags[i].key, tags[i].value) < 0)
-            return -1;
-    return 0;
-}
-
-int rl_doc_append_results(rl_doc *d, const rl_doc *src, const rl_kv *tags, size_t n_tags,
-                          char *err, size_t errlen)
-{
-    int from = results_seq(&src->doc);
-    if (!from || rl_doc_count(src, "results") == 0)
-        return 0;
-    int copied = copy_into(&d->doc, &src->doc, from, 1, err, errlen);
-    int to = copied ? results_for_append(&d->doc) : 0;
-    if (!to) {
-        if (copied)
-            set_err(err, errlen, OOM);
-        return -1;
-    }
-    size_t n = rl_doc_count(src, "results");
-    for (size_t i = 0; i < n; i++) {
-        int item = node(&d->doc, copied)->data.sequence.items.start[i];
-        if (tag_result(&d->doc, item, tags, n_tags) < 0 ||
-            !yaml_document_append_sequence_item(&d->doc, to, item)) {
-            set_err(err, errlen, OOM);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-int rl_doc_add_result(rl_doc *d, const char *severity, const char *message, const rl_kv *tags,
-                      size_t n_tags)
-{
-    yaml_document_t *doc = &d->doc;
-    int to = results_for_append(doc);
-    int r = to ? add_mapping(doc) : 0;
-    if (!r || map_set_string(doc, r, "message", message) < 0 ||
-        map_set_string(doc, r, "severity", severity) < 0 || tag_result(doc, r, tags, n_tags) < 0)
-        return -1;
-    return yaml_document_append_sequence_item(doc, to, r) ? 0 : -1;
-}
-
-size_t rl_doc_error_results(const rl_doc *d, const char **first_message)
-{
-    const yaml_document_t *doc = &d->doc;
-    const yaml_node_t *seq = node(doc, results_seq(doc));
-    size_t count = 0;
-    if (first_message)
-        *first_message = NULL;
-    for (yaml_node_item_t *it = seq ? seq->data.sequence.items.start : NULL;
-         seq && it < seq->data.sequence.items.top; it++) {
-        const char *severity = rl_yaml_text(doc, rl_yaml_get(doc, *it, "severity"));
-        if (!severity || strcmp(severity, "error") != 0)
-            continue;
-        if (count++ == 0 && first_message)
-            *first_message = rl_yaml_text(doc, rl_yaml_get(doc, *it, "message"));
-    }
-    return count;
-}
-
-int rl_doc_compact(rl_doc *d, char *err, size_t errlen)
-{
-    yaml_document_t fresh;
-    if (clone_document(&d->doc, NULL, &fresh, err, errlen) < 0)
-        return -1;
-    yaml_document_delete(&d->doc);
-    d->doc = fresh;
-    return 0;
 }

@@ -1,19 +1,17 @@
-/* rl_edit: a ResourceList (or any one-object YAML document) held as a
- * libyaml document tree, to be edited and written back.
+/* rl_edit: one YAML object (a Kptfile, a functionConfig) held as a libyaml
+ * document tree, to be read, built and written back.
  *
- * Why: running functions as a pipeline means taking one function's output
- * apart (its items, its results) and putting the pieces into the next
- * input, and building functionConfig objects. The server never does this
- * (it passes bytes through); runner-client does, and this module keeps the
- * YAML handling in one place.
+ * Why: a Kptfile's pipeline is read by looking things up in it, and each
+ * step's functionConfig is an object the pipeline builds (`--fn IMG=k=v`)
+ * or reads (`configPath`) and then writes into every request. The lists
+ * passed between steps are not trees (runner-client/rl_rewrite.h).
  *
- * How: documents are loaded with yaml_parser_load and written with
- * yaml_emitter_dump. Nodes are copied between documents node by node, so
- * everything inside an item (kpt's internal.config.kubernetes.io/...
- * annotations, field order, scalar and collection styles, anchors) passes
- * through untouched. Comments are lost: libyaml's document API drops them.
- * Copies and emission recurse, so nesting deeper than RL_EDIT_MAX_DEPTH is
- * refused with an error instead of exhausting the stack. */
+ * How: documents are loaded with yaml_load (libyaml's loader with our
+ * limits, checked while it reads) and written with yaml_emitter_dump of a
+ * copy, node by node, so anchors, styles and tags pass through untouched.
+ * Comments are lost: libyaml's document API drops them. Copies and
+ * emission recurse, so nesting deeper than RL_EDIT_MAX_DEPTH is refused
+ * with an error instead of exhausting the stack. */
 #ifndef KRM_RL_EDIT_H
 #define KRM_RL_EDIT_H
 
@@ -33,14 +31,6 @@ typedef struct rl_kv {
     const char *value;
 } rl_kv;
 
-/* Loads a ResourceList: exactly one document, a mapping whose kind is
- * ResourceList (apiVersion is not checked, as in the SDK), whose items are a
- * sequence (or absent/null) and whose results are a sequence, the legacy
- * mapping with `items`, absent or null. Returns NULL with a one-line reason
- * in err ("line 3: mapping values are not allowed in this context",
- * "kind is \"ConfigMap\", not ResourceList", ...). */
-rl_doc *rl_doc_load_resource_list(const char *data, size_t len, char *err, size_t errlen);
-
 /* Loads any single document whose root is a mapping (a KRM object such as a
  * functionConfig or a Kptfile). NULL with a reason in err. */
 rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen);
@@ -56,42 +46,6 @@ void rl_doc_free(rl_doc *d);
  * `omit_key` (NULL: none) names a top-level key left out of the output. The
  * document is not changed. Returns 0, or -1 with a reason in err. */
 int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size_t errlen);
-
-/* dst.items = a copy of src.items (an empty sequence when src has none).
- * Both must be ResourceLists. Returns 0 or -1 with a reason in err. */
-int rl_doc_set_items(rl_doc *dst, const rl_doc *src, char *err, size_t errlen);
-
-/* d.functionConfig = a copy of config's root; config NULL removes the key.
- * Returns 0 or -1 with a reason in err. */
-int rl_doc_set_function_config(rl_doc *d, const rl_doc *config, char *err, size_t errlen);
-
-/* Removes top-level `key` from d (nothing when absent). */
-void rl_doc_remove(rl_doc *d, const char *key);
-
-/* Entries of the top-level sequence `key` ("items", "results"; the legacy
- * results mapping counts its items); 0 when absent. */
-size_t rl_doc_count(const rl_doc *d, const char *key);
-
-/* Appends a copy of each of src's results to d's results (created when
- * absent), setting the given tags on each (existing tags with other keys
- * are kept; a missing or non-mapping `tags` becomes a new mapping). Returns
- * 0 or -1 with a reason in err. */
-int rl_doc_append_results(rl_doc *d, const rl_doc *src, const rl_kv *tags, size_t n_tags,
-                          char *err, size_t errlen);
-
-/* Appends one result {message, severity, tags} to d's results. Returns 0
- * or -1 when out of memory. */
-int rl_doc_add_result(rl_doc *d, const char *severity, const char *message, const rl_kv *tags,
-                      size_t n_tags);
-
-/* Number of results whose severity is exactly "error" (the SDK's rule);
- * *first_message (when not NULL) gets the first one's message, or NULL. */
-size_t rl_doc_error_results(const rl_doc *d, const char **first_message);
-
-/* Rebuilds d from what its root reaches, dropping nodes that replaced
- * values left behind (libyaml documents only grow). Returns 0 or -1 with a
- * reason in err; d is unchanged on failure. */
-int rl_doc_compact(rl_doc *d, char *err, size_t errlen);
 
 /* ---- reading other objects (a Kptfile) ---- */
 

@@ -25,29 +25,3 @@ int yaml_flow_depth_note(yaml_flow_depth *d, const yaml_event_t *ev)
     }
     return ++d->depth > YAML_MAX_FLOW_DEPTH ? -1 : 0;
 }
-
-int yaml_flow_depth_check(const char *data, size_t len, size_t *line, size_t *column)
-{
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return 0;   /* the loader will run out of memory too, and say so */
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
-    yaml_flow_depth d = {0};
-    int rc = 0;
-    for (;;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&p, &ev))
-            break;
-        yaml_event_type_t type = ev.type;
-        if (yaml_flow_depth_note(&d, &ev) < 0) {
-            *line = ev.start_mark.line + 1;
-            *column = ev.start_mark.column + 1;
-            rc = -1;
-        }
-        yaml_event_delete(&ev);
-        if (rc < 0 || type == YAML_STREAM_END_EVENT)
-            break;
-    }
-    yaml_parser_delete(&p);
-    return rc;
-}

@@ -14,7 +14,7 @@
  * over. Block nesting is not limited here: libyaml reads it in linear time.
  *
  * How: count flow collections in libyaml's event stream and stop at the
- * first one past the limit. The scanner runs at most about 1 KiB ahead of
+ * first one past the limit (yaml_limits.h, with the other limits). The scanner runs at most about 1 KiB ahead of
  * the events (its simple-key window), so even megabytes of "[[[[" cost
  * about a millisecond before they are refused. */
 #ifndef KRM_YAML_DEPTH_H
@@ -37,11 +37,5 @@ typedef struct yaml_flow_depth {
 /* Counts ev; returns -1 when ev opens a flow collection past the limit
  * (its start_mark says where), else 0. Feed it every event in order. */
 int yaml_flow_depth_note(yaml_flow_depth *d, const yaml_event_t *ev);
-
-/* For code that loads documents with yaml_parser_load, which gives no
- * chance to stop in between: reads data[0..len) as events first. Returns
- * -1 with the 1-based *line and *column of the first collection past the
- * limit, else 0 (also for malformed YAML: the loader then reports it). */
-int yaml_flow_depth_check(const char *data, size_t len, size_t *line, size_t *column);
 
 #endif

@@ -24,7 +24,8 @@
 #include "core/base64.h"
 #include "core/fdio.h"
 #include "core/header_value.h"
-#include "krm/yaml_depth.h"
+#include "core/json.h"
+#include "krm/yaml_load.h"
 #include "krm/yaml_node.h"
 #include "kube/pod_id.h"
 
@@ -238,19 +239,13 @@ static int load_file(kc_set *s, kc_file *f, int missing_ok)
             return 0;
         return buf_printf(s->err, "%s: %s", f->path, why), -1;
     }
-    size_t line, column;
-    if (yaml_flow_depth_check(data.data ? data.data : "", data.len, &line, &column) < 0) {
-        buf_free(&data);
-        return buf_printf(s->err, "%s: line %zu, column %zu: " YAML_FLOW_DEPTH_PROBLEM, f->path,
-                          line, column), -1;
-    }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         buf_free(&data);
         return oom(s);
     }
     yaml_parser_set_input_string(&p, (const unsigned char *)(data.data ? data.data : ""), data.len);
-    int ok = yaml_parser_load(&p, &f->doc);
+    int ok = yaml_load(&p, data.len, &f->doc);
     int rc = ok ? 1 : yaml_error(&p, f->path, s->err);
     yaml_parser_delete(&p);
     buf_free(&data);

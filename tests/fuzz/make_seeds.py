@@ -361,6 +361,58 @@ def registry_json_seeds():
 
 if __name__ == "__main__":
     kubeconfig_seeds()
+
+
+# ---- kptfile: [unused][span_at][span_len][reps] Kptfile (see fuzz_kptfile.c) ----
+def kptfile_seeds():
+    head = ("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\npipeline:\n"
+            "  mutators:\n  - image: example.com/fn:v1\n")
+
+    def seed(name, text, span=None, reps=0):
+        """span: the text repeated (its first occurrence), reps * 64 times more."""
+        body = text.encode()
+        hdr = bytes([0, 0, 0, 0])
+        if span:
+            at = body.index(span.encode())
+            pick = next(h for h in range(256) if h * len(body) // 256 >= at)
+            at = pick * len(body) // 256
+            assert body[at:at + len(span)] == span.encode(), (name, at)
+            hdr = bytes([0, pick, len(span) - 1, reps])
+        write("kptfile", name, hdr + body)
+
+    seed("plain", head)
+    seed("config-map", head + "    name: set\n    configMap:\n      k: v\n      n: '1'\n"
+         "  validators:\n  - image: example.com/check:v1\n")
+    seed("config-path", head + "    configPath: fn-config.yaml\n")
+    seed("anchors", head + "    configMap: &m {k: v}\n  - image: example.com/b:v1\n"
+         "    configMap: *m\n")
+    seed("cycle", head + "    configMap: &m\n      self: *m\n")
+    # 255 * 64 more "- ": about 16,000 levels of block sequences
+    seed("deep-block", head + "    x:\n    - - - x\n", span="- ", reps=255)
+    seed("deep-flow", head + "    configMap: {k: [[[[v]]]]}\n", span="[", reps=4)
+    seed("deep-map", head + "    x: {a: {a: {a: 1}}}\n", span="{a: ", reps=40)
+    # aliases of aliases: each "*a, " repeated stands for the whole anchor again
+    seed("alias-storm", head + "    a: &a [x, x, x, x]\n    b: &b [*a, *a]\n    c: [*b, *b]\n",
+         span="*b, ", reps=255)
+    seed("long-image", head.replace("fn:v1", "fn:v1-aaaa"), span="a", reps=255)
+
+
+# ---- yaml_load: [unused][span_at][span_len][reps] YAML (see fuzz_yaml_load.c) ----
+def yaml_load_seeds():
+    for name in os.listdir(os.path.join(ROOT, "kptfile")):
+        with open(os.path.join(ROOT, "kptfile", name), "rb") as f:
+            write("yaml_load", "kptfile-" + name, f.read())
+    write("yaml_load", "documents", b"\0\0\0\0%YAML 1.1\n%TAG !e! tag:example.com,2000:\n---\n"
+          b"a: !e!x &a {b: [1, 'two', \"3\"], c: |\n  text\n}\n...\n--- *x\n---\n"
+          b"- ? complex\n  : key\n- !!binary aGk=\n- <<: {m: 1}\n")
+    write("yaml_load", "aliases", b"\0\0\0\0kind: ResourceList\nitems: [&i {a: 1}, *i]\n"
+          b"results:\n- message: x\n  tags: &t {k: v}\nafter: *i\n")
+    write("yaml_load", "duplicate-anchor", b"\0\0\0\0a: &x 1\nb: &x 2\nc: *x\n")
+
+
+if __name__ == "__main__":
+    kptfile_seeds()
+    yaml_load_seeds()
     http1_seeds()
     h2_server_seeds()
     frame_seeds()

@@ -151,4 +151,4 @@ def test_serve_refuses_a_nested_function_config_quickly(tmp_path):
         [CLIENT_BIN, "serve", "--port", "0", "--function-config", str(config)])
     assert took < 5, f"took {took:.2f} s (15 s before)"
     assert res.returncode == 2, res.stderr
-    assert f"{config}: line 5, column {9 + 4 * 128}: {FLOW_PROBLEM}".encode() in res.stderr, res.stderr
+    assert f"{config}: document 1: line 5, column {9 + 4 * 128}: {FLOW_PROBLEM}".encode() in res.stderr, res.stderr

@@ -753,7 +753,7 @@ Test(fnconfig, deep_flow_nesting_is_refused_before_loading)
     for (int i = 0; i < 100000; i++)
         buf_append(&in, "]", 1);
     buf_append_str(&in, "\n");
-    expect_error(in.data, "fc.yaml: line 6, column 150: flow collections ([...] or {...}) "
+    expect_error(in.data, "fc.yaml: document 1: line 6, column 150: flow collections ([...] or {...}) "
                           "nested more than 128 deep");
     buf_free(&in);
 }

@@ -576,3 +576,26 @@ Test(kubeconfig, tls_server_name_must_be_a_host)
                "clusters:\n- name: c\n  cluster: {server: \"https://s\", tls-server-name: \"evil.example/x?\"}\n",
                "config: clusters[0] (\"c\").cluster.tls-server-name: \"evil.example/x?\" is not a host name");
 }
+
+/* A kubeconfig is read with every YAML reader's limits, checked while it
+ * is parsed (lib/krm/yaml_load.h): nesting and aliases. */
+Test(kubeconfig, nesting_and_alias_bombs_are_refused_while_read)
+{
+    clean_env();
+    buf deep = {0};
+    buf_append_str(&deep, HEAD CLUSTER CTX "preferences:\n  x:\n  ");
+    for (int i = 0; i < 1000000; i++)
+        buf_append_str(&deep, "- ");
+    buf_append_str(&deep, "x\n");
+    expect_err(deep.data, "config: line 12, column 1999: collections nested more than 1000 deep");
+    buf_free(&deep);
+    buf bomb = {0};
+    buf_append_str(&bomb, HEAD CLUSTER CTX "preferences:\n  l0: &l0 [lol, lol, lol, lol, lol]\n");
+    for (int i = 1; i < 9; i++)
+        buf_printf(&bomb, "  l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i - 1, i - 1,
+                   i - 1, i - 1, i - 1);
+    char *got = load_err_text(bomb.data, NULL);
+    cr_assert(strstr(got, "aliases expand to more than the document's own size"), "%s", got);
+    free(got);
+    buf_free(&bomb);
+}
