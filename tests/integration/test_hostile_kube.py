@@ -281,8 +281,12 @@ def test_exec_plugin_group_killed_when_runner_client_is(api, tmp_path, sig):
     kc = kubeconfig(tmp_path, api.port, user)
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
     env["HOME"] = str(tmp_path)
+    # A shell starts a background job with SIGINT ignored, and an ignored
+    # signal stays ignored across exec: give runner-client the default a
+    # terminal's Ctrl-C meets, whatever ran this suite.
     proc = subprocess.Popen([CLIENT_BIN, "pod", "list", "--kubeconfig", str(kc)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 10
     while not pidfile.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
