@@ -44,6 +44,29 @@ SERVER_WRAPPER = shlex.split(os.environ.get("KRM_SERVER_WRAPPER", ""))
 SLOW = float(os.environ.get("KRM_TEST_SLOW") or 1)
 
 
+class PeakUsage:
+    """A process's own CPU seconds and peak RSS, measured by GNU time.
+
+    wait4's ru_maxrss cannot be used from here: a child forked (or vforked)
+    by this process starts with this process's pages in its count and the
+    kernel keeps that peak across exec, so after a few hundred tests every
+    child "peaks" at pytest's own size. time's child is forked from time,
+    a small process. Use: argv = usage.argv(argv); run it; usage.read()."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def argv(self, argv):
+        return ["/usr/bin/time", "-f", "%U %S %M", "-o", self.path, *argv]
+
+    def read(self):
+        """(CPU seconds, peak RSS in MiB) of the command time ran."""
+        with open(self.path) as f:
+            last = f.read().strip().splitlines()[-1]   # after any "Command exited with..." line
+        user, system, kib = last.split()
+        return float(user) + float(system), int(kib) / 1024
+
+
 def wrapped(argv):
     """argv with KRM_SERVER_WRAPPER put before our own binary in it (the
     first element that is $BUILD/bin/wrapper-server or runner-client, or a

@@ -7,7 +7,7 @@ one of the user's files, a FIFO (a read waits forever) or a link to
 /dev/zero (a read never ends); a file may be huge. Every case here runs the
 real runner-client on real files; the cases that must end do so within a
 timeout (the old client hung on each FIFO), with the message named, and the
-memory cases check the process's peak RSS (os.wait4)."""
+memory cases check the process's peak RSS (GNU time)."""
 
 import os
 import resource
@@ -17,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, DEFAULT_MAX, SERVER_WRAPPER, explain, runner_client as client, wrapped
+from krmtest import CLIENT_BIN, DEFAULT_MAX, SERVER_WRAPPER, PeakUsage, explain, runner_client as client, wrapped
 
 NO_SERVER = "localhost:1"   # never dialled: every refusal comes before a call
 QUICK = 10                  # seconds a refusal may take, far above what it needs
@@ -198,23 +198,24 @@ def run_measured(args, tmp_path, stdin=subprocess.DEVNULL, timeout=QUICK):
     (without ASan, which needs more): (exit status, stderr, peak RSS in MiB).
     The limit only keeps an unbounded read from taking the machine down."""
     def limit():
+        os.setpgrp()   # time and its child in one group, for the kill below
         if not ASAN and not SERVER_WRAPPER:
             resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        p = subprocess.Popen(wrapped([CLIENT_BIN, *args]), stdin=stdin, stdout=out, stderr=err,
-                             preexec_fn=limit)
+        usage = PeakUsage(tmp_path / "usage")
+        p = subprocess.Popen(usage.argv(wrapped([CLIENT_BIN, *args])), stdin=stdin, stdout=out,
+                             stderr=err, preexec_fn=limit)
     deadline = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-        if pid:
+        if p.poll() is not None:
             break
         if time.monotonic() > deadline:
-            p.kill()
-            os.wait4(p.pid, 0)
+            os.killpg(p.pid, 9)
+            p.wait()
             pytest.fail(f"{args} still running after {timeout}s")
         time.sleep(0.02)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, (tmp_path / "err").read_text(), usage.ru_maxrss / 1024
+    _, rss = usage.read()
+    return p.returncode, (tmp_path / "err").read_text(), rss
 
 
 # Peak RSS allowed: the 6 MiB input, its copy as a ResourceList, the

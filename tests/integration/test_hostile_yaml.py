@@ -23,7 +23,9 @@ import time
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, SERVER_WRAPPER, sanitizer_reports, serving, wrapped
+import tempfile
+
+from krmtest import CLIENT_BIN, SERVER_WRAPPER, PeakUsage, sanitizer_reports, serving, wrapped
 
 DEPTH_PROBLEM = "collections nested more than 1000 deep"
 ALIAS_PROBLEM = "aliases expand to more than the document's own size (or 1 MiB for a smaller one)"
@@ -54,12 +56,16 @@ sys.stdout.write("\n".join(out) + "\n")
 
 def run_measured(args, timeout=60):
     """Runs a binary to completion; returns (CompletedProcess with .out and
-    .err text, its own CPU seconds, its peak RSS in MiB), from wait4."""
+    .err text, its own CPU seconds, its peak RSS in MiB), from GNU time."""
     # Under ASan, freed memory waits in a 256 MiB quarantine: without it the
     # peak is the program's own, plus shadow and redzones.
     env = dict(os.environ)
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "quarantine_size_mb=0"]))
-    proc = subprocess.Popen(wrapped(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    usage_file = tempfile.NamedTemporaryFile(prefix="krm-usage-", delete=False)
+    usage_file.close()
+    usage = PeakUsage(usage_file.name)
+    proc = subprocess.Popen(usage.argv(wrapped(args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
     out_chunks, err_chunks = [], []
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out_chunks)
@@ -76,13 +82,14 @@ def run_measured(args, timeout=60):
             else:
                 sel.unregister(key.fileobj)
                 open_pipes -= 1
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.wait()
+    cpu, rss = usage.read()
+    os.unlink(usage_file.name)
     out, err = b"".join(out_chunks), b"".join(err_chunks)
     res = subprocess.CompletedProcess(args, proc.returncode, out, err)
     res.out, res.err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     assert not sanitizer_reports(err), res.err[-4000:]
-    return res, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return res, cpu, rss
 
 
 def result_entries(text):
