@@ -21,6 +21,7 @@
 #include "core/fdio.h"
 #include "oci/image_ref.h"
 #include "err_line.h"
+#include "kptfile_fields.h"
 
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
 
@@ -282,7 +283,7 @@ static int add_kptfile_list(kptfile *k, pipeline *p, int pl, const char *list)
     return 0;
 }
 
-/* Checks kind and apiVersion; returns the pipeline node (0: none), or -1
+/* Checks kind, apiVersion and the field names (kptfile_fields); returns the pipeline node (0: none), or -1
  * with err set. */
 static int check_kptfile(kptfile *k)
 {
@@ -291,6 +292,11 @@ static int check_kptfile(kptfile *k)
     if (!kind || strcmp(kind, "Kptfile") != 0 || !api || strncmp(api, "kpt.dev/", 8) != 0) {
         buf_printf(k->err, "%s: not a Kptfile (want apiVersion kpt.dev/v1, kind Kptfile)",
                    k->path);
+        return -1;
+    }
+    char why[512];
+    if (kptfile_fields_check(k->y, why, sizeof why) < 0) {
+        buf_printf(k->err, "%s: %s", k->path, why);
         return -1;
     }
     int pl = rl_yaml_get(k->y, 0, "pipeline");

@@ -1,0 +1,132 @@
+"""What a kpt user meets on a second day (issue 27): mistakes that kpt
+refuses are refused here too, with kpt's defaults, flag forms and words.
+
+Kptfiles are decoded strictly as kpt decodes them (yaml.v3's KnownFields):
+a misspelt field is an error naming the field, its line and the type, where
+it used to drop a step or a config and pass. Functions run on a wrapper
+server with tests/fixtures/functions/multi-fn.py, which does what its
+functionConfig's `op` says."""
+
+import pytest
+import yaml
+
+from krmtest import explain, fn, pkg, runner_client as client, serving
+
+
+@pytest.fixture(scope="module")
+def multi(module_launcher):
+    return serving(module_launcher, fn("multi-fn.py"))
+
+
+def kptfile(dir, body):
+    path = dir / "Kptfile"
+    path.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n" + body)
+    return path
+
+
+# ------------------------------------------------------------------ strict Kptfiles
+
+@pytest.mark.parametrize("body, message", [
+    # a misspelt list: the step was dropped and the run passed
+    ("pipeline:\n  mutator:\n  - image: a\n",
+     "line 6: field mutator not found in type v1.Pipeline (it has: mutators, validators)"),
+    # a misspelt configMap: the step ran without its config
+    ("pipeline:\n  mutators:\n  - image: a\n    configmap: {op: fail}\n",
+     "line 8: field configmap not found in type v1.Function (it has: image, exec, "
+     "configPath, configMap, name, selectors, exclude)"),
+    ("pipelines:\n  mutators:\n  - image: a\n",
+     "line 5: field pipelines not found in type v1.KptFile"),
+    ("metadata2: {}\npipeline:\n  mutators:\n  - image: a\n",
+     "line 5: field metadata2 not found in type v1.KptFile"),
+    ("upstream:\n  git:\n    repo: r\n    branch: main\npipeline:\n  mutators:\n  - image: a\n",
+     "line 8: field branch not found in type v1.Git"),
+    ("info:\n  descripton: x\npipeline:\n  mutators:\n  - image: a\n",
+     "line 6: field descripton not found in type v1.PackageInfo"),
+    ("pipeline:\n  validators:\n  - image: a\n    selectors:\n    - kinds: [Deployment]\n",
+     "line 9: field kinds not found in type v1.Selector"),
+])
+def test_unknown_kptfile_field_is_refused(multi, tmp_path, body, message):
+    path = kptfile(tmp_path, body)
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(path), "-o", "stdout",
+                 pkg("app"))
+    assert res.returncode == 2, explain(res)
+    assert res.err.startswith(f"runner-client eval: {path}: {message}"), res.err
+    assert res.err.count("\n") == 1, res.err
+    assert res.stdout == b""
+
+
+def test_unknown_metadata_field_is_refused(multi, tmp_path):
+    path = tmp_path / "Kptfile"
+    path.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"
+                    "  lables: {a: b}\npipeline:\n  mutators:\n  - image: a\n")
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(path), pkg("app"))
+    assert res.returncode == 2, explain(res)
+    assert "line 5: field lables not found in type yaml.ObjectMeta" in res.err, res.err
+
+
+def test_every_kpt_field_is_accepted(multi, tmp_path):
+    """Every field kpt's Kptfile v1 knows passes the check (status is
+    kpt's own and is taken as it is)."""
+    (tmp_path / "fn-config.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+        "data:\n  op: set-label\n  key: team\n  value: shop\n")
+    path = tmp_path / "Kptfile"
+    path.write_text("""apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+  namespace: ns
+  labels: {a: b}
+  annotations: {config.kubernetes.io/local-config: "true"}
+upstream:
+  type: git
+  git: {repo: https://example.com/r.git, directory: /app, ref: main}
+  updateStrategy: resource-merge
+upstreamLock:
+  type: git
+  git: {repo: https://example.com/r.git, directory: /app, ref: main, commit: abc}
+info:
+  site: https://example.com
+  emails: [a@example.com]
+  license: Apache-2.0
+  licenseFile: LICENSE
+  description: d
+  keywords: [k]
+  man: README.md
+inventory:
+  namespace: ns
+  name: inv
+  inventoryID: id
+  labels: {a: b}
+  annotations: {a: b}
+status:
+  conditions:
+  - type: Rendered
+    status: "True"
+    anything: goes
+pipeline:
+  mutators:
+  - image: example.com/set-label:v1
+    name: label
+    configPath: fn-config.yaml
+  validators:
+  - image: example.com/validate:v1
+    configMap: {op: validate, key: team}
+""")
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(path), "-o", "stdout",
+                 pkg("app"))
+    assert res.returncode == 0, explain(res)
+    items = yaml.safe_load(res.stdout)["items"]
+    assert all(i["metadata"]["labels"] == {"team": "shop"} for i in items)
+
+
+def test_function_config_file_fields_are_the_functions(multi, tmp_path):
+    """A configPath file is any KRM object, checked by the function it is
+    given to (as kpt and Porch pass it): a field we do not know is kept."""
+    (tmp_path / "fn-config.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+        "data:\n  op: set-label\n  key: team\n  value: shop\nextra: kept\n")
+    path = kptfile(tmp_path, "pipeline:\n  mutators:\n  - image: a\n    configPath: fn-config.yaml\n")
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(path), "-o", "stdout",
+                 pkg("app"))
+    assert res.returncode == 0, explain(res)
