@@ -30,9 +30,10 @@ static const char eval_usage[] =
     "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [DIR|FILE|-]\n"
     "       runner-client eval --kube --image IMG [flags] [DIR|FILE|-]   (see eval --kube --help)\n"
     "Runs functions on a package, as kpt fn eval does: a directory's YAML files\n"
-    "(or a YAML file, or stdin) become a ResourceList (an existing ResourceList\n"
-    "passes through), each function's answer the next input. A directory without\n"
-    "any KRM object is an error (no resources found).\n"
+    "(default: the current directory, as kpt's; or a YAML file, or - for stdin)\n"
+    "become a ResourceList (an existing ResourceList passes through), each\n"
+    "function's answer the next input. A directory without any KRM object is an\n"
+    "error (no resources found).\n"
     "\n"
     "  --image IMG          one call with this image\n"
     "  --fn IMG[=K=V,...]   a pipeline step (repeatable, run in order); the pairs become\n"
@@ -198,7 +199,7 @@ int cmd_eval(int argc, char **argv)
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--kube"))
             return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
-    eval_opts o = {.max_text = "6291456", .input = "-", .out = EVAL_CLI_OUT_INIT};
+    eval_opts o = {.max_text = "6291456", .input = ".", .out = EVAL_CLI_OUT_INIT};
     eval_args a = {.stop_on_error = 1, .fns = calloc((size_t)argc + 1, sizeof *a.fns),
                    .rest = calloc((size_t)argc + 1, sizeof *a.rest)};
     buf err = {0};

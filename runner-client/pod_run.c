@@ -55,8 +55,9 @@ static const char eval_kube_usage[] =
     "                               (default 6291456)\n"
     "  -o, --output OUT, --results-dir DIR, --truncate-output[=false]   as for eval\n"
     REGISTRY_FLAGS_HELP
-    "The output and the progress are eval's (see eval --help): a DIR is updated in\n"
-    "place, FILE and - print the answer; the pod's progress also goes to stderr.\n"
+    "The input, output and progress are eval's (see eval --help): the input is the\n"
+    "current directory when none is given, a DIR is updated in place, FILE and -\n"
+    "(stdin) print the answer; the pod's progress also goes to stderr.\n"
     "Exit status: 0 success, 1 failure (the pod or the call), 2 bad usage or input.\n";
 
 static const char pod_create_usage[] =
@@ -361,7 +362,7 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
 
 int cmd_eval_kube(int argc, char **argv)
 {
-    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = "-",
+    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = ".",
                   .max_text = "6291456", .out = EVAL_CLI_OUT_INIT};
     int rc = eval_kube(&k, argc, argv);
     registry_flags_free(&k.reg);

@@ -7,10 +7,12 @@ it used to drop a step or a config and pass. Functions run on a wrapper
 server with tests/fixtures/functions/multi-fn.py, which does what its
 functionConfig's `op` says."""
 
+import shutil
+
 import pytest
 import yaml
 
-from krmtest import explain, fn, pkg, runner_client as client, serving
+from krmtest import CLIENT_BIN, explain, fn, pkg, run_cli, runner_client as client, serving
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +132,41 @@ def test_function_config_file_fields_are_the_functions(multi, tmp_path):
     res = client("eval", "--addr", multi.addr, "--pipeline", str(path), "-o", "stdout",
                  pkg("app"))
     assert res.returncode == 0, explain(res)
+
+
+# ------------------------------------------------------------------ eval's default input
+
+def copy_app(tmp_path):
+    d = tmp_path / "pkg"
+    shutil.copytree(pkg("app"), d)
+    return d
+
+
+def test_eval_without_a_directory_evaluates_the_current_one(multi, tmp_path):
+    """kpt's default: the current directory, updated in place (it used to
+    read stdin, waiting at a terminal, and pass on an empty one)."""
+    d = copy_app(tmp_path)
+    res = run_cli([CLIENT_BIN, "eval", "--addr", multi.addr,
+                   "--fn", "example.com/set-label:v1=op=set-label,key=team,value=shop"],
+                  cwd=d, input=b"")
+    assert res.returncode == 0, res.stderr
+    for f in ("resources.yaml", "configmap.yaml"):
+        assert "team: shop" in (d / f).read_text(), f
+
+
+def test_eval_in_an_empty_directory_fails(multi, tmp_path):
+    """Empty stdin used to run the function on nothing and exit 0; now the
+    current directory is read, and holding nothing is kpt's error."""
+    res = run_cli([CLIENT_BIN, "eval", "--addr", multi.addr, "--image", "example.com/fn:v1"],
+                  cwd=tmp_path, input=b"")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == (b"runner-client eval: .: no resources found (no KRM object in a "
+                          b"Kptfile, *.yaml, *.yml or *.json file beneath it)\n")
+    assert res.stdout == b""
+
+
+def test_eval_dash_reads_stdin(multi, tmp_path):
+    res = client("eval", "--addr", multi.addr, "--fn", "example.com/fn:v1=op=none", "-",
+                 input=open(pkg("app", "configmap.yaml"), "rb").read())
+    assert res.returncode == 0, explain(res)
+    assert yaml.safe_load(res.stdout)["items"][0]["metadata"]["name"] == "web-config"
