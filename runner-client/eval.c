@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fdio.h"
@@ -65,9 +66,26 @@ static const char eval_usage[] =
     "(a deadline passed, the server could not be reached: DEADLINE_EXCEEDED,\n"
     "UNAVAILABLE), 2 bad usage or input.\n";
 
+static const char render_usage[] =
+    "Usage: runner-client render --addr HOST:PORT [flags] [DIR]\n"
+    "Runs the pipeline of DIR's Kptfile (default: the current directory) on the\n"
+    "package and writes the result back in place, as kpt fn render does: the\n"
+    "mutators, then the validators, each {image, name, configMap | configPath}.\n"
+    "It is eval --pipeline DIR DIR (see eval --help for what is read and written).\n"
+    "A failed step stops the pipeline and leaves the package as it was.\n"
+    "Subpackages' Kptfiles are read as resources; their pipelines are not run.\n"
+    "\n"
+    "  -o, --output OUT     stdout, unwrap or a new directory instead of in place\n"
+    "  --results-dir DIR    write the functions' results to DIR/results.yaml\n"
+    "  --truncate-output[=false], --timeout DUR, --max-message BYTES   as for eval\n"
+    "\n"
+    "Exit status: 0 success, 1 a function failed or the output could not be\n"
+    "written, 2 bad usage or input (a Kptfile kpt would refuse: an unknown field\n"
+    "is named with its line).\n";
+
 static int usage_error(buf *err)
 {
-    term_printf(stderr, "runner-client eval: %s\n", err->data);
+    term_printf(stderr, "runner-client %s: %s\n", eval_command, err->data);
     buf_free(err);
     return 2;
 }
@@ -80,6 +98,7 @@ typedef struct eval_args {
     const char **fns;
     int n_fns;
     int stop_on_error;
+    int stop_on_error_given;
     char **rest;
     int n_rest;
 } eval_args;
@@ -114,8 +133,9 @@ static int split_args(int argc, char **argv, const flag_def *defs, eval_args *a,
         } else if (!strncmp(arg, "--fn=", 5)) {
             a->fns[a->n_fns++] = arg + 5;
         } else if (!strcmp(arg, "--stop-on-error")) {
-            a->stop_on_error = 1;
+            a->stop_on_error = a->stop_on_error_given = 1;
         } else if (!strncmp(arg, "--stop-on-error=", 16)) {
+            a->stop_on_error_given = 1;
             if (parse_bool(arg + 16, &a->stop_on_error) < 0)
                 return buf_printf(err, "invalid --stop-on-error \"%s\": want true or false",
                                   arg + 16),
@@ -163,8 +183,24 @@ static int call_grpc(void *ctx, const char *image, const char *rl, size_t len,
     return fn_call(g->addr, image, rl, len, &g->call, out);
 }
 
+/* render: the package's own Kptfile is the pipeline, so the flags that
+ * name functions are eval's only; the input must be a directory. */
+static int check_render(const eval_args *a, eval_opts *o, buf *err)
+{
+    struct stat st;
+    if (o->image || o->kptfile || a->n_fns || a->stop_on_error_given)
+        return buf_printf(err, "%s is eval's: render runs the functions of DIR's Kptfile",
+                          o->image ? "--image" : o->kptfile ? "--pipeline"
+                          : a->n_fns ? "--fn" : "--stop-on-error"), -1;
+    if (!strcmp(o->input, "-") || (stat(o->input, &st) == 0 && !S_ISDIR(st.st_mode)))
+        return buf_printf(err, "%s is not a directory: render updates a package (a directory "
+                          "holding a Kptfile)", !strcmp(o->input, "-") ? "-" : o->input), -1;
+    o->kptfile = o->input;
+    return 0;
+}
+
 /* Parses and checks the flags; 0, 1 for --help (printed), or -1 with err set. */
-static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *err)
+static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int render, buf *err)
 {
     flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"--timeout", &o->timeout},
                        {"--max-message", &o->max_text}, {"--pipeline", &o->kptfile},
@@ -174,9 +210,11 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *er
         flags_parse(a->n_rest, a->rest, defs, &o->input, 1, &n_pos, &help, err) < 0)
         return -1;
     if (help) {
-        fputs(eval_usage, stdout);
+        fputs(render ? render_usage : eval_usage, stdout);
         return 1;
     }
+    if (render && check_render(a, o, err) < 0)
+        return -1;
     if (!o->addr)
         buf_printf(err, "--addr HOST:PORT is required");
     else if (call_opts_timeouts(o->timeout, CALL_EVAL_TIMEOUT_NS, &o->call, err) < 0)
@@ -194,11 +232,9 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *er
     return err->len ? -1 : 0;
 }
 
-int cmd_eval(int argc, char **argv)
+/* eval, or render (the input's Kptfile as the pipeline). */
+static int run_eval(int argc, char **argv, int render)
 {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--kube"))
-            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
     eval_opts o = {.max_text = "6291456", .input = ".", .out = EVAL_CLI_OUT_INIT};
     eval_args a = {.stop_on_error = 1, .fns = calloc((size_t)argc + 1, sizeof *a.fns),
                    .rest = calloc((size_t)argc + 1, sizeof *a.rest)};
@@ -206,7 +242,7 @@ int cmd_eval(int argc, char **argv)
     pipeline p = {0};
     eval_output out;
     int rc = !a.fns || !a.rest ? (buf_printf(&err, "out of memory"), -1)
-                               : parse_eval(argc, argv, &a, &o, &err);
+                               : parse_eval(argc, argv, &a, &o, render, &err);
     int piped = a.n_fns > 0 || o.kptfile;
     if (rc == 0 && piped)
         rc = build_pipeline(&a, o.kptfile, (size_t)o.max_message, &p, &err);
@@ -226,7 +262,7 @@ int cmd_eval(int argc, char **argv)
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
                     .truncate = o.out.truncate, .results_dir = o.out.results_dir};
     if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client eval: %s\n", why);
+        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
     } else if (eval_cli_out_prepare(&o.out, &err) < 0) {
         rc = usage_error(&err);
@@ -244,4 +280,18 @@ int cmd_eval(int argc, char **argv)
     free(a.rest);
     pipeline_free(&p);
     return rc;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--kube"))
+            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
+    return run_eval(argc, argv, 0);
+}
+
+int cmd_render(int argc, char **argv)
+{
+    eval_command = "render";
+    return run_eval(argc, argv, 1);
 }

@@ -17,6 +17,7 @@ static const char usage[] =
     "  image    print an image's digest and entrypoint, read from its registry\n"
     "  pod      render a function's Pod and Service as Porch creates them; print its podId;\n"
     "           list and delete function pods on a cluster\n"
+    "  render   apply a package's Kptfile pipeline in place, as kpt fn render\n"
     "  serve    run the function runner: EvaluateFunction for any configured image\n"
     "\n"
     "Run 'runner-client COMMAND --help' for a command's flags.\n";
@@ -34,6 +35,8 @@ int main(int argc, char **argv)
         return cmd_health(argc - 2, argv + 2);
     if (!strcmp(cmd, "pod"))
         return cmd_pod(argc - 2, argv + 2);
+    if (!strcmp(cmd, "render"))
+        return cmd_render(argc - 2, argv + 2);
     if (!strcmp(cmd, "image"))
         return cmd_image(argc - 2, argv + 2);
     if (!strcmp(cmd, "serve"))

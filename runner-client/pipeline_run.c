@@ -20,7 +20,6 @@
 
 #include "krm/rl_edit.h"
 
-#define PREFIX "runner-client eval: "
 
 typedef struct step_ctx {
     const pl_step *step;
@@ -43,10 +42,10 @@ static void step_ctx_init(step_ctx *c, const pl_step *step, size_t number)
 static void report_failure(const step_ctx *c, const char *what)
 {
     if (c->step->name)
-        term_printf(stderr, PREFIX "step %zu \"%s\" (%s) failed: %s\n", c->number, c->step->image,
+        term_printf(stderr, "runner-client %s: step %zu \"%s\" (%s) failed: %s\n", eval_command, c->number, c->step->image,
                 c->step->name, what);
     else
-        term_printf(stderr, PREFIX "step %zu \"%s\" failed: %s\n", c->number, c->step->image, what);
+        term_printf(stderr, "runner-client %s: step %zu \"%s\" failed: %s\n", eval_command, c->number, c->step->image, what);
 }
 
 /* A failure without results of the function's own, kept as an error
@@ -117,7 +116,7 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
     char why[1024];
     rl_doc *state = rl_doc_load_resource_list(input, len, why, sizeof why);
     if (!state) {
-        term_printf(stderr, PREFIX "the input is not a valid ResourceList: %s\n", why);
+        term_printf(stderr, "runner-client %s: the input is not a valid ResourceList: %s\n", eval_command, why);
         return 2;
     }
     rl_doc_remove(state, "results"); /* the output holds the steps' results only */
@@ -130,10 +129,10 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
             failed = 1;
     }
     if (rc >= 0 && rl_doc_emit(state, "functionConfig", final, why, sizeof why) < 0) {
-        term_printf(stderr, PREFIX "cannot write the output: %s\n", why);
+        term_printf(stderr, "runner-client %s: cannot write the output: %s\n", eval_command, why);
         rc = -1;
     } else if (rc < 0) {
-        term_printf(stderr, PREFIX "out of memory\n");
+        term_printf(stderr, "runner-client %s: out of memory\n", eval_command);
     }
     rl_doc_free(state);
     return rc < 0 || failed ? 1 : 0;

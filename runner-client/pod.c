@@ -250,7 +250,7 @@ static int render(render_req *r)
     return rc;
 }
 
-static int cmd_render(int argc, char **argv)
+static int cmd_pod_render(int argc, char **argv)
 {
     render_req r = {0};
     r.rest = calloc((size_t)argc + 1, sizeof *r.rest);
@@ -320,7 +320,7 @@ int cmd_pod(int argc, char **argv)
     if (argc < 1)
         return fputs(pod_usage, stderr), 2;
     if (!strcmp(argv[0], "render"))
-        return cmd_render(argc - 1, argv + 1);
+        return cmd_pod_render(argc - 1, argv + 1);
     if (!strcmp(argv[0], "id"))
         return cmd_id(argc - 1, argv + 1);
     if (!strcmp(argv[0], "create"))

@@ -170,3 +170,81 @@ def test_eval_dash_reads_stdin(multi, tmp_path):
                  input=open(pkg("app", "configmap.yaml"), "rb").read())
     assert res.returncode == 0, explain(res)
     assert yaml.safe_load(res.stdout)["items"][0]["metadata"]["name"] == "web-config"
+
+
+# ------------------------------------------------------------------ render
+
+RENDER_KPTFILE = """pipeline:
+  mutators:
+  - image: example.com/set-label:v1
+    configMap: {op: set-label, key: team, value: shop}
+  validators:
+  - image: example.com/validate:v1
+    configMap: {op: validate, key: team}
+"""
+
+
+def test_render_applies_the_kptfile_pipeline_in_place(multi, tmp_path):
+    d = copy_app(tmp_path)
+    kptfile(d, RENDER_KPTFILE)
+    res = client("render", "--addr", multi.addr, str(d))
+    assert res.returncode == 0, explain(res)
+    assert res.stdout == b""
+    assert '[PASS] "example.com/set-label:v1"' in res.err and \
+        '[PASS] "example.com/validate:v1"' in res.err, res.err
+    for f in ("resources.yaml", "configmap.yaml"):
+        docs = list(yaml.safe_load_all((d / f).read_text()))
+        assert all(doc["metadata"]["labels"] == {"team": "shop"} for doc in docs), f
+
+
+def test_render_defaults_to_the_current_directory(multi, tmp_path):
+    d = copy_app(tmp_path)
+    kptfile(d, RENDER_KPTFILE)
+    res = run_cli([CLIENT_BIN, "render", "--addr", multi.addr], cwd=d)
+    assert res.returncode == 0, res.stderr
+    assert "team: shop" in (d / "configmap.yaml").read_text()
+
+
+def test_render_failing_validator_leaves_the_package(multi, tmp_path):
+    d = copy_app(tmp_path)
+    kptfile(d, RENDER_KPTFILE.replace("key: team}", "key: owner}"))
+    before = {f: (d / f).read_bytes() for f in ("resources.yaml", "configmap.yaml")}
+    res = client("render", "--addr", multi.addr, "--results-dir", str(tmp_path / "results"),
+                 str(d))
+    assert res.returncode == 1, explain(res)
+    assert '[FAIL] "example.com/validate:v1"' in res.err, res.err
+    assert {f: (d / f).read_bytes() for f in before} == before
+    assert "label owner is missing" in (tmp_path / "results" / "results.yaml").read_text()
+
+
+def test_render_refuses_a_kptfile_kpt_refuses(multi, tmp_path):
+    d = copy_app(tmp_path)
+    path = kptfile(d, "pipeline:\n  mutator:\n  - image: a\n")
+    res = client("render", "--addr", multi.addr, str(d))
+    assert res.returncode == 2, explain(res)
+    assert res.err.startswith(f"runner-client render: {path}: line 6: field mutator not found "
+                              "in type v1.Pipeline"), res.err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--fn", "example.com/a:v1", "PKG"], "--fn is eval's: render runs the functions of DIR's Kptfile"),
+    (["--image", "example.com/a:v1", "PKG"], "--image is eval's"),
+    (["--pipeline", "PKG", "PKG"], "--pipeline is eval's"),
+    (["--stop-on-error=false", "PKG"], "--stop-on-error is eval's"),
+    (["-"], "- is not a directory: render updates a package"),
+    (["PKG/configmap.yaml"], "PKG/configmap.yaml is not a directory"),
+])
+def test_render_usage_errors(multi, tmp_path, args, message):
+    d = copy_app(tmp_path)
+    res = client("render", "--addr", multi.addr, *[a.replace("PKG", str(d)) for a in args])
+    assert res.returncode == 2, explain(res)
+    assert res.err.startswith("runner-client render: " + message.replace("PKG", str(d))), res.err
+    assert res.stdout == b""
+
+
+def test_render_is_listed_in_help(binaries):
+    res = client("--help")
+    assert "  render   apply a package's Kptfile pipeline in place" in res.out
+    res = client("render", "--help")
+    assert res.returncode == 0
+    assert res.out.startswith("Usage: runner-client render --addr HOST:PORT [flags] [DIR]\n")
