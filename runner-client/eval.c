@@ -12,6 +12,7 @@
 
 #include "core/fdio.h"
 #include "core/numparse.h"
+#include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
 #include "oci/image_ref.h"
 #include "call_opts.h"
@@ -20,13 +21,15 @@
 #include "fn_call.h"
 #include "eval_output.h"
 #include "eval_run.h"
+#include "exec_call.h"
 #include "pipeline.h"
 #include "pipeline_run.h"
 #include "rl_input.h"
 #include "term_text.h"
 
 static const char eval_usage[] =
-    "Usage: runner-client eval --addr HOST:PORT [--image IMG] [flags] [DIR|FILE|-]\n"
+    "Usage: runner-client eval --addr HOST:PORT [-i IMG] [flags] [DIR|FILE|-] [-- KEY=VALUE...]\n"
+    "       runner-client eval --exec CMD [flags] [DIR|FILE|-] [-- KEY=VALUE...]\n"
     "       runner-client eval --addr HOST:PORT --fn IMG[=KEY=VALUE,...]... [flags] [DIR|FILE|-]\n"
     "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [DIR|FILE|-]\n"
     "       runner-client eval --kube --image IMG [flags] [DIR|FILE|-]   (see eval --kube --help)\n"
@@ -36,7 +39,12 @@ static const char eval_usage[] =
     "function's answer the next input. A directory without any KRM object is an\n"
     "error (no resources found).\n"
     "\n"
-    "  --image IMG          one call with this image\n"
+    "  -i, --image IMG      one call with this image\n"
+    "  --exec CMD           one call: CMD (words split at spaces, no quoting) run here as\n"
+    "                       the function, judged as the wrapper server judges it\n"
+    "  --fn-config FILE     the call's functionConfig: FILE's one KRM object\n"
+    "  -- KEY=VALUE...      the call's functionConfig: a ConfigMap named function-input\n"
+    "                       with these entries (as kpt fn eval IMG -- KEY=VALUE)\n"
     "  --fn IMG[=K=V,...]   a pipeline step (repeatable, run in order); the pairs become\n"
     "                       its functionConfig, a ConfigMap named function-input\n"
     "  --pipeline KPTFILE   the steps of a Kptfile's pipeline: mutators, then validators,\n"
@@ -92,11 +100,15 @@ static int usage_error(buf *err)
 
 /* ---- arguments ------------------------------------------------------------- */
 
-/* flags_parse knows single-valued flags only: the repeatable --fn and the
- * boolean --stop-on-error are taken out first, the rest is left to it. */
+/* flags_parse knows single-valued flags only: the repeatable --fn, the
+ * boolean --stop-on-error and the function's arguments after `--` are
+ * taken out first, the rest is left to it. */
 typedef struct eval_args {
     const char **fns;
     int n_fns;
+    char **fn_args;          /* after `--`: KEY=VALUE */
+    int n_fn_args;
+    int dash_dash;           /* `--` was given */
     int stop_on_error;
     int stop_on_error_given;
     char **rest;
@@ -126,7 +138,12 @@ static int split_args(int argc, char **argv, const flag_def *defs, eval_args *a,
 {
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
-        if (!strcmp(arg, "--fn")) {
+        if (!strcmp(arg, "--")) {
+            a->dash_dash = 1;
+            a->fn_args = argv + i + 1;
+            a->n_fn_args = argc - i - 1;
+            break;
+        } else if (!strcmp(arg, "--fn")) {
             if (i + 1 >= argc)
                 return buf_printf(err, "flag --fn needs a value"), -1;
             a->fns[a->n_fns++] = argv[++i];
@@ -161,10 +178,29 @@ static int build_pipeline(const eval_args *a, const char *kptfile, size_t max, p
     return 0;
 }
 
+/* The single call's functionConfig (--fn-config, -- KEY=VALUE) put into the
+ * input ResourceList, as kpt sends it; 0, or -1 with why set. */
+static int with_function_config(buf *rl, const rl_doc *config, char *why, size_t why_len)
+{
+    rl_doc *d = rl_doc_load_resource_list(rl->data, rl->len, why, why_len);
+    buf out = {0};
+    int rc = d && rl_doc_set_function_config(d, config, why, why_len) == 0 &&
+                     rl_doc_emit(d, NULL, &out, why, why_len) == 0
+                 ? 0 : -1;
+    if (rc == 0) {
+        buf_free(rl);
+        *rl = out;
+    } else {
+        buf_free(&out);
+    }
+    rl_doc_free(d);
+    return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------- */
 
 typedef struct eval_opts {
-    const char *addr, *image, *timeout, *max_text, *kptfile, *input;
+    const char *addr, *image, *timeout, *max_text, *kptfile, *input, *fn_config, *exec;
     eval_cli_out out;
     gc_unary_opts call;
     unsigned long long max_message;
@@ -202,9 +238,10 @@ static int check_render(const eval_args *a, eval_opts *o, buf *err)
 /* Parses and checks the flags; 0, 1 for --help (printed), or -1 with err set. */
 static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int render, buf *err)
 {
-    flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"--timeout", &o->timeout},
-                       {"--max-message", &o->max_text}, {"--pipeline", &o->kptfile},
-                       EVAL_CLI_OUT_FLAGS(&o->out), {0}};
+    flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"-i", &o->image},
+                       {"--timeout", &o->timeout}, {"--max-message", &o->max_text},
+                       {"--pipeline", &o->kptfile}, {"--fn-config", &o->fn_config},
+                       {"--exec", &o->exec}, EVAL_CLI_OUT_FLAGS(&o->out), {0}};
     int n_pos, help;
     if (split_args(argc, argv, defs, a, err) < 0 ||
         flags_parse(a->n_rest, a->rest, defs, &o->input, 1, &n_pos, &help, err) < 0)
@@ -215,8 +252,22 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int ren
     }
     if (render && check_render(a, o, err) < 0)
         return -1;
-    if (!o->addr)
-        buf_printf(err, "--addr HOST:PORT is required");
+    if (o->exec && o->addr)
+        buf_printf(err, "--exec runs the function here; --addr calls a server: give one");
+    else if (!o->addr && !o->exec)
+        buf_printf(err, "--addr HOST:PORT is required (or --exec CMD to run a local function)");
+    else if (o->addr && gc_addr_check(o->addr, err) < 0)
+        ;
+    else if (o->exec && (o->image || a->n_fns || o->kptfile))
+        buf_printf(err, "--exec is the function of one call: not with --image, --fn or --pipeline");
+    else if (o->exec && !*o->exec)
+        buf_printf(err, "--exec needs a command");
+    else if ((o->fn_config || a->dash_dash) && (a->n_fns || o->kptfile))
+        buf_printf(err, "%s is the functionConfig of one call (--image or --exec); a pipeline's "
+                    "steps have their own", o->fn_config ? "--fn-config" : "-- KEY=VALUE");
+    else if (o->fn_config && a->n_fn_args)
+        buf_printf(err, "give the functionConfig either with --fn-config or as KEY=VALUE "
+                    "arguments after --, not both");
     else if (call_opts_timeouts(o->timeout, CALL_EVAL_TIMEOUT_NS, &o->call, err) < 0)
         ;
     else if (o->image && *o->image && image_ref_check(o->image, err) < 0)
@@ -244,14 +295,24 @@ static int run_eval(int argc, char **argv, int render)
     int rc = !a.fns || !a.rest ? (buf_printf(&err, "out of memory"), -1)
                                : parse_eval(argc, argv, &a, &o, render, &err);
     int piped = a.n_fns > 0 || o.kptfile;
+    rl_doc *config = NULL;
+    exec_caller *local = NULL;
     if (rc == 0 && piped)
         rc = build_pipeline(&a, o.kptfile, (size_t)o.max_message, &p, &err);
+    if (rc == 0 && o.fn_config)
+        rc = (config = pipeline_config_file(o.fn_config, (size_t)o.max_message, &err)) ? 0 : -1;
+    else if (rc == 0 && a.n_fn_args)
+        rc = (config = pipeline_config_args(a.fn_args, (size_t)a.n_fn_args, &err)) ? 0 : -1;
     if (rc == 0)
         rc = eval_output_choose(&out, o.input, o.out.output, &err);
+    if (rc == 0 && o.exec)
+        rc = (local = exec_caller_new(o.exec, (size_t)o.max_message, o.call.timeout_ns, &err))
+                 ? 0 : -1;
     if (rc != 0) {
         free(a.fns);
         free(a.rest);
         pipeline_free(&p);
+        rl_doc_free(config);
         return rc > 0 ? 0 : usage_error(&err);
     }
 
@@ -261,7 +322,13 @@ static int run_eval(int argc, char **argv, int render)
     g.call.max_message = (uint32_t)o.max_message;
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
                     .truncate = o.out.truncate, .results_dir = o.out.results_dir};
-    if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
+    if (local) {
+        run.call = exec_call;
+        run.call_ctx = local;
+        o.image = o.exec; /* the name its progress shows, as kpt shows it */
+    }
+    if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0 ||
+        (config && with_function_config(&rl, config, why, sizeof why) < 0)) {
         term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
     } else if (eval_cli_out_prepare(&o.out, &err) < 0) {
@@ -279,6 +346,8 @@ static int run_eval(int argc, char **argv, int render)
     free(a.fns);
     free(a.rest);
     pipeline_free(&p);
+    rl_doc_free(config);
+    exec_caller_free(local);
     return rc;
 }
 

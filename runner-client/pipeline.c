@@ -49,20 +49,30 @@ void pipeline_free(pipeline *p)
 
 /* ---- --fn IMG[=k=v,...] ------------------------------------------------------- */
 
+/* One KEY=VALUE (modified in place: the '=' ends the key). */
+static int split_pair(char *tok, rl_kv *pair, buf *err)
+{
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok) {
+        buf_printf(err, "\"%s\" is not KEY=VALUE", tok);
+        return -1;
+    }
+    *eq = '\0';
+    *pair = (rl_kv){ tok, eq + 1 };
+    return 0;
+}
+
 /* Splits "k=v,k2=v2" (modified in place) into pairs; at most `max`. */
 static int split_pairs(char *text, rl_kv *pairs, size_t max, size_t *n, buf *err)
 {
     *n = 0;
     for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq || eq == tok) {
-            buf_printf(err, "\"%s\" is not KEY=VALUE", tok);
+        rl_kv pair;
+        if (split_pair(tok, &pair, err) < 0)
             return -1;
-        }
-        *eq = '\0';
         if (*n < max)
-            pairs[(*n)++] = (rl_kv){ tok, eq + 1 };
+            pairs[(*n)++] = pair;
     }
     if (*n == 0) {
         buf_printf(err, "nothing after '=': want KEY=VALUE pairs");
@@ -132,6 +142,37 @@ static rl_doc *load_object_file(int dir_fd, const char *path, int flags, size_t 
     else if (!(d = rl_doc_load_object(data.data, data.len, why, sizeof why)))
         buf_printf(err, "%s %s: %s", what, shown, why);
     buf_free(&data);
+    return d;
+}
+
+rl_doc *pipeline_config_file(const char *path, size_t max, buf *err)
+{
+    return load_object_file(AT_FDCWD, path, 0, max, "--fn-config", path, err);
+}
+
+rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err)
+{
+    rl_kv *pairs = calloc(n ? n : 1, sizeof *pairs);
+    char **copies = calloc(n ? n : 1, sizeof *copies);
+    rl_doc *d = NULL;
+    int ok = pairs && copies;
+    if (!ok)
+        buf_printf(err, "out of memory");
+    for (size_t i = 0; ok && i < n; i++) {
+        if (!(copies[i] = strdup(args[i]))) {
+            buf_printf(err, "out of memory");
+            ok = 0;
+        } else if (split_pair(copies[i], &pairs[i], err) < 0) {
+            buf_printf(err, " (the function's arguments after -- are KEY=VALUE)");
+            ok = 0;
+        }
+    }
+    if (ok && !(d = rl_doc_config_map(CONFIG_MAP_NAME, pairs, n)))
+        buf_printf(err, "out of memory");
+    for (size_t i = 0; copies && i < n; i++)
+        free(copies[i]);
+    free(copies);
+    free(pairs);
     return d;
 }
 

@@ -39,6 +39,14 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
  * file and the entry in err. */
 int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
 
+/* A single call's functionConfig, as kpt fn eval makes it: from a file
+ * (--fn-config: its one KRM object, read up to max bytes), or from the
+ * KEY=VALUE arguments after `--` (a ConfigMap named function-input; each
+ * argument is split at its first '=', so a value may hold '=' and ',').
+ * NULL with a one-line reason in err. */
+rl_doc *pipeline_config_file(const char *path, size_t max, buf *err);
+rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err);
+
 void pipeline_free(pipeline *p);
 
 #endif

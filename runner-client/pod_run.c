@@ -111,7 +111,7 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
     }
     flag_def defs[] = {{"--kubeconfig", &k->kubeconfig}, {"--context", &k->context},
                        {"--namespace", &k->ns}, {"--dial", &k->dial},
-                       {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image},
+                       {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image}, {"-i", &k->image},
                        {"--timeout", &k->timeout}, {"--ready-timeout", &k->ready_timeout},
                        {"--max-message", &k->max_text}, EVAL_CLI_OUT_FLAGS(&k->out), {0}};
     int n_pos = 0;
@@ -256,25 +256,11 @@ typedef struct kube_caller {
     int oom;
 } kube_caller;
 
-static int copy_answer(const ev_result *res, fn_call_result *out)
-{
-    out->status = res->code;
-    out->message = strdup(res->code != GRPC_OK && res->message ? res->message : "");
-    if (!out->message)
-        return -1;
-    if (res->code != GRPC_OK)
-        return 0;
-    return buf_append(&out->resource_list, res->out, res->out_len) < 0 ||
-                   buf_append(&out->log, res->log, res->log_len) < 0
-               ? -1
-               : 0;
-}
-
 static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
 {
     kube_caller *k = ctx;
     const ev_pod_last *last = ev_pod_last_call(call->ev);
-    k->oom = copy_answer(res, k->out) < 0;
+    k->oom = fn_call_result_set(k->out, res) < 0;
     if (last)
         term_printf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
                 last->pod, last->created ? "created" : "reused",

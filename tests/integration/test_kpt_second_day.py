@@ -7,7 +7,11 @@ it used to drop a step or a config and pass. Functions run on a wrapper
 server with tests/fixtures/functions/multi-fn.py, which does what its
 functionConfig's `op` says."""
 
+import os
 import shutil
+import signal
+import subprocess
+import time
 
 import pytest
 import yaml
@@ -248,3 +252,130 @@ def test_render_is_listed_in_help(binaries):
     res = client("render", "--help")
     assert res.returncode == 0
     assert res.out.startswith("Usage: runner-client render --addr HOST:PORT [flags] [DIR]\n")
+
+
+# ------------------------------------------------------------------ kpt's flag forms
+
+def labels_of(res):
+    return [i["metadata"].get("labels") for i in yaml.safe_load(res.stdout)["items"]]
+
+
+def test_short_image_flag_and_function_arguments(multi):
+    """kpt fn eval -i IMG -- KEY=VALUE: the arguments become a ConfigMap
+    functionConfig; a value keeps its '=' and ','."""
+    res = client("eval", "--addr", multi.addr, "-i", "example.com/fn:v1", "-o", "stdout",
+                 pkg("app"), "--", "op=set-label", "key=team", "value=a=b,c")
+    assert res.returncode == 0, explain(res)
+    assert labels_of(res) == [{"team": "a=b,c"}] * 3
+    assert '[PASS] "example.com/fn:v1"' in res.err
+
+
+def test_fn_config_file(multi, tmp_path):
+    config = tmp_path / "fn-config.yaml"
+    config.write_text("apiVersion: fn.example.com/v1\nkind: SetLabel\nmetadata:\n  name: s\n"
+                      "spec:\n  op: set-label\n  key: tier\n  value: web\n")
+    res = client("eval", "--addr", multi.addr, "--image", "example.com/fn:v1", "--fn-config",
+                 str(config), "-o", "stdout", pkg("app"))
+    assert res.returncode == 0, explain(res)
+    assert labels_of(res) == [{"tier": "web"}] * 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--addr", "ADDR", "-i", "a", "--fn-config", "CONFIG", "--", "k=v"],
+     "either with --fn-config or as KEY=VALUE"),
+    (["--addr", "ADDR", "-i", "a", "--", "novalue"],
+     '"novalue" is not KEY=VALUE (the function\'s arguments after -- are KEY=VALUE)'),
+    (["--addr", "ADDR", "-i", "a", "--", "=v"], '"=v" is not KEY=VALUE'),
+    (["--addr", "ADDR", "--fn", "a", "--fn-config", "CONFIG"],
+     "--fn-config is the functionConfig of one call"),
+    (["--addr", "ADDR", "--fn", "a", "--", "k=v"], "-- KEY=VALUE is the functionConfig of one call"),
+    (["--addr", "ADDR", "-i", "a", "--fn-config", "/does/not/exist"], "--fn-config /does/not/exist: "),
+    (["--exec", "cat", "--addr", "ADDR"], "--exec runs the function here; --addr calls a server"),
+    (["--exec", "cat", "-i", "a"], "--exec is the function of one call"),
+    (["--exec", " "], "--exec needs a command"),
+    (["-i", "a"], "--addr HOST:PORT is required (or --exec CMD to run a local function)"),
+])
+def test_flag_form_errors_exit_2(multi, tmp_path, args, message):
+    config = tmp_path / "c.yaml"
+    config.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n")
+    args = [str(config) if a == "CONFIG" else multi.addr if a == "ADDR" else a for a in args]
+    dash = args.index("--") if "--" in args else len(args)
+    res = client("eval", *args[:dash], pkg("app"), *args[dash:])
+    assert res.returncode == 2, explain(res)
+    assert res.err.startswith("runner-client eval: ") and message in res.err, res.err
+    assert res.stdout == b""
+
+
+def test_exec_runs_a_local_function_in_place(tmp_path):
+    d = copy_app(tmp_path)
+    res = client("eval", "--exec", fn("multi-fn.py"), "--results-dir", str(tmp_path / "r"),
+                 str(d), "--", "op=set-label", "key=team", "value=shop")
+    assert res.returncode == 0, explain(res)
+    assert f'[RUNNING] "{fn("multi-fn.py")}"\n[PASS] "{fn("multi-fn.py")}" in ' in res.err
+    assert "    \"op set-label: 3 items\"\n" in res.err
+    docs = list(yaml.safe_load_all((d / "resources.yaml").read_text()))
+    assert all(doc["metadata"]["labels"] == {"team": "shop"} for doc in docs)
+    assert "kind: FunctionResultList" in (tmp_path / "r" / "results.yaml").read_text()
+
+
+def test_exec_failure_is_judged_as_the_wrapper_server_judges_it(multi):
+    """The same function, failing, through --exec and through a wrapper
+    server: the same error, but for the function's name (the command here,
+    the image there)."""
+    def error_lines(res, name):
+        return [l.replace(name, "NAME") for l in res.err.splitlines() if l.startswith("  ")]
+    local = client("eval", "--exec", fn("multi-fn.py"), "-o", "stdout", pkg("app"), "--", "op=fail")
+    served = client("eval", "--addr", multi.addr, "-i", "example.com/multi:v1", "-o", "stdout",
+                    pkg("app"), "--", "op=fail")
+    assert local.returncode == served.returncode == 1, explain(local)
+    mine = error_lines(local, fn("multi-fn.py"))
+    assert mine and mine == error_lines(served, "example.com/multi:v1"), (local.err, served.err)
+    assert mine[0] == ('  Error: INTERNAL: failed to evaluate function "NAME" with structured '
+                       'results: [error]: fail was asked for and stderr: op fail: 3 items'), mine
+
+
+def test_exec_timeout_kills_the_function(tmp_path):
+    pidfile = tmp_path / "pid"
+    script = tmp_path / "slow.sh"
+    script.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 30\n")
+    script.chmod(0o755)
+    t0 = time.monotonic()
+    res = client("eval", "--exec", str(script), "--timeout", "500ms", pkg("app"))
+    assert time.monotonic() - t0 < 10
+    assert res.returncode == 1, explain(res)
+    assert "  Error: DEADLINE_EXCEEDED: the function did not answer within --timeout\n" in res.err
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_exec_interrupted_kills_the_function(tmp_path):
+    """Ctrl-C reaches our process group only; the function runs in its own,
+    and is killed with the run rather than left behind."""
+    pidfile = tmp_path / "pid"
+    script = tmp_path / "slow.sh"
+    script.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 30\n")
+    script.chmod(0o755)
+    proc = subprocess.Popen([CLIENT_BIN, "eval", "--exec", str(script), pkg("app")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 5
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 1, err
+    assert b"  Error: CANCELLED: interrupted (SIGINT)\n" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)
+
+
+# ------------------------------------------------------------------ errors that name the mistake
+
+@pytest.mark.parametrize("cmd", [["eval", "-i", "a", pkg("app")], ["health"]], ids=["eval", "health"])
+@pytest.mark.parametrize("addr", ["9446", "localhost", "localhost:", "localhost:99999", ":9446"])
+def test_addr_without_host_or_port_is_a_usage_error(binaries, cmd, addr):
+    """It was UNAVAILABLE, exit 1, as if a server were down."""
+    res = client(cmd[0], "--addr", addr, *cmd[1:])
+    assert res.returncode == 2, explain(res)
+    assert res.err == (f'runner-client {cmd[0]}: invalid address "{addr}": want HOST:PORT, '
+                       "e.g. localhost:9446\n"), res.err
