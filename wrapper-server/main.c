@@ -24,6 +24,7 @@ static int run(const ws_config *cfg)
 {
     rpc_server_config scfg = {
         .port = cfg->port,
+        .address = cfg->address,
         .max_message = cfg->max_message,
         .max_streams = cfg->max_streams,
         .idle_timeout_ns = cfg->idle_timeout_ns,
@@ -50,7 +51,7 @@ static int run(const ws_config *cfg)
     };
     evaluator *ev = l ? ev_exec_new(&exec) : NULL;
     if (!ev) {
-        fprintf(stderr, "unexpected error: out of memory\n");
+        fprintf(stderr, "wrapper-server: out of memory\n");
         loop_free(l);
         return 1;
     }
@@ -73,8 +74,7 @@ static int run(const ws_config *cfg)
         fn_prespawn_configure(l, cfg->entrypoint, cfg->prespawn);
     }
     buf_free(&cannot);
-    /* "unexpected error:" is how Porch's Go server words a failed listen. */
-    int rc = fn_server_run(l, ev, scfg, NULL, NULL, "unexpected error");
+    int rc = fn_server_run(l, ev, scfg, NULL, NULL, "wrapper-server");
     loop_free(l);
     if (rc == 0)
         log_info("Server stopped");

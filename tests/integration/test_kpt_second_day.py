@@ -11,12 +11,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, explain, fn, pkg, run_cli, runner_client as client, serving
+from krmtest import (CLIENT_BIN, ROOT, SERVER_BIN, explain, fn, ipv6_loopback_available, pkg,
+                     run_cli, runner_client as client, serving, tcp_state)
 
 
 @pytest.fixture(scope="module")
@@ -379,3 +381,97 @@ def test_addr_without_host_or_port_is_a_usage_error(binaries, cmd, addr):
     assert res.returncode == 2, explain(res)
     assert res.err == (f'runner-client {cmd[0]}: invalid address "{addr}": want HOST:PORT, '
                        "e.g. localhost:9446\n"), res.err
+
+
+def server_cli(*args):
+    res = run_cli([SERVER_BIN, *args], timeout=10)
+    return res.returncode, res.stderr.decode()
+
+
+@pytest.mark.parametrize("args, message", [
+    # one dash: named as the flag it looks like, not blamed on the command
+    (["-port", "9446", "--", "cat"], "wrapper-server: unknown flag -port: flags take two dashes (--port)\n"),
+    (["-verbosity=3", "--", "cat"],
+     "wrapper-server: unknown flag -verbosity: flags take two dashes (--verbosity)\n"),
+    (["-x", "--", "cat"], "wrapper-server: unknown flag -x (see --help)\n"),
+    (["--nope", "1", "--", "cat"], "wrapper-server: unknown flag --nope (see --help)\n"),
+    # a word before --: that is the function's command
+    (["cat"], 'wrapper-server: unexpected argument "cat": the function\'s command goes after "--"\n'),
+    (["--address", "localhost", "--", "cat"],
+     'wrapper-server: invalid --address "localhost": want an IP address such as 127.0.0.1 or ::1 '
+     "(default: all addresses)\n"),
+])
+def test_wrapper_server_flag_errors(binaries, args, message):
+    rc, err = server_cli(*args)
+    assert (rc, err) == (2, message)
+
+
+def test_port_in_use_names_the_program_and_the_address(start_server):
+    srv = start_server(["cat"])
+    rc, err = server_cli("--port", str(srv.port), "--", "cat")
+    assert rc == 1
+    assert err.endswith(f"wrapper-server: cannot listen on :{srv.port}: Address already in use\n"), err
+    rc, err = server_cli("--address", "127.0.0.1", "--port", str(srv.port), "--", "cat")
+    assert err.endswith(f"wrapper-server: cannot listen on 127.0.0.1:{srv.port}: "
+                        "Address already in use\n"), err
+    res = run_cli([CLIENT_BIN, "serve", "--port", str(srv.port), "--disable-runtimes", "pod"])
+    assert res.returncode == 1
+    assert res.stderr.decode().endswith(
+        f"runner-client serve: cannot listen on :{srv.port}: Address already in use\n"), res.stderr
+
+
+@pytest.mark.parametrize("program", ["wrapper-server", "serve"])
+def test_address_binds_one_address(start_server, program):
+    """--address 127.0.0.1: served there, refused on the rest of loopback
+    (127.0.0.2, ::1); --verbosity and --log-level are the same setting."""
+    if program == "wrapper-server":
+        srv = start_server(["cat"], options=["--address", "127.0.0.1", "--log-level", "3"])
+    else:
+        srv = start_server([], binary=CLIENT_BIN, argv=[
+            "serve", "--port", "{port}", "--address", "127.0.0.1", "--verbosity", "3",
+            "--disable-runtimes", "pod"])
+    assert tcp_state(srv.port, "127.0.0.1") == "open"
+    assert tcp_state(srv.port, "127.0.0.2") == "refused"
+    if ipv6_loopback_available():
+        assert tcp_state(srv.port, "::1") == "refused"
+    assert f"Listening on 127.0.0.1:{srv.port}" in srv.stderr()
+
+
+@pytest.mark.parametrize("flag", ["--wrapper-server-image", "--wrapper-image"])
+def test_pod_render_takes_wrapper_server_image(binaries, flag):
+    res = client("pod", "render", "--image", "example.com/fn:v1", flag, "example.com/ws:v1",
+                 "--digest", "sha256:" + "0" * 64, "--", "fn")
+    assert res.returncode == 0, explain(res)
+    assert "image: example.com/ws:v1" in res.out
+
+
+def test_pod_render_usage_shows_the_wrapper_image_as_required(binaries):
+    res = client("pod", "--help")
+    assert res.out.startswith("Usage: runner-client pod render --image IMG --wrapper-server-image W "
+                              "ENTRYPOINT [flags]\n"), res.out
+
+
+def test_embed_refuses_a_dynamically_linked_server(tmp_path):
+    """The function image has its own libraries, or none: a dynamic server
+    would not start in it. Refused before anything is read."""
+    res = run_cli([sys.executable, os.path.join(ROOT, "images", "embed"), "--wrapper", SERVER_BIN,
+                   str(tmp_path / "no-source"), str(tmp_path / "out")])
+    assert res.returncode == 1
+    err = res.stderr.decode()
+    assert err.startswith(f"embed: {SERVER_BIN}: dynamically linked (it needs /"), err
+    assert err.endswith("embed the static server: make static, then --wrapper "
+                        "build/static/wrapper-server\n"), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_embed_takes_a_static_server(tmp_path):
+    """A static ELF (here a tiny one) passes the check: the next error is
+    about the source."""
+    src = tmp_path / "tiny.c"
+    src.write_text("void _start(void) { for (;;); }\n")
+    tiny = tmp_path / "tiny"
+    subprocess.run(["cc", "-static", "-nostdlib", "-o", str(tiny), str(src)], check=True)
+    res = run_cli([sys.executable, os.path.join(ROOT, "images", "embed"), "--wrapper", str(tiny),
+                   str(tmp_path / "no-source"), str(tmp_path / "out")])
+    assert res.returncode == 1
+    assert "not an OCI image layout" in res.stderr.decode(), res.stderr
