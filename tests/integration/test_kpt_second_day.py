@@ -475,3 +475,67 @@ def test_embed_takes_a_static_server(tmp_path):
                    str(tmp_path / "no-source"), str(tmp_path / "out")])
     assert res.returncode == 1
     assert "not an OCI image layout" in res.stderr.decode(), res.stderr
+
+
+# ------------------------------------------------------------------ help, man pages, completion
+
+COMMANDS = ["eval", "render", "health", "image", "pod", "serve"]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_help_command_is_the_commands_help(binaries, cmd):
+    via_help = client("help", cmd)
+    direct = client(cmd, "--help")
+    assert via_help.returncode == direct.returncode == 0, explain(via_help)
+    assert via_help.stdout == direct.stdout and via_help.stdout.startswith(b"Usage: runner-client ")
+
+
+def test_help_of_an_unknown_command(binaries):
+    res = client("help", "nope")
+    assert res.returncode == 2
+    assert res.err == 'runner-client: unknown command "nope" (see --help)\n'
+
+
+@pytest.fixture(scope="module")
+def cli_docs(binaries, tmp_path_factory):
+    if not shutil.which("help2man"):
+        pytest.skip("help2man is not installed (make deps-build installs it)")
+    out = tmp_path_factory.mktemp("cli-docs")
+    subprocess.run([os.path.join(ROOT, "scripts", "cli-docs.sh"), os.path.dirname(os.path.dirname(CLIENT_BIN)),
+                    str(out)], check=True, timeout=120)
+    return out
+
+
+def test_man_pages_come_from_help(cli_docs):
+    pages = sorted(os.listdir(cli_docs / "man1"))
+    assert pages == sorted(["wrapper-server.1", "runner-client.1"] +
+                           [f"runner-client-{c}.1" for c in COMMANDS])
+    render = (cli_docs / "man1" / "runner-client-render.1").read_text()
+    assert ".SH NAME\nrunner-client-render \\- apply a package's Kptfile pipeline in place, " \
+        "as kpt fn render\n" in render, render[:600]
+    assert "\\fB\\-\\-results\\-dir\\fR DIR" in render
+    eval_page = (cli_docs / "man1" / "runner-client-eval.1").read_text()
+    # every usage line is a line of the synopsis
+    assert eval_page.count("\n.br\n.B runner-client\n") >= 3, eval_page[:1500]
+    ws = (cli_docs / "man1" / "wrapper-server.1").read_text()
+    assert "\\fB\\-\\-address\\fR IP" in ws
+
+
+def complete(cli_docs, program, *words):
+    """What bash completes for `program words...` (the last word is the one
+    being completed), with the generated completion loaded."""
+    script = (f'source {cli_docs}/bash-completion/{program}; '
+              f'COMP_WORDS=({program} {" ".join(words)}); COMP_CWORD={len(words)}; '
+              f'_{program.replace("-", "_")}; printf "%s\\n" "${{COMPREPLY[@]}}"')
+    res = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, check=True, timeout=10)
+    return res.stdout.decode().split()
+
+
+def test_bash_completion_comes_from_help(cli_docs):
+    assert complete(cli_docs, "runner-client", "re") == ["render"]
+    assert complete(cli_docs, "runner-client", "help", "ev") == ["eval"]
+    assert complete(cli_docs, "runner-client", "render", "--ad") == ["--addr"]
+    assert complete(cli_docs, "runner-client", "eval", "--fn") == ["--fn", "--fn-config"]
+    assert complete(cli_docs, "runner-client", "pod", "--wrapper") == ["--wrapper-server-image"]
+    assert complete(cli_docs, "wrapper-server", "--addr") == ["--address"]
+    assert complete(cli_docs, "wrapper-server", "--", "--addr") == []   # the function's words
