@@ -1,4 +1,6 @@
 #!/bin/sh
+# The completions are written as text: their $ and quotes are bash's, later.
+# shellcheck disable=SC2016
 # Writes the man pages and bash completions of the two commands, generated
 # from their --help, so they cannot drift from what the programs say.
 #   scripts/cli-docs.sh BUILD OUT
