@@ -224,10 +224,13 @@ static int call_grpc(void *ctx, const char *image, const char *rl, size_t len,
 static int check_render(const eval_args *a, eval_opts *o, buf *err)
 {
     struct stat st;
-    if (o->image || o->kptfile || a->n_fns || a->stop_on_error_given)
+    const char *evals = o->image ? "--image" : o->kptfile ? "--pipeline" : a->n_fns ? "--fn"
+                      : o->exec ? "--exec" : o->fn_config ? "--fn-config"
+                      : a->dash_dash ? "-- KEY=VALUE" : a->stop_on_error_given ? "--stop-on-error"
+                      : NULL;
+    if (evals)
         return buf_printf(err, "%s is eval's: render runs the functions of DIR's Kptfile",
-                          o->image ? "--image" : o->kptfile ? "--pipeline"
-                          : a->n_fns ? "--fn" : "--stop-on-error"), -1;
+                          evals), -1;
     if (!strcmp(o->input, "-") || (stat(o->input, &st) == 0 && !S_ISDIR(st.st_mode)))
         return buf_printf(err, "%s is not a directory: render updates a package (a directory "
                           "holding a Kptfile)", !strcmp(o->input, "-") ? "-" : o->input), -1;

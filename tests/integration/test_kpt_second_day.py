@@ -237,6 +237,8 @@ def test_render_refuses_a_kptfile_kpt_refuses(multi, tmp_path):
     (["--image", "example.com/a:v1", "PKG"], "--image is eval's"),
     (["--pipeline", "PKG", "PKG"], "--pipeline is eval's"),
     (["--stop-on-error=false", "PKG"], "--stop-on-error is eval's"),
+    (["--exec", "cat", "PKG"], "--exec is eval's"),
+    (["PKG", "--", "k=v"], "-- KEY=VALUE is eval's"),
     (["-"], "- is not a directory: render updates a package"),
     (["PKG/configmap.yaml"], "PKG/configmap.yaml is not a directory"),
 ])
