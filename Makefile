@@ -304,7 +304,8 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c lib/core/spawn.c \
                      lib/runtime/svc_reflection.c lib/runtime/proto_index.c \
                      lib/kube/kubeconfig.c lib/kube/exec_credential.c lib/kube/pod_id.c lib/krm/yaml_node.c lib/core/base64.c \
-                     lib/core/fdio.c lib/core/header_value.c lib/oci/oci_manifest.c lib/oci/www_auth.c) \
+                     lib/core/fdio.c lib/core/header_value.c lib/oci/oci_manifest.c lib/oci/www_auth.c \
+                     lib/krm/rl_edit.c runner-client/kptfile_fields.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) $(FUZZ)/gen/descriptor_set.o \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 
@@ -339,7 +340,7 @@ $(FUZZ)/gen/descriptor_set.o: $(FUZZ)/gen/descriptor_set.c
 
 $(FUZZ)/obj/%.o: %.c $(PROTOS:%=$(FUZZ)/gen/%.pb-c.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
+	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -Irunner-client -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
 	    -MMD -MP -c -o $@ $<
 
 fuzz_yaml = $(shell pkg-config --modversion yaml-0.1)

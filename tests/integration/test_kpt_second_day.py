@@ -541,3 +541,19 @@ def test_bash_completion_comes_from_help(cli_docs):
     assert complete(cli_docs, "runner-client", "pod", "--wrapper") == ["--wrapper-server-image"]
     assert complete(cli_docs, "wrapper-server", "--addr") == ["--address"]
     assert complete(cli_docs, "wrapper-server", "--", "--addr") == []   # the function's words
+
+
+def test_aliases_do_not_multiply_the_kptfile_check(multi, tmp_path):
+    """20,000 steps that are one aliased step whose selectors are 20,000
+    aliases: 400 million (step, selector) pairs if each alias were walked
+    again; each node is checked once, and the selectors are then refused."""
+    n = 20000
+    selectors = "[&s {kind: Deployment}" + ", *s" * (n - 1) + "]"
+    path = kptfile(tmp_path, f"pipeline:\n  mutators: [&f {{image: a, selectors: {selectors}}}"
+                             + ", *f" * (n - 1) + "]\n")
+    t0 = time.monotonic()
+    res = client("eval", "--addr", multi.addr, "--pipeline", str(path), pkg("app"))
+    elapsed = time.monotonic() - t0
+    assert res.returncode == 2, explain(res)
+    assert "pipeline.mutators[0]: selectors and exclude are not supported" in res.err, res.err
+    assert elapsed < 3, elapsed
