@@ -122,32 +122,63 @@ typedef struct kptfile {
     const char *path;      /* the Kptfile */
     char *dir;             /* its directory (the package), for messages */
     int dir_fd;            /* the package, which configPath stays beneath */
-    size_t max;            /* the most read of the Kptfile and of each configPath */
+    size_t max;            /* the most read of the Kptfile, and of its configPaths together */
+    size_t config_read;    /* bytes of configPath files read so far */
+    size_t entries;        /* steps and configMap entries made so far */
+    size_t max_entries;    /* ... at most (see KPTFILE_ALIAS_SLACK) */
     rl_doc *doc;
     const yaml_document_t *y;
     buf *err;
 } kptfile;
 
+/* An alias makes one node many steps or many configMap entries: 3,000 steps
+ * that are one aliased step with a 3,000-entry configMap, 41 KB of Kptfile,
+ * held 9 million entries (2.9 GB). The steps and entries made may exceed the
+ * Kptfile's nodes by this many and no more (kpt's yaml.v3 likewise refuses
+ * "excessive aliasing"); a configPath named again is read again, so the
+ * configPath files read together count against the input limit. */
+#define KPTFILE_ALIAS_SLACK 100000
+
+#define TOO_BIG ": more than a request may carry (--max-message)"
+#define CONFIGS_TOO_BIG                                                                    \
+    ": the pipeline's configPath files together are more than a request may carry "       \
+    "(--max-message; a file named by N steps counts N times)"
+
 /* Reads `path` (beneath dir_fd as file_read_at's flags say) as one YAML
- * object; NULL with a message naming `shown` in err. */
+ * object, adding the bytes read to *read; NULL with a message naming
+ * `shown` in err, `too_big` after it when it is larger than max. */
 static rl_doc *load_object_file(int dir_fd, const char *path, int flags, size_t max,
-                                const char *what, const char *shown, buf *err)
+                                const char *what, const char *shown, const char *too_big,
+                                size_t *read, buf *err)
 {
     buf data = { 0 };
     char why[FDIO_WHY_MAX];
     rl_doc *d = NULL;
     if (file_read_at(dir_fd, path, flags, max, &data, why) < 0)
-        buf_printf(err, "%s %s: %s%s", what, shown, why,
-                   errno == EFBIG ? ": more than a request may carry (--max-message)" : "");
+        buf_printf(err, "%s %s: %s%s", what, shown, why, errno == EFBIG ? too_big : "");
     else if (!(d = rl_doc_load_object(data.data, data.len, why, sizeof why)))
         buf_printf(err, "%s %s: %s", what, shown, why);
+    *read += data.len;
     buf_free(&data);
     return d;
 }
 
 rl_doc *pipeline_config_file(const char *path, size_t max, buf *err)
 {
-    return load_object_file(AT_FDCWD, path, 0, max, "--fn-config", path, err);
+    size_t read = 0;
+    return load_object_file(AT_FDCWD, path, 0, max, "--fn-config", path, TOO_BIG, &read, err);
+}
+
+/* Counts n more steps or entries; -1 with the step's error past the limit. */
+static int step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int count_entries(kptfile *k, const char *list, size_t i, size_t n)
+{
+    if (n > k->max_entries - k->entries)
+        return step_error(k, list, i, "the pipeline's steps and configMap entries come to more "
+                          "than %zu (aliases repeat them): excessive aliasing", k->max_entries);
+    k->entries += n;
+    return 0;
 }
 
 rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err)
@@ -210,6 +241,8 @@ static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_s
     if (!m || m->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "configMap is not a mapping");
     size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+    if (count_entries(k, list, i, n) < 0)
+        return -1;
     rl_kv *pairs = calloc(n ? n : 1, sizeof *pairs);
     if (!pairs)
         return step_error(k, list, i, "out of memory");
@@ -246,8 +279,9 @@ static int step_config_path(kptfile *k, const char *list, size_t i, const char *
         rc = step_error(k, list, i, "configPath \"%s\": %s", rel, bad);
     else if (buf_printf(&shown, "%s/%s", k->dir, clean.data) < 0)
         rc = step_error(k, list, i, "out of memory");
-    else if (!(s->config = load_object_file(k->dir_fd, clean.data, FDIO_BENEATH, k->max,
-                                            "configPath", shown.data, &why)))
+    else if (!(s->config = load_object_file(k->dir_fd, clean.data, FDIO_BENEATH,
+                                            k->max - k->config_read, "configPath", shown.data,
+                                            CONFIGS_TOO_BIG, &k->config_read, &why)))
         rc = step_error(k, list, i, "%s", why.data ? why.data : "out of memory");
     buf_free(&clean);
     buf_free(&shown);
@@ -278,6 +312,8 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         return step_error(k, list, i, "selectors and exclude are not supported");
     if (!rl_yaml_text(k->y, rl_yaml_get(k->y, entry, "image")))
         return step_error(k, list, i, "image is required (a string)");
+    if (count_entries(k, list, i, 1) < 0)
+        return -1;
     if (optional_text(k, list, i, entry, "image", &image) < 0)
         return -1;
     if (!*image)
@@ -381,8 +417,11 @@ int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
     } else if ((k.path = file.data),
                (k.doc = load_object_file(read_flags ? k.dir_fd : AT_FDCWD,
                                          read_flags ? "Kptfile" : k.path, read_flags, max,
-                                         "--pipeline", k.path, err))) {
+                                         "--pipeline", k.path, TOO_BIG, &k.config_read,
+                                         err))) {
+        k.config_read = 0; /* the configPaths have the whole limit */
         k.y = rl_doc_yaml(k.doc);
+        k.max_entries = (size_t)(k.y->nodes.top - k.y->nodes.start) + KPTFILE_ALIAS_SLACK;
         int pl = check_kptfile(&k);
         if (pl < 0)
             rc = -1;

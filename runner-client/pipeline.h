@@ -34,7 +34,8 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
  * directory and its single object becomes the functionConfig. configPath
  * must stay inside that directory, as kpt says ("path must be relative",
  * "path must not be outside the package"), and no symbolic link on its way
- * is followed. The Kptfile and each configPath are read up to max bytes,
+ * is followed. The Kptfile is read up to max bytes, and its configPath files
+ * together (one read again for each step naming it),
  * regular files only. Returns 0, or -1 with a one-line reason naming the
  * file and the entry in err. */
 int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);

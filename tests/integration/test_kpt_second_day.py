@@ -8,6 +8,7 @@ server with tests/fixtures/functions/multi-fn.py, which does what its
 functionConfig's `op` says."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -557,3 +558,52 @@ def test_aliases_do_not_multiply_the_kptfile_check(multi, tmp_path):
     assert res.returncode == 2, explain(res)
     assert "pipeline.mutators[0]: selectors and exclude are not supported" in res.err, res.err
     assert elapsed < 3, elapsed
+
+
+NO_SERVER = "127.0.0.1:1"   # loopback, nothing listens: the call fails at once
+
+
+def test_a_large_config_map_costs_linear_time(binaries, tmp_path):
+    """A 1 MB Kptfile whose configMap has 100,000 entries: each entry was
+    looked up among the others (66 s); now the step is ready at once and
+    only the call fails."""
+    entries = ", ".join(f"k{i}: v" for i in range(100000))
+    path = kptfile(tmp_path, f"pipeline:\n  mutators: [{{image: a, configMap: {{{entries}}}}}]\n")
+    t0 = time.monotonic()
+    res = client("eval", "--addr", NO_SERVER, "--pipeline", str(path), pkg("app"))
+    assert time.monotonic() - t0 < 5
+    assert res.returncode == 1 and "UNAVAILABLE" in res.err, explain(res)
+
+
+def test_aliased_steps_are_excessive_aliasing(binaries, tmp_path):
+    """3,000 steps that are one aliased step with a 3,000-entry configMap:
+    41 KB of Kptfile that held 9 million entries (2.9 GB); refused as kpt's
+    yaml.v3 refuses excessive aliasing, before any call."""
+    n = 3000
+    entries = ", ".join(f"k{i}: v" for i in range(n))
+    path = kptfile(tmp_path, f"pipeline:\n  mutators: [&f {{image: a, configMap: {{{entries}}}}}"
+                             + ", *f" * (n - 1) + "]\n")
+    t0 = time.monotonic()
+    res = client("eval", "--addr", NO_SERVER, "--pipeline", str(path), pkg("app"))
+    assert time.monotonic() - t0 < 5
+    assert res.returncode == 2, explain(res)
+    # the limit: the Kptfile's nodes (here 6,018) and 100,000 more
+    assert re.fullmatch(f"runner-client eval: {re.escape(str(path))}: pipeline.mutators\\[35\\]: "
+                        "the pipeline's steps and configMap entries come to more than 106018 "
+                        "\\(aliases repeat them\\): excessive aliasing\n", res.err), res.err
+
+
+def test_config_path_files_together_are_bounded(binaries, tmp_path):
+    """One configPath named by many steps is read for each: together they
+    count against --max-message, as a package's files do."""
+    config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  pad: " + "x" * 900 + "\n"
+    (tmp_path / "c.yaml").write_text(config)
+    steps = "".join("  - image: a\n    configPath: c.yaml\n" for _ in range(10))
+    path = kptfile(tmp_path, "pipeline:\n  mutators:\n" + steps)
+    res = client("eval", "--addr", NO_SERVER, "--max-message", "5000", "--pipeline", str(path),
+                 pkg("app"))
+    assert res.returncode == 2, explain(res)
+    assert f"pipeline.mutators[{5000 // len(config)}]: configPath {tmp_path}/c.yaml: " in res.err
+    assert res.err.endswith(": the pipeline's configPath files together are more than a request "
+                            "may carry (--max-message; a file named by N steps counts N times)\n"), \
+        res.err
