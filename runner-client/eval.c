@@ -178,25 +178,6 @@ static int build_pipeline(const eval_args *a, const char *kptfile, size_t max, p
     return 0;
 }
 
-/* The single call's functionConfig (--fn-config, -- KEY=VALUE) put into the
- * input ResourceList, as kpt sends it; 0, or -1 with why set. */
-static int with_function_config(buf *rl, const rl_doc *config, char *why, size_t why_len)
-{
-    rl_doc *d = rl_doc_load_resource_list(rl->data, rl->len, why, why_len);
-    buf out = {0};
-    int rc = d && rl_doc_set_function_config(d, config, why, why_len) == 0 &&
-                     rl_doc_emit(d, NULL, &out, why, why_len) == 0
-                 ? 0 : -1;
-    if (rc == 0) {
-        buf_free(rl);
-        *rl = out;
-    } else {
-        buf_free(&out);
-    }
-    rl_doc_free(d);
-    return rc;
-}
-
 /* ---- the command ---------------------------------------------------------------- */
 
 typedef struct eval_opts {
@@ -298,14 +279,9 @@ static int run_eval(int argc, char **argv, int render)
     int rc = !a.fns || !a.rest ? (buf_printf(&err, "out of memory"), -1)
                                : parse_eval(argc, argv, &a, &o, render, &err);
     int piped = a.n_fns > 0 || o.kptfile;
-    rl_doc *config = NULL;
     exec_caller *local = NULL;
     if (rc == 0 && piped)
         rc = build_pipeline(&a, o.kptfile, (size_t)o.max_message, &p, &err);
-    if (rc == 0 && o.fn_config)
-        rc = (config = pipeline_config_file(o.fn_config, (size_t)o.max_message, &err)) ? 0 : -1;
-    else if (rc == 0 && a.n_fn_args)
-        rc = (config = pipeline_config_args(a.fn_args, (size_t)a.n_fn_args, &err)) ? 0 : -1;
     if (rc == 0)
         rc = eval_output_choose(&out, o.input, o.out.output, &err);
     if (rc == 0 && o.exec)
@@ -315,7 +291,6 @@ static int run_eval(int argc, char **argv, int render)
         free(a.fns);
         free(a.rest);
         pipeline_free(&p);
-        rl_doc_free(config);
         return rc > 0 ? 0 : usage_error(&err);
     }
 
@@ -330,11 +305,12 @@ static int run_eval(int argc, char **argv, int render)
         run.call_ctx = local;
         o.image = o.exec; /* the name its progress shows, as kpt shows it */
     }
-    if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0 ||
-        (config && with_function_config(&rl, config, why, sizeof why) < 0)) {
+    if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
         term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
-    } else if (eval_cli_out_prepare(&o.out, &err) < 0) {
+    } else if (pipeline_single_config(&rl, o.fn_config, a.fn_args, (size_t)a.n_fn_args,
+                                      (size_t)o.max_message, &err) < 0 ||
+               eval_cli_out_prepare(&o.out, &err) < 0) {
         rc = usage_error(&err);
     } else if (piped) {
         rc = pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
@@ -349,7 +325,6 @@ static int run_eval(int argc, char **argv, int render)
     free(a.fns);
     free(a.rest);
     pipeline_free(&p);
-    rl_doc_free(config);
     exec_caller_free(local);
     return rc;
 }

@@ -169,6 +169,33 @@ rl_doc *pipeline_config_file(const char *path, size_t max, buf *err)
     return load_object_file(AT_FDCWD, path, 0, max, "--fn-config", path, TOO_BIG, &read, err);
 }
 
+int pipeline_single_config(buf *rl, const char *fn_config, char *const *args, size_t n_args,
+                           size_t max, buf *err)
+{
+    if (!fn_config && !n_args)
+        return 0;
+    rl_doc *config = fn_config ? pipeline_config_file(fn_config, max, err)
+                               : pipeline_config_args(args, n_args, err);
+    if (!config)
+        return -1;
+    char why[512];
+    rl_doc *d = rl_doc_load_resource_list(rl->data, rl->len, why, sizeof why);
+    buf out = { 0 };
+    int rc = d && rl_doc_set_function_config(d, config, why, sizeof why) == 0 &&
+                     rl_doc_emit(d, NULL, &out, why, sizeof why) == 0
+                 ? 0 : -1;
+    if (rc == 0) {
+        buf_free(rl);
+        *rl = out;
+    } else {
+        buf_printf(err, "the input as a ResourceList: %s", why);
+        buf_free(&out);
+    }
+    rl_doc_free(d);
+    rl_doc_free(config);
+    return rc;
+}
+
 /* Counts n more steps or entries; -1 with the step's error past the limit. */
 static int step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

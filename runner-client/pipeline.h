@@ -48,6 +48,14 @@ int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
 rl_doc *pipeline_config_file(const char *path, size_t max, buf *err);
 rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err);
 
+/* A single call's functionConfig (eval --image, --exec, --kube): from
+ * fn_config (a file; NULL: none) or the n_args KEY=VALUE arguments after
+ * `--`, put into the ResourceList *rl as kpt sends it (replacing one it
+ * had). Nothing when neither is given. 0, or -1 with a one-line reason in
+ * err. */
+int pipeline_single_config(buf *rl, const char *fn_config, char *const *args, size_t n_args,
+                           size_t max, buf *err);
+
 void pipeline_free(pipeline *p);
 
 #endif

@@ -607,3 +607,22 @@ def test_config_path_files_together_are_bounded(binaries, tmp_path):
     assert res.err.endswith(": the pipeline's configPath files together are more than a request "
                             "may carry (--max-message; a file named by N steps counts N times)\n"), \
         res.err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "--kube", "-i", "example.com/fn:v1", "--fn-config", "c.yaml", pkg("app"), "--", "k=v"],
+     "runner-client eval: give the functionConfig either with --fn-config or as KEY=VALUE"),
+    (["eval", "--kube", "-i", "example.com/fn:v1", pkg("app"), "--", "novalue"],
+     'runner-client eval: "novalue" is not KEY=VALUE (the function\'s arguments after -- are '
+     "KEY=VALUE)\n"),
+    (["pod", "create", "--image", "example.com/fn:v1", "--", "k=v"],
+     "runner-client pod create: -o, --results-dir, --fn-config and -- KEY=VALUE are for eval\n"),
+])
+def test_eval_kube_takes_the_same_function_config(binaries, tmp_path, args, message):
+    """eval --kube's functionConfig comes as eval's; these mistakes are
+    refused before any cluster is asked (none is configured here)."""
+    env = dict(os.environ, KUBECONFIG=str(tmp_path / "none"), WRAPPER_SERVER_IMAGE="example.com/ws:v1")
+    res = subprocess.run([CLIENT_BIN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, timeout=10)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.decode().startswith(message), res.stderr
