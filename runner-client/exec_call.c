@@ -20,7 +20,6 @@
 #include "runtime/ev_exec.h"
 #include "runtime/fn_job.h"
 
-#define EXEC_MAX_STDERR (1024 * 1024)        /* stderr kept, as the wrapper server's */
 #define EXEC_KILL_GRACE_NS 2000000000LL      /* SIGTERM, then SIGKILL after this */
 
 struct exec_caller {
@@ -120,7 +119,7 @@ exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout
         buf_printf(err, "--exec: signalfd: %s", strerror(errno));
     } else if (!(c->l = loop_new()) || loop_watch(c->l, c->sig_fd, LOOP_READ, on_signal, c) < 0 ||
                !(c->ev = ev_exec_new(&(ev_exec_config){ .loop = c->l, .max_stdout = max_output,
-                                                        .max_stderr = EXEC_MAX_STDERR,
+                                                        .max_stderr = EV_EXEC_MAX_STDERR,
                                                         .kill_grace_ns = EXEC_KILL_GRACE_NS,
                                                         .argv = c->argv }))) {
         buf_printf(err, "out of memory");

@@ -43,7 +43,6 @@
 #include "serve_pod.h"
 #include "term_text.h"
 
-#define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
 /* Pre-started exec functions: a Go function blocked on stdin holds a few
  * MiB, so the total bounds that memory; a minute without a call is long
@@ -436,7 +435,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
     size_t n = 0;
     if (r->exec_enabled) {
         ev_exec_config exec = {
-            .loop = l, .max_stdout = r->server.max_message, .max_stderr = SERVE_MAX_STDERR,
+            .loop = l, .max_stdout = r->server.max_message, .max_stderr = EV_EXEC_MAX_STDERR,
             .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))

@@ -18,8 +18,6 @@
 #include "cli.h"
 #include "probe.h"
 
-#define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */
-
 static int run(const ws_config *cfg)
 {
     rpc_server_config scfg = {
@@ -45,7 +43,7 @@ static int run(const ws_config *cfg)
     ev_exec_config exec = {
         .loop = l,
         .max_stdout = cfg->max_message,
-        .max_stderr = EVAL_MAX_STDERR,
+        .max_stderr = EV_EXEC_MAX_STDERR,
         .kill_grace_ns = server_kill_grace_ns(),
         .argv = cfg->entrypoint,
     };
