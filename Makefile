@@ -233,18 +233,30 @@ clean:
 	rm -rf build
 
 # make install PREFIX=/opt/krm: the two commands into $(DESTDIR)$(PREFIX)/bin,
-# nothing else (the copier belongs in images: make images).
+# their man pages and bash completions (generated from their --help by
+# scripts/cli-docs.sh, with help2man) under share/; nothing else (the copier
+# belongs in images: make images).
 PREFIX ?= /usr/local
-.PHONY: install
-install: $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $^ $(DESTDIR)$(PREFIX)/bin/
+CLI_DOCS := $(BUILD)/cli-docs
+.PHONY: install cli-docs
+cli-docs: $(CLI_DOCS)/.done
+$(CLI_DOCS)/.done: $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client scripts/cli-docs.sh
+	@echo "  DOCS  $(CLI_DOCS): man pages and bash completions from --help"
+	$(Q)rm -rf $(CLI_DOCS) && ./scripts/cli-docs.sh $(BUILD) $(CLI_DOCS) && touch $@
+install: $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client $(CLI_DOCS)/.done
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0755 $(BUILD)/bin/wrapper-server $(BUILD)/bin/runner-client $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(CLI_DOCS)/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(CLI_DOCS)/bash-completion/* \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 
 .PHONY: help
 help:
 	@echo 'make [V=1] [BUILD=dir] [SAN=1] TARGET'
 	@echo '  all (default)  build/bin/wrapper-server, runner-client and copier'
-	@echo '  install        wrapper-server and runner-client into $$(DESTDIR)$$(PREFIX)/bin (PREFIX=$(PREFIX))'
+	@echo '  install        wrapper-server and runner-client into $$(DESTDIR)$$(PREFIX)/bin (PREFIX=$(PREFIX)),'
+	@echo '                 their man pages and bash completions into share/ (needs help2man)'
 	@echo '  demo           start a server with a sample function and evaluate examples/package'
 	@echo '  test           static build, unit + integration tests, again under ASan+UBSan, fuzz smoke'
 	@echo '  unit           the Criterion unit tests'
@@ -294,7 +306,7 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/kube/kubeconfig.c lib/kube/exec_credential.c lib/kube/pod_id.c lib/krm/yaml_node.c lib/core/base64.c \
                      lib/core/fdio.c lib/core/header_value.c lib/oci/oci_manifest.c lib/oci/www_auth.c \
                      lib/krm/rl_edit.c lib/krm/yaml_load.c lib/krm/yaml_limits.c lib/oci/image_ref.c lib/core/beneath.c \
-                     runner-client/pipeline.c) \
+                     runner-client/pipeline.c runner-client/kptfile_fields.c runner-client/rl_rewrite.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) $(FUZZ)/gen/descriptor_set.o \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 
@@ -329,7 +341,7 @@ $(FUZZ)/gen/descriptor_set.o: $(FUZZ)/gen/descriptor_set.c
 
 $(FUZZ)/obj/%.o: %.c $(PROTOS:%=$(FUZZ)/gen/%.pb-c.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
+	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -Irunner-client -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
 	    -MMD -MP -c -o $@ $<
 
 fuzz_yaml = $(shell pkg-config --modversion yaml-0.1)

@@ -72,6 +72,28 @@ def elf_arch(path):
     return ELF_ARCH[machine]
 
 
+def elf_interpreter(path):
+    """The program interpreter (PT_INTERP) an ELF executable asks for, e.g.
+    /lib64/ld-linux-x86-64.so.2, or None for a static one (static-pie
+    included: it has no PT_INTERP)."""
+    with open(path, "rb") as f:
+        data = f.read(1 << 20)   # the header and program headers are at the start
+    if len(data) < 52 or data[:4] != b"\x7fELF":
+        raise ImageError(f"{path}: not an ELF executable")
+    wide, order = data[4] == 2, ("little" if data[5] == 1 else "big")
+    num = lambda off, size: int.from_bytes(data[off:off + size], order)
+    phoff, phentsize, phnum = (num(0x20, 8), num(0x36, 2), num(0x38, 2)) if wide else \
+        (num(0x1C, 4), num(0x2A, 2), num(0x2C, 2))
+    for i in range(phnum):
+        ph = phoff + i * phentsize
+        if ph + phentsize > len(data):
+            raise ImageError(f"{path}: its program headers are past its first MiB")
+        if num(ph, 4) == 3:   # PT_INTERP
+            offset, size = (num(ph + 8, 8), num(ph + 32, 8)) if wide else (num(ph + 4, 4), num(ph + 16, 4))
+            return data[offset:offset + size].rstrip(b"\0").decode("utf-8", "replace") or "?"
+    return None
+
+
 # ---------------------------------------------------------------- layers
 
 class Entry:

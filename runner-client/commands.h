@@ -6,6 +6,8 @@
 
 
 int cmd_eval(int argc, char **argv);
+/* render: eval with the input directory's Kptfile as the pipeline (eval.c). */
+int cmd_render(int argc, char **argv);
 int cmd_health(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_pod(int argc, char **argv);

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fdio.h"
 #include "core/numparse.h"
+#include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
 #include "oci/image_ref.h"
 #include "call_opts.h"
@@ -20,22 +22,30 @@
 #include "eval_output.h"
 #include "eval_run.h"
 #include "results_text.h"
+#include "exec_call.h"
 #include "pipeline.h"
 #include "pipeline_run.h"
 #include "rl_input.h"
 #include "term_text.h"
 
 static const char eval_usage[] =
-    "Usage: runner-client eval --addr HOST:PORT [--image IMG] [flags] [DIR|FILE|-]\n"
+    "Usage: runner-client eval --addr HOST:PORT [-i IMG] [flags] [DIR|FILE|-] [-- KEY=VALUE...]\n"
+    "       runner-client eval --exec CMD [flags] [DIR|FILE|-] [-- KEY=VALUE...]\n"
     "       runner-client eval --addr HOST:PORT --fn IMG[=KEY=VALUE,...]... [flags] [DIR|FILE|-]\n"
     "       runner-client eval --addr HOST:PORT --pipeline KPTFILE|DIR [flags] [DIR|FILE|-]\n"
     "       runner-client eval --kube --image IMG [flags] [DIR|FILE|-]   (see eval --kube --help)\n"
     "Runs functions on a package, as kpt fn eval does: a directory's YAML files\n"
-    "(or a YAML file, or stdin) become a ResourceList (an existing ResourceList\n"
-    "passes through), each function's answer the next input. A directory without\n"
-    "any KRM object is an error (no resources found).\n"
+    "(default: the current directory, as kpt's; or a YAML file, or - for stdin)\n"
+    "become a ResourceList (an existing ResourceList passes through), each\n"
+    "function's answer the next input. A directory without any KRM object is an\n"
+    "error (no resources found).\n"
     "\n"
-    "  --image IMG          one call with this image\n"
+    "  -i, --image IMG      one call with this image\n"
+    "  --exec CMD           one call: CMD (words split at spaces, no quoting) run here as\n"
+    "                       the function, judged as the wrapper server judges it\n"
+    "  --fn-config FILE     the call's functionConfig: FILE's one KRM object\n"
+    "  -- KEY=VALUE...      the call's functionConfig: a ConfigMap named function-input\n"
+    "                       with these entries (as kpt fn eval IMG -- KEY=VALUE)\n"
     "  --fn IMG[=K=V,...]   a pipeline step (repeatable, run in order); the pairs become\n"
     "                       its functionConfig, a ConfigMap named function-input\n"
     "  --pipeline KPTFILE   the steps of a Kptfile's pipeline: mutators, then validators,\n"
@@ -65,21 +75,43 @@ static const char eval_usage[] =
     "(a deadline passed, the server could not be reached: DEADLINE_EXCEEDED,\n"
     "UNAVAILABLE), 2 bad usage or input.\n";
 
+static const char render_usage[] =
+    "Usage: runner-client render --addr HOST:PORT [flags] [DIR]\n"
+    "Runs the pipeline of DIR's Kptfile (default: the current directory) on the\n"
+    "package and writes the result back in place, as kpt fn render does: the\n"
+    "mutators, then the validators, each {image, name, configMap | configPath}.\n"
+    "It is eval --pipeline DIR DIR (see eval --help for what is read and written).\n"
+    "A failed step stops the pipeline and leaves the package as it was.\n"
+    "Subpackages' Kptfiles are read as resources; their pipelines are not run.\n"
+    "\n"
+    "  -o, --output OUT     stdout, unwrap or a new directory instead of in place\n"
+    "  --results-dir DIR    write the functions' results to DIR/results.yaml\n"
+    "  --truncate-output[=false], --timeout DUR, --max-message BYTES   as for eval\n"
+    "\n"
+    "Exit status: 0 success, 1 a function failed or the output could not be\n"
+    "written, 2 bad usage or input (a Kptfile kpt would refuse: an unknown field\n"
+    "is named with its line).\n";
+
 static int usage_error(buf *err)
 {
-    term_printf(stderr, "runner-client eval: %s\n", err->data);
+    term_printf(stderr, "runner-client %s: %s\n", eval_command, err->data);
     buf_free(err);
     return 2;
 }
 
 /* ---- arguments ------------------------------------------------------------- */
 
-/* flags_parse knows single-valued flags only: the repeatable --fn and the
- * boolean --stop-on-error are taken out first, the rest is left to it. */
+/* flags_parse knows single-valued flags only: the repeatable --fn, the
+ * boolean --stop-on-error and the function's arguments after `--` are
+ * taken out first, the rest is left to it. */
 typedef struct eval_args {
     const char **fns;
     int n_fns;
+    char **fn_args;          /* after `--`: KEY=VALUE */
+    int n_fn_args;
+    int dash_dash;           /* `--` was given */
     int stop_on_error;
+    int stop_on_error_given;
     char **rest;
     int n_rest;
 } eval_args;
@@ -107,15 +139,21 @@ static int split_args(int argc, char **argv, const flag_def *defs, eval_args *a,
 {
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
-        if (!strcmp(arg, "--fn")) {
+        if (!strcmp(arg, "--")) {
+            a->dash_dash = 1;
+            a->fn_args = argv + i + 1;
+            a->n_fn_args = argc - i - 1;
+            break;
+        } else if (!strcmp(arg, "--fn")) {
             if (i + 1 >= argc)
                 return buf_printf(err, "flag --fn needs a value"), -1;
             a->fns[a->n_fns++] = argv[++i];
         } else if (!strncmp(arg, "--fn=", 5)) {
             a->fns[a->n_fns++] = arg + 5;
         } else if (!strcmp(arg, "--stop-on-error")) {
-            a->stop_on_error = 1;
+            a->stop_on_error = a->stop_on_error_given = 1;
         } else if (!strncmp(arg, "--stop-on-error=", 16)) {
+            a->stop_on_error_given = 1;
             if (parse_bool(arg + 16, &a->stop_on_error) < 0)
                 return buf_printf(err, "invalid --stop-on-error \"%s\": want true or false",
                                   arg + 16),
@@ -144,7 +182,7 @@ static int build_pipeline(const eval_args *a, const char *kptfile, size_t max, p
 /* ---- the command ---------------------------------------------------------------- */
 
 typedef struct eval_opts {
-    const char *addr, *image, *timeout, *max_text, *kptfile, *input;
+    const char *addr, *image, *timeout, *max_text, *kptfile, *input, *fn_config, *exec;
     eval_cli_out out;
     gc_unary_opts call;
     unsigned long long max_message;
@@ -163,22 +201,58 @@ static int call_grpc(void *ctx, const char *image, const char *rl, size_t len,
     return fn_call(g->addr, image, rl, len, &g->call, out);
 }
 
-/* Parses and checks the flags; 0, 1 for --help (printed), or -1 with err set. */
-static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *err)
+/* render: the package's own Kptfile is the pipeline, so the flags that
+ * name functions are eval's only; the input must be a directory. */
+static int check_render(const eval_args *a, eval_opts *o, buf *err)
 {
-    flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"--timeout", &o->timeout},
-                       {"--max-message", &o->max_text}, {"--pipeline", &o->kptfile},
-                       EVAL_CLI_OUT_FLAGS(&o->out), {0}};
+    struct stat st;
+    const char *evals = o->image ? "--image" : o->kptfile ? "--pipeline" : a->n_fns ? "--fn"
+                      : o->exec ? "--exec" : o->fn_config ? "--fn-config"
+                      : a->dash_dash ? "-- KEY=VALUE" : a->stop_on_error_given ? "--stop-on-error"
+                      : NULL;
+    if (evals)
+        return buf_printf(err, "%s is eval's: render runs the functions of DIR's Kptfile",
+                          evals), -1;
+    if (!strcmp(o->input, "-") || (stat(o->input, &st) == 0 && !S_ISDIR(st.st_mode)))
+        return buf_printf(err, "%s is not a directory: render updates a package (a directory "
+                          "holding a Kptfile)", !strcmp(o->input, "-") ? "-" : o->input), -1;
+    o->kptfile = o->input;
+    return 0;
+}
+
+/* Parses and checks the flags; 0, 1 for --help (printed), or -1 with err set. */
+static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int render, buf *err)
+{
+    flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"-i", &o->image},
+                       {"--timeout", &o->timeout}, {"--max-message", &o->max_text},
+                       {"--pipeline", &o->kptfile}, {"--fn-config", &o->fn_config},
+                       {"--exec", &o->exec}, EVAL_CLI_OUT_FLAGS(&o->out), {0}};
     int n_pos, help;
     if (split_args(argc, argv, defs, a, err) < 0 ||
         flags_parse(a->n_rest, a->rest, defs, &o->input, 1, &n_pos, &help, err) < 0)
         return -1;
     if (help) {
-        fputs(eval_usage, stdout);
+        fputs(render ? render_usage : eval_usage, stdout);
         return 1;
     }
-    if (!o->addr)
-        buf_printf(err, "--addr HOST:PORT is required");
+    if (render && check_render(a, o, err) < 0)
+        return -1;
+    if (o->exec && o->addr)
+        buf_printf(err, "--exec runs the function here; --addr calls a server: give one");
+    else if (!o->addr && !o->exec)
+        buf_printf(err, "--addr HOST:PORT is required (or --exec CMD to run a local function)");
+    else if (o->addr && gc_addr_check(o->addr, err) < 0)
+        ;
+    else if (o->exec && (o->image || a->n_fns || o->kptfile))
+        buf_printf(err, "--exec is the function of one call: not with --image, --fn or --pipeline");
+    else if (o->exec && !*o->exec)
+        buf_printf(err, "--exec needs a command");
+    else if ((o->fn_config || a->dash_dash) && (a->n_fns || o->kptfile))
+        buf_printf(err, "%s is the functionConfig of one call (--image or --exec); a pipeline's "
+                    "steps have their own", o->fn_config ? "--fn-config" : "-- KEY=VALUE");
+    else if (o->fn_config && a->n_fn_args)
+        buf_printf(err, "give the functionConfig either with --fn-config or as KEY=VALUE "
+                    "arguments after --, not both");
     else if (call_opts_timeouts(o->timeout, CALL_EVAL_TIMEOUT_NS, &o->call, err) < 0)
         ;
     else if (o->image && *o->image && image_ref_check(o->image, err) < 0)
@@ -194,24 +268,26 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, buf *er
     return err->len ? -1 : 0;
 }
 
-int cmd_eval(int argc, char **argv)
+/* eval, or render (the input's Kptfile as the pipeline). */
+static int run_eval(int argc, char **argv, int render)
 {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--kube"))
-            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
-    eval_opts o = {.max_text = "6291456", .input = "-", .out = EVAL_CLI_OUT_INIT};
+    eval_opts o = {.max_text = "6291456", .input = ".", .out = EVAL_CLI_OUT_INIT};
     eval_args a = {.stop_on_error = 1, .fns = calloc((size_t)argc + 1, sizeof *a.fns),
                    .rest = calloc((size_t)argc + 1, sizeof *a.rest)};
     buf err = {0};
     pipeline p = {0};
     eval_output out;
     int rc = !a.fns || !a.rest ? (buf_printf(&err, "out of memory"), -1)
-                               : parse_eval(argc, argv, &a, &o, &err);
+                               : parse_eval(argc, argv, &a, &o, render, &err);
     int piped = a.n_fns > 0 || o.kptfile;
+    exec_caller *local = NULL;
     if (rc == 0 && piped)
         rc = build_pipeline(&a, o.kptfile, (size_t)o.max_message, &p, &err);
     if (rc == 0)
         rc = eval_output_choose(&out, o.input, o.out.output, &err);
+    if (rc == 0 && o.exec)
+        rc = (local = exec_caller_new(o.exec, (size_t)o.max_message, o.call.timeout_ns, &err))
+                 ? 0 : -1;
     if (rc != 0) {
         free(a.fns);
         free(a.rest);
@@ -226,10 +302,17 @@ int cmd_eval(int argc, char **argv)
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
                     .truncate = o.out.truncate, .results_dir = o.out.results_dir,
                     .results = {.bound = results_text_bound(o.max_message)}};
+    if (local) {
+        run.call = exec_call;
+        run.call_ctx = local;
+        o.image = o.exec; /* the name its progress shows, as kpt shows it */
+    }
     if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client eval: %s\n", why);
+        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
-    } else if (eval_cli_out_prepare(&o.out, &err) < 0) {
+    } else if (pipeline_single_config(&rl, o.fn_config, a.fn_args, (size_t)a.n_fn_args,
+                                      (size_t)o.max_message, &err) < 0 ||
+               eval_cli_out_prepare(&o.out, &err) < 0) {
         rc = usage_error(&err);
     } else if (piped) {
         rc = pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
@@ -244,5 +327,20 @@ int cmd_eval(int argc, char **argv)
     free(a.fns);
     free(a.rest);
     pipeline_free(&p);
+    exec_caller_free(local);
     return rc;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--kube"))
+            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
+    return run_eval(argc, argv, 0);
+}
+
+int cmd_render(int argc, char **argv)
+{
+    eval_command = "render";
+    return run_eval(argc, argv, 1);
 }

@@ -23,6 +23,10 @@
 
 #include "core/buf.h"
 
+/* The command running ("eval", or "render", set by it): the messages of
+ * eval_output, eval_run and pipeline_run start "runner-client CMD: ". */
+extern const char *eval_command;
+
 /* The flags about output, shared by eval and eval --kube. */
 typedef struct eval_cli_out {
     const char *output;      /* -o / --output; NULL: the default */

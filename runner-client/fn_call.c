@@ -78,3 +78,17 @@ void fn_call_result_free(fn_call_result *r)
     buf_free(&r->log);
     *r = (fn_call_result){ 0 };
 }
+
+int fn_call_result_set(fn_call_result *out, const ev_result *res)
+{
+    out->status = res->code;
+    out->message = strdup(res->code != GRPC_OK && res->message ? res->message : "");
+    if (!out->message)
+        return -1;
+    if (res->code != GRPC_OK)
+        return 0;
+    return buf_append(&out->resource_list, res->out, res->out_len) < 0 ||
+                   buf_append(&out->log, res->log, res->log_len) < 0
+               ? -1
+               : 0;
+}

@@ -8,6 +8,7 @@
 
 #include "core/buf.h"
 #include "grpc/grpc_unary.h"
+#include "runtime/evaluator.h"
 
 typedef struct fn_call_result {
     int status;         /* gRPC status code */
@@ -24,5 +25,9 @@ typedef struct fn_call_result {
 int fn_call(const char *addr, const char *image, const char *rl, size_t len,
             const gc_unary_opts *opts, fn_call_result *out);
 void fn_call_result_free(fn_call_result *r);
+
+/* The same from an evaluator's answer (eval --kube's pod, eval --exec's
+ * process), into a zeroed *out. 0, or -1 when out of memory. */
+int fn_call_result_set(fn_call_result *out, const ev_result *res);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "grpc/grpc_status.h"
 #include "grpc/grpc_unary.h"
+#include "grpc/grpc_client.h"
 #include "call_opts.h"
 #include "commands.h"
 #include "flags.h"
@@ -29,6 +30,7 @@ int cmd_health(int argc, char **argv)
     gc_unary_opts opts = {0};
     if (flags_parse(argc, argv, defs, NULL, 0, &n_pos, &help, &err) < 0 ||
         (!help && !addr && buf_printf(&err, "--addr HOST:PORT is required") == 0) ||
+        (!help && gc_addr_check(addr, &err) < 0) ||
         (!help && call_opts_timeouts(timeout, CALL_HEALTH_TIMEOUT_NS, &opts, &err) < 0)) {
         term_printf(stderr, "runner-client health: %s\n", err.data);
         buf_free(&err);

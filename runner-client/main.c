@@ -1,5 +1,6 @@
 /* runner-client: the companion of wrapper-server: calls function servers
- * (eval, health) and serves as the function runner (serve). See README.md. */
+ * (eval, render, health) and serves as the function runner (serve). See
+ * README.md. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,44 +9,72 @@
 
 #define RC_VERSION "0.1.0"
 
-static const char usage[] =
-    "Usage: runner-client COMMAND [flags]\n"
-    "\n"
-    "Commands:\n"
-    "  eval     evaluate a package through a wrapper server's EvaluateFunction\n"
-    "  health   check a server's grpc.health.v1 status\n"
-    "  image    print an image's digest and entrypoint, read from its registry\n"
-    "  pod      render a function's Pod and Service as Porch creates them; print its podId;\n"
-    "           list and delete function pods on a cluster\n"
-    "  serve    run the function runner: EvaluateFunction for any configured image\n"
-    "\n"
-    "Run 'runner-client COMMAND --help' for a command's flags.\n";
+/* The commands, as `runner-client --help` lists them and `runner-client
+ * help CMD` finds them. */
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;   /* may span lines, each indented as the first */
+} commands[] = {
+    {"eval", cmd_eval, "evaluate a package through a wrapper server's EvaluateFunction"},
+    {"render", cmd_render, "apply a package's Kptfile pipeline in place, as kpt fn render"},
+    {"health", cmd_health, "check a server's grpc.health.v1 status"},
+    {"image", cmd_image, "print an image's digest and entrypoint, read from its registry"},
+    {"pod", cmd_pod, "render a function's Pod and Service as Porch creates them; print its podId;\n"
+                     "           list and delete function pods on a cluster"},
+    {"serve", cmd_serve, "run the function runner: EvaluateFunction for any configured image"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out)
+{
+    fputs("Usage: runner-client COMMAND [flags]\n"
+          "\n"
+          "Commands:\n", out);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n"
+          "Run 'runner-client help COMMAND' (or 'runner-client COMMAND --help') for a\n"
+          "command's flags.\n", out);
+}
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(commands[i].name, name))
+            return &commands[i];
+    return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+    term_printf(stderr, "runner-client: unknown command \"%s\" (see --help)\n", name);
+    return 2;
+}
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(usage, stderr);
+        usage(stderr);
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "eval"))
-        return cmd_eval(argc - 2, argv + 2);
-    if (!strcmp(cmd, "health"))
-        return cmd_health(argc - 2, argv + 2);
-    if (!strcmp(cmd, "pod"))
-        return cmd_pod(argc - 2, argv + 2);
-    if (!strcmp(cmd, "image"))
-        return cmd_image(argc - 2, argv + 2);
-    if (!strcmp(cmd, "serve"))
-        return cmd_serve(argc - 2, argv + 2);
+    const struct command *c = find_command(cmd);
+    if (c)
+        return c->run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "help") && argc > 2) {
+        /* help CMD: the command's own --help */
+        char help_flag[] = "--help";
+        char *help_argv[] = {help_flag, NULL};
+        return (c = find_command(argv[2])) ? c->run(1, help_argv) : unknown_command(argv[2]);
+    }
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(usage, stdout);
+        usage(stdout);
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
         printf("runner-client " RC_VERSION "\n");
         return 0;
     }
-    term_printf(stderr, "runner-client: unknown command \"%s\" (see --help)\n", cmd);
-    return 2;
+    return unknown_command(cmd);
 }

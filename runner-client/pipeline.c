@@ -21,6 +21,8 @@
 #include "core/fdio.h"
 #include "oci/image_ref.h"
 #include "err_line.h"
+#include "kptfile_fields.h"
+#include "rl_rewrite.h"
 
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
 
@@ -48,20 +50,30 @@ void pipeline_free(pipeline *p)
 
 /* ---- --fn IMG[=k=v,...] ------------------------------------------------------- */
 
+/* One KEY=VALUE (modified in place: the '=' ends the key). */
+static int split_pair(char *tok, rl_kv *pair, buf *err)
+{
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok) {
+        buf_printf(err, "\"%s\" is not KEY=VALUE", tok);
+        return -1;
+    }
+    *eq = '\0';
+    *pair = (rl_kv){ tok, eq + 1 };
+    return 0;
+}
+
 /* Splits "k=v,k2=v2" (modified in place) into pairs; at most `max`. */
 static int split_pairs(char *text, rl_kv *pairs, size_t max, size_t *n, buf *err)
 {
     *n = 0;
     for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq || eq == tok) {
-            buf_printf(err, "\"%s\" is not KEY=VALUE", tok);
+        rl_kv pair;
+        if (split_pair(tok, &pair, err) < 0)
             return -1;
-        }
-        *eq = '\0';
         if (*n < max)
-            pairs[(*n)++] = (rl_kv){ tok, eq + 1 };
+            pairs[(*n)++] = pair;
     }
     if (*n == 0) {
         buf_printf(err, "nothing after '=': want KEY=VALUE pairs");
@@ -111,26 +123,117 @@ typedef struct kptfile {
     const char *path;      /* the Kptfile */
     const char *dir;       /* its directory (the package), for messages */
     int dir_fd;            /* the package, which configPath stays beneath */
-    size_t max;            /* the most read of the Kptfile and of each configPath */
+    size_t max;            /* the most read of the Kptfile, and of its configPaths together */
+    size_t config_read;    /* bytes of configPath files read so far */
+    size_t entries;        /* steps and configMap entries made so far */
+    size_t max_entries;    /* ... at most (see KPTFILE_ALIAS_SLACK) */
     rl_doc *doc;
     const yaml_document_t *y;
     buf *err;
 } kptfile;
 
+/* An alias makes one node many steps or many configMap entries: 3,000 steps
+ * that are one aliased step with a 3,000-entry configMap, 41 KB of Kptfile,
+ * held 9 million entries (2.9 GB). The steps and entries made may exceed the
+ * Kptfile's nodes by this many and no more (kpt's yaml.v3 likewise refuses
+ * "excessive aliasing"); a configPath named again is read again, so the
+ * configPath files read together count against the input limit. */
+#define KPTFILE_ALIAS_SLACK 100000
+
+#define TOO_BIG ": more than a request may carry (--max-message)"
+#define CONFIGS_TOO_BIG                                                                    \
+    ": the pipeline's configPath files together are more than a request may carry "       \
+    "(--max-message; a file named by N steps counts N times)"
+
 /* Reads `path` (beneath dir_fd as file_read_at's flags say) as one YAML
- * object; NULL with a message naming `shown` in err. */
+ * object, adding the bytes read to *read; NULL with a message naming
+ * `shown` in err, `too_big` after it when it is larger than max. */
 static rl_doc *load_object_file(int dir_fd, const char *path, int flags, size_t max,
-                                const char *what, const char *shown, buf *err)
+                                const char *what, const char *shown, const char *too_big,
+                                size_t *read, buf *err)
 {
     buf data = { 0 };
     char why[FDIO_WHY_MAX];
     rl_doc *d = NULL;
     if (file_read_at(dir_fd, path, flags, max, &data, why) < 0)
-        buf_printf(err, "%s %s: %s%s", what, shown, why,
-                   errno == EFBIG ? ": more than a request may carry (--max-message)" : "");
+        buf_printf(err, "%s %s: %s%s", what, shown, why, errno == EFBIG ? too_big : "");
     else if (!(d = rl_doc_load_object(data.data, data.len, why, sizeof why)))
         buf_printf(err, "%s %s: %s", what, shown, why);
+    *read += data.len;
     buf_free(&data);
+    return d;
+}
+
+rl_doc *pipeline_config_file(const char *path, size_t max, buf *err)
+{
+    size_t read = 0;
+    return load_object_file(AT_FDCWD, path, 0, max, "--fn-config", path, TOO_BIG, &read, err);
+}
+
+int pipeline_single_config(buf *rl, const char *fn_config, char *const *args, size_t n_args,
+                           size_t max, buf *err)
+{
+    if (!fn_config && !n_args)
+        return 0;
+    rl_doc *config = fn_config ? pipeline_config_file(fn_config, max, err)
+                               : pipeline_config_args(args, n_args, err);
+    if (!config)
+        return -1;
+    /* put in as the pipeline hands lists on: the input stays text */
+    char why[512];
+    buf text = { 0 }, out = { 0 };
+    int rc = rl_doc_emit(config, NULL, &text, why, sizeof why);
+    if (rc == 0) {
+        rl_rewrite_opts o = { .config = text.data, .config_len = text.len };
+        rc = rl_rewrite(rl->data, rl->len, &o, &out, why, sizeof why);
+    }
+    if (rc == 0) {
+        buf_free(rl);
+        *rl = out;
+    } else {
+        buf_printf(err, "the input as a ResourceList: %s", why);
+        buf_free(&out);
+    }
+    buf_free(&text);
+    rl_doc_free(config);
+    return rc;
+}
+
+/* Counts n more steps or entries; -1 with the step's error past the limit. */
+static int step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int count_entries(kptfile *k, const char *list, size_t i, size_t n)
+{
+    if (n > k->max_entries - k->entries)
+        return step_error(k, list, i, "the pipeline's steps and configMap entries come to more "
+                          "than %zu (aliases repeat them): excessive aliasing", k->max_entries);
+    k->entries += n;
+    return 0;
+}
+
+rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err)
+{
+    rl_kv *pairs = calloc(n ? n : 1, sizeof *pairs);
+    char **copies = calloc(n ? n : 1, sizeof *copies);
+    rl_doc *d = NULL;
+    int ok = pairs && copies;
+    if (!ok)
+        buf_printf(err, "out of memory");
+    for (size_t i = 0; ok && i < n; i++) {
+        if (!(copies[i] = strdup(args[i]))) {
+            buf_printf(err, "out of memory");
+            ok = 0;
+        } else if (split_pair(copies[i], &pairs[i], err) < 0) {
+            buf_printf(err, " (the function's arguments after -- are KEY=VALUE)");
+            ok = 0;
+        }
+    }
+    if (ok && !(d = rl_doc_config_map(CONFIG_MAP_NAME, pairs, n)))
+        buf_printf(err, "out of memory");
+    for (size_t i = 0; copies && i < n; i++)
+        free(copies[i]);
+    free(copies);
+    free(pairs);
     return d;
 }
 
@@ -168,6 +271,8 @@ static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_s
     if (!m || m->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "configMap is not a mapping");
     size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+    if (count_entries(k, list, i, n) < 0)
+        return -1;
     rl_kv *pairs = calloc(n ? n : 1, sizeof *pairs);
     if (!pairs)
         return step_error(k, list, i, "out of memory");
@@ -204,8 +309,9 @@ static int step_config_path(kptfile *k, const char *list, size_t i, const char *
         rc = step_error(k, list, i, "configPath \"%s\": %s", rel, bad);
     else if (buf_printf(&shown, "%s/%s", k->dir, clean.data) < 0)
         rc = step_error(k, list, i, "out of memory");
-    else if (!(s->config = load_object_file(k->dir_fd, clean.data, FDIO_BENEATH, k->max,
-                                            "configPath", shown.data, &why)))
+    else if (!(s->config = load_object_file(k->dir_fd, clean.data, FDIO_BENEATH,
+                                            k->max - k->config_read, "configPath", shown.data,
+                                            CONFIGS_TOO_BIG, &k->config_read, &why)))
         rc = step_error(k, list, i, "%s", why.data ? why.data : "out of memory");
     buf_free(&clean);
     buf_free(&shown);
@@ -236,6 +342,8 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         return step_error(k, list, i, "selectors and exclude are not supported");
     if (!rl_yaml_text(k->y, rl_yaml_get(k->y, entry, "image")))
         return step_error(k, list, i, "image is required (a string)");
+    if (count_entries(k, list, i, 1) < 0)
+        return -1;
     if (optional_text(k, list, i, entry, "image", &image) < 0)
         return -1;
     if (!*image)
@@ -282,7 +390,7 @@ static int add_kptfile_list(kptfile *k, pipeline *p, int pl, const char *list)
     return 0;
 }
 
-/* Checks kind and apiVersion; returns the pipeline node (0: none), or -1
+/* Checks kind, apiVersion and the field names (kptfile_fields); returns the pipeline node (0: none), or -1
  * with err set. */
 static int check_kptfile(kptfile *k)
 {
@@ -291,6 +399,11 @@ static int check_kptfile(kptfile *k)
     if (!kind || strcmp(kind, "Kptfile") != 0 || !api || strncmp(api, "kpt.dev/", 8) != 0) {
         buf_printf(k->err, "%s: not a Kptfile (want apiVersion kpt.dev/v1, kind Kptfile)",
                    k->path);
+        return -1;
+    }
+    char why[512];
+    if (kptfile_fields_check(k->y, why, sizeof why) < 0) {
+        buf_printf(k->err, "%s: %s", k->path, why);
         return -1;
     }
     int pl = rl_yaml_get(k->y, 0, "pipeline");
@@ -326,6 +439,7 @@ static int add_kptfile_steps(kptfile *k, pipeline *p)
 {
     size_t before = p->n_steps;
     k->y = rl_doc_yaml(k->doc);
+    k->max_entries = (size_t)(k->y->nodes.top - k->y->nodes.start) + KPTFILE_ALIAS_SLACK;
     int pl = check_kptfile(k);
     if (pl < 0)
         return -1;
@@ -371,7 +485,8 @@ int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
         k.path = file.data;
         k.dir = dir;
         k.doc = load_object_file(read_flags ? k.dir_fd : AT_FDCWD, read_flags ? "Kptfile" : k.path,
-                                 read_flags, max, "--pipeline", k.path, err);
+                                 read_flags, max, "--pipeline", k.path, TOO_BIG, &k.config_read, err);
+        k.config_read = 0; /* the configPaths have the whole limit */
         if (k.doc)
             rc = add_kptfile_steps(&k, p);
     }

@@ -34,7 +34,8 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
  * directory and its single object becomes the functionConfig. configPath
  * must stay inside that directory, as kpt says ("path must be relative",
  * "path must not be outside the package"), and no symbolic link on its way
- * is followed. The Kptfile and each configPath are read up to max bytes,
+ * is followed. The Kptfile is read up to max bytes, and its configPath files
+ * together (one read again for each step naming it),
  * regular files only. Returns 0, or -1 with a one-line reason naming the
  * file and the entry in err. */
 int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
@@ -43,6 +44,22 @@ int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
  * `dir` is the package each configPath is read beneath (up to max bytes). */
 int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,
                            size_t len, size_t max, buf *err);
+
+/* A single call's functionConfig, as kpt fn eval makes it: from a file
+ * (--fn-config: its one KRM object, read up to max bytes), or from the
+ * KEY=VALUE arguments after `--` (a ConfigMap named function-input; each
+ * argument is split at its first '=', so a value may hold '=' and ',').
+ * NULL with a one-line reason in err. */
+rl_doc *pipeline_config_file(const char *path, size_t max, buf *err);
+rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err);
+
+/* A single call's functionConfig (eval --image, --exec, --kube): from
+ * fn_config (a file; NULL: none) or the n_args KEY=VALUE arguments after
+ * `--`, put into the ResourceList *rl as kpt sends it (replacing one it
+ * had). Nothing when neither is given. 0, or -1 with a one-line reason in
+ * err. */
+int pipeline_single_config(buf *rl, const char *fn_config, char *const *args, size_t n_args,
+                           size_t max, buf *err);
 
 void pipeline_free(pipeline *p);
 

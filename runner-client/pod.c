@@ -19,7 +19,7 @@
 #include "term_text.h"
 
 static const char pod_usage[] =
-    "Usage: runner-client pod render --image IMG ENTRYPOINT [flags]\n"
+    "Usage: runner-client pod render --image IMG --wrapper-server-image W ENTRYPOINT [flags]\n"
     "       runner-client pod id --image IMG [--digest D] [--postfix N] [--porch true]\n"
     "       runner-client pod list|delete ... (on a cluster: see pod list --help)\n"
     "       runner-client pod create --image IMG ... (on a cluster: see pod create --help)\n"
@@ -32,7 +32,8 @@ static const char pod_usage[] =
     "Flags:\n"
     "  --digest sha256:HEX          the image's manifest digest (default: the digest\n"
     "                               of an IMG@sha256:... reference)\n"
-    "  --wrapper-image W            init container image (default: $WRAPPER_SERVER_IMAGE)\n"
+    "  --wrapper-server-image W     the init container's image, required unless\n"
+    "                               $WRAPPER_SERVER_IMAGE is set (--wrapper-image: the same)\n"
     "  --namespace NS               (default " POD_DEFAULT_NAMESPACE ")\n"
     "  --max-request-body-size N    (default 6291456)\n"
     "  --template-version V         fn.kpt.dev/template-version (default " POD_DEFAULT_TEMPLATE_VERSION ")\n"
@@ -135,7 +136,8 @@ static int parse_render_flags(render_req *r, render_flags *f, int *help, buf *er
 {
     flag_def defs[] = {
         {"--image", &f->image},           {"--digest", &f->digest},
-        {"--wrapper-image", &f->wrapper}, {"--namespace", &f->ns},
+        {"--wrapper-server-image", &f->wrapper}, {"--wrapper-image", &f->wrapper},
+        {"--namespace", &f->ns},
         {"--max-request-body-size", &f->max_body}, {"--template-version", &f->version},
         {"--postfix", &f->postfix},       {"--probe", &f->probe},
         {"--name", &f->name},             {"--entrypoint-json", &f->json},
@@ -163,7 +165,7 @@ static int check_render(render_req *r, const render_flags *f, pod_template_opts 
     if (f->json && load_json_entry(f->json, r, err) < 0)
         return -1;
     if (!f->wrapper || !*f->wrapper)
-        return buf_printf(err, "--wrapper-image or WRAPPER_SERVER_IMAGE is required"), -1;
+        return buf_printf(err, "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required"), -1;
     if (parse_uint(f->max_body, 2147483647ULL, &max_body) < 0 || !max_body)
         return buf_printf(err, "invalid --max-request-body-size \"%s\" (1 to 2147483647)", f->max_body), -1;
     if (parse_uint(f->postfix, 2147483647ULL, postfix) < 0 || !*postfix)
@@ -251,7 +253,7 @@ static int render(render_req *r)
     return rc;
 }
 
-static int cmd_render(int argc, char **argv)
+static int cmd_pod_render(int argc, char **argv)
 {
     render_req r = {0};
     r.rest = calloc((size_t)argc + 1, sizeof *r.rest);
@@ -321,7 +323,7 @@ int cmd_pod(int argc, char **argv)
     if (argc < 1)
         return fputs(pod_usage, stderr), 2;
     if (!strcmp(argv[0], "render"))
-        return cmd_render(argc - 1, argv + 1);
+        return cmd_pod_render(argc - 1, argv + 1);
     if (!strcmp(argv[0], "id"))
         return cmd_id(argc - 1, argv + 1);
     if (!strcmp(argv[0], "create"))

@@ -30,12 +30,13 @@
 #include "eval_run.h"
 #include "results_text.h"
 #include "flags.h"
+#include "pipeline.h"
 #include "registry_flags.h"
 #include "rl_input.h"
 #include "term_text.h"
 
 static const char eval_kube_usage[] =
-    "Usage: runner-client eval --kube --image IMG [flags] [FILE|DIR|-]\n"
+    "Usage: runner-client eval --kube --image IMG [flags] [FILE|DIR|-] [-- KEY=VALUE...]\n"
     "Runs IMG in its function pod on a cluster, as Porch's function runner does:\n"
     "finds the pod (label fn.kpt.dev/image) or creates it and its Service from\n"
     "Porch's template (runner-client pod render), waits until it can be dialed\n"
@@ -55,9 +56,11 @@ static const char eval_kube_usage[] =
     "  --max-message BYTES          largest answer accepted, and most input read\n"
     "                               (default 6291456)\n"
     "  -o, --output OUT, --results-dir DIR, --truncate-output[=false]   as for eval\n"
+    "  --fn-config FILE, -- KEY=VALUE...   the functionConfig, as for eval\n"
     REGISTRY_FLAGS_HELP
-    "The output and the progress are eval's (see eval --help): a DIR is updated in\n"
-    "place, FILE and - print the answer; the pod's progress also goes to stderr.\n"
+    "The input, output and progress are eval's (see eval --help): the input is the\n"
+    "current directory when none is given, a DIR is updated in place, FILE and -\n"
+    "(stdin) print the answer; the pod's progress also goes to stderr.\n"
     "Exit status: 0 success, 1 failure (the pod or the call), 2 bad usage or input.\n";
 
 static const char pod_create_usage[] =
@@ -73,7 +76,9 @@ static const char pod_create_usage[] =
 
 typedef struct kube_cli {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *image, *timeout, *ready_timeout;
-    const char *max_text, *input;
+    const char *max_text, *input, *fn_config;
+    char **fn_args;          /* eval: the KEY=VALUE arguments after `--` */
+    int n_fn_args;
     int kube;
     registry_flags reg;      /* the image's registry lookup */
     eval_cli_out out;        /* eval's -o, --results-dir, --truncate-output */
@@ -97,6 +102,12 @@ static int usage(const char *cmd, const char *msg)
  * flags_parse. */
 static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help, buf *err)
 {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--")) {   /* the function's arguments, as eval's */
+            k->fn_args = argv + i + 1;
+            k->n_fn_args = argc - i - 1;
+            argc = i;
+        }
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int taken = rest ? registry_flags_take(&k->reg, argc, argv, rest, err) : -1, n = 0;
     if (!rest)
@@ -111,17 +122,21 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
     }
     flag_def defs[] = {{"--kubeconfig", &k->kubeconfig}, {"--context", &k->context},
                        {"--namespace", &k->ns}, {"--dial", &k->dial},
-                       {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image},
+                       {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image}, {"-i", &k->image},
                        {"--timeout", &k->timeout}, {"--ready-timeout", &k->ready_timeout},
-                       {"--max-message", &k->max_text}, EVAL_CLI_OUT_FLAGS(&k->out), {0}};
+                       {"--max-message", &k->max_text}, {"--fn-config", &k->fn_config},
+                       EVAL_CLI_OUT_FLAGS(&k->out), {0}};
     int n_pos = 0;
     int is_eval = !strcmp(cmd, "eval");
     int rc = flags_parse(n, rest, defs, &k->input, is_eval ? 1 : 0, &n_pos, help, err);
     free(rest);
     if (rc < 0 || *help)
         return rc;
-    if (!is_eval && (k->out.output || k->out.results_dir))
-        return buf_printf(err, "-o and --results-dir are for eval"), -1;
+    if (!is_eval && (k->out.output || k->out.results_dir || k->fn_config || k->fn_args))
+        return buf_printf(err, "-o, --results-dir, --fn-config and -- KEY=VALUE are for eval"), -1;
+    if (k->fn_config && k->n_fn_args)
+        return buf_printf(err, "give the functionConfig either with --fn-config or as KEY=VALUE "
+                          "arguments after --, not both"), -1;
     if (!k->image || !*k->image)
         return buf_printf(err, "--image IMG is required"), -1;
     if (image_ref_check(k->image, err) < 0)
@@ -256,25 +271,11 @@ typedef struct kube_caller {
     int oom;
 } kube_caller;
 
-static int copy_answer(const ev_result *res, fn_call_result *out)
-{
-    out->status = res->code;
-    out->message = strdup(res->code != GRPC_OK && res->message ? res->message : "");
-    if (!out->message)
-        return -1;
-    if (res->code != GRPC_OK)
-        return 0;
-    return buf_append(&out->resource_list, res->out, res->out_len) < 0 ||
-                   buf_append(&out->log, res->log, res->log_len) < 0
-               ? -1
-               : 0;
-}
-
 static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
 {
     kube_caller *k = ctx;
     const ev_pod_last *last = ev_pod_last_call(call->ev);
-    k->oom = copy_answer(res, k->out) < 0;
+    k->oom = fn_call_result_set(k->out, res) < 0;
     if (last)
         term_printf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
                 last->pod, last->created ? "created" : "reused",
@@ -336,6 +337,13 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
         term_printf(stderr, "runner-client eval: %s\n", why);
         return 2;
     }
+    if (pipeline_single_config(&rl, k->fn_config, k->fn_args, (size_t)k->n_fn_args,
+                               (size_t)max_message, &err) < 0) {
+        int rc = usage("eval", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        buf_free(&rl);
+        return rc;
+    }
     pod_run r = {.rc = 1};
     evaluator *ev = NULL;
     int rc = 1;
@@ -364,7 +372,7 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
 
 int cmd_eval_kube(int argc, char **argv)
 {
-    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = "-",
+    kube_cli k = {.dial = "service", .wrapper = getenv("WRAPPER_SERVER_IMAGE"), .input = ".",
                   .max_text = "6291456", .out = EVAL_CLI_OUT_INIT};
     int rc = eval_kube(&k, argc, argv);
     registry_flags_free(&k.reg);

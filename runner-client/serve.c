@@ -46,7 +46,6 @@
 #include "serve_pod.h"
 #include "term_text.h"
 
-#define SERVE_MAX_STDERR (1024 * 1024)
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
 /* Pre-started exec functions: a Go function blocked on stdin holds a few
  * MiB, so the total bounds that memory; a minute without a call is long
@@ -63,7 +62,9 @@ static const char serve_usage[] =
     "Serves evaluator.FunctionEvaluator/EvaluateFunction and grpc.health.v1.Health,\n"
     "running each requested image with the runtime configured for it.\n"
     "\n"
-    "  --port N                     TCP port, all addresses (default 9445)\n"
+    "  --port N                     TCP port (default 9445)\n"
+    "  --address IP                 the address to listen on, e.g. 127.0.0.1 or ::1\n"
+    "                               (default: all addresses)\n"
     "  --function-config PATH       FunctionConfig YAML file or directory; SIGHUP reloads it\n"
     "  --functions DIR              where binaryExecutor paths lead; none may lead out of it\n"
     "                               (default ./functions)\n"
@@ -82,10 +83,10 @@ static const char serve_usage[] =
     "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
     "                               processes; 0 never (default 1m)\n"
     SERVE_POD_FLAGS_HELP
-    "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
+    "  --log-level N, --verbosity N 2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
-    const char *port, *config, *functions, *prefix, *disable, *max_message, *max_streams;
+    const char *port, *address, *config, *functions, *prefix, *disable, *max_message, *max_streams;
     const char *idle, *grace, *log_level;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
@@ -527,6 +528,11 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_runtimes(r, o->disable) < 0)
         return -1;
     buf perr = {0};
+    if (o->address && server_address_check(o->address, &perr) < 0) {
+        term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        buf_free(&perr);
+        return -1;
+    }
     if (serve_pod_check(&o->pod, &perr) < 0) {
         term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
@@ -542,7 +548,7 @@ static int serve_configure(runner *r, const serve_opts *o)
     r->prespawn_total = (size_t)prespawn_total;
     r->prespawn_idle_ns = prespawn_idle;
     r->server = (rpc_server_config){
-        .port = (int)port, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
+        .port = (int)port, .address = o->address, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
         .idle_timeout_ns = idle, .shutdown_grace_ns = grace, .send_stall_ns = stall,
         .max_functions = (size_t)functions, .max_waiting = (size_t)waiting,
         .max_pending_bytes = (size_t)pending, .max_pending_conn_bytes = (size_t)pending_conn,
@@ -564,7 +570,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
     size_t n = 0;
     if (r->exec_enabled) {
         ev_exec_config exec = {
-            .loop = l, .max_stdout = r->server.max_message, .max_stderr = SERVE_MAX_STDERR,
+            .loop = l, .max_stdout = r->server.max_message, .max_stderr = EV_EXEC_MAX_STDERR,
             .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))
@@ -672,6 +678,7 @@ int cmd_serve(int argc, char **argv)
         {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
         {"--max-request-body-size", &o.max_message}, {"--max-concurrent-streams", &o.max_streams},
         {"--idle-timeout", &o.idle}, {"--shutdown-grace", &o.grace}, {"--log-level", &o.log_level},
+        {"--verbosity", &o.log_level}, {"--address", &o.address},
         {"--max-concurrent-functions", &o.max_functions}, {"--max-waiting-calls", &o.max_waiting},
         {"--max-pending-request-bytes", &o.max_pending},
         {"--max-pending-request-bytes-per-connection", &o.max_pending_conn},

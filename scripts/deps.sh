@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages a target needs, when missing.
 #   scripts/deps.sh [build|test]
-# build: what `make` and `make demo` need (compilers, the libraries, protoc);
+# build: what `make`, `make install` and `make demo` need (compilers, the
+# libraries, protoc, help2man for the man pages);
 # test (the default): also what the tests, the static build, the images and
 # the fuzzers use. Run by `make deps` (make test, make e2e, make bench...) and
 # `make deps-build` (make demo). As root it runs apt-get itself, waiting for
@@ -10,7 +11,7 @@
 set -eu
 
 BUILD_PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev"
+libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev help2man"
 TEST_PACKAGES="libcriterion-dev python3 python3-grpcio python3-protobuf python3-pytest
 python3-yaml procps time util-linux skopeo docker-registry umoci bubblewrap oci-image-tool
 busybox-static clang libclang-rt-14-dev curl apache2-utils

@@ -20,10 +20,12 @@ static const char usage[] =
     "ResourceList on stdin and answers with its stdout and stderr.\n"
     "\n"
     "Flags:\n"
-    "  --port N                     TCP port to listen on, all addresses (default 9446)\n"
+    "  --port N                     TCP port to listen on (default 9446)\n"
+    "  --address IP                 the address to listen on, e.g. 127.0.0.1 or ::1\n"
+    "                               (default: all addresses)\n"
     "  --max-request-body-size N    largest gRPC message accepted or sent, in bytes\n"
     "                               (default 6291456)\n"
-    "  --verbosity N                log level: 2 normal, 3 details, 4 debugging (default 2)\n"
+    "  --verbosity N, --log-level N log level: 2 normal, 3 details, 4 debugging (default 2)\n"
     "  --shutdown-grace DUR         on SIGTERM, how long in-flight calls may run before\n"
     "                               their functions are killed (default 10s)\n"
     "  --max-concurrent-streams N   concurrent calls per connection (default 1000)\n"
@@ -53,7 +55,16 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
         if (parse_uint(value, 2147483647ULL, &v) < 0 || v == 0)
             return bad_value(text, name, value, "a size in bytes, 1-2147483647");
         cfg->max_message = (uint32_t)v;
-    } else if (!strcmp(name, "--verbosity")) {
+    } else if (!strcmp(name, "--address")) {
+        buf why = {0};
+        int bad = server_address_check(value, &why) < 0;
+        if (bad)
+            buf_printf(text, "wrapper-server: %s", why.data ? why.data : "out of memory");
+        buf_free(&why);
+        if (bad)
+            return -1;
+        cfg->address = value;
+    } else if (!strcmp(name, "--verbosity") || !strcmp(name, "--log-level")) {
         if (parse_uint(value, 10, &v) < 0)
             return bad_value(text, name, value, "a level 0-10");
         cfg->verbosity = (int)v;
@@ -106,7 +117,8 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
 static int is_known_flag(const char *name)
 {
     static const char *const known[] = {
-        "--port", "--max-request-body-size", "--verbosity", "--shutdown-grace",
+        "--port", "--address", "--max-request-body-size", "--verbosity", "--log-level",
+        "--shutdown-grace",
         "--max-concurrent-streams", "--idle-timeout", "--stalled-send-timeout",
         "--max-concurrent-functions", "--prespawn",
         "--max-waiting-calls", "--max-pending-request-bytes",
@@ -115,6 +127,21 @@ static int is_known_flag(const char *name)
         if (!strcmp(name, known[i]))
             return 1;
     return 0;
+}
+
+/* "-port" (one dash) is named with the flag it looks like. */
+static enum ws_cli_result unknown_flag(const char *arg, buf *text)
+{
+    const char *eq = strchr(arg, '=');
+    int len = eq ? (int)(eq - arg) : (int)strlen(arg);
+    char twin[64];
+    snprintf(twin, sizeof twin, "-%.*s", len, arg);
+    if (arg[1] != '-' && is_known_flag(twin))
+        buf_printf(text, "wrapper-server: unknown flag %.*s: flags take two dashes (%s)", len, arg,
+                   twin);
+    else
+        buf_printf(text, "wrapper-server: unknown flag %.*s (see --help)", len, arg);
+    return WS_CLI_ERROR;
 }
 
 enum ws_cli_result ws_cli_parse(int argc, char **argv, ws_config *cfg, buf *text)
@@ -143,6 +170,11 @@ enum ws_cli_result ws_cli_parse(int argc, char **argv, ws_config *cfg, buf *text
             buf_append_str(text, "wrapper-server " WS_VERSION "\n");
             return WS_CLI_EXIT;
         }
+        if (arg[0] == '-' && arg[1] != '-') {
+            /* -port 9446: a flag with one dash (Go's flag package takes them;
+             * Porch's cobra does not) */
+            return unknown_flag(arg, text);
+        }
         if (strncmp(arg, "--", 2) != 0) {
             buf_printf(text, "wrapper-server: unexpected argument \"%s\": the function's "
                        "command goes after \"--\"", arg);
@@ -160,10 +192,8 @@ enum ws_cli_result ws_cli_parse(int argc, char **argv, ws_config *cfg, buf *text
             value = eq + 1;
         } else {
             snprintf(name, sizeof name, "%s", arg);
-            if (!is_known_flag(name)) {
-                buf_printf(text, "wrapper-server: unknown flag %s (see --help)", name);
-                return WS_CLI_ERROR;
-            }
+            if (!is_known_flag(name))
+                return unknown_flag(name, text);
             if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
                 buf_printf(text, "wrapper-server: flag %s needs a value", name);
                 return WS_CLI_ERROR;

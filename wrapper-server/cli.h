@@ -1,7 +1,7 @@
 /* cli: the wrapper server's command line, compatible with Porch's:
  *
- *   wrapper-server [--port 9446] [--max-request-body-size 6291456]
- *                  [--verbosity 2] [--shutdown-grace 10s]
+ *   wrapper-server [--port 9446] [--address IP] [--max-request-body-size 6291456]
+ *                  [--verbosity 2 | --log-level 2] [--shutdown-grace 10s]
  *                  [--max-concurrent-streams 1000] [--idle-timeout 5m]
  *                  -- ENTRYPOINT [ARGS...]
  *
@@ -21,6 +21,7 @@
 
 typedef struct ws_config {
     int port;
+    const char *address;         /* --address; NULL: all addresses */
     uint32_t max_message;        /* --max-request-body-size: both directions */
     int verbosity;
     int64_t shutdown_grace_ns;

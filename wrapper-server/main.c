@@ -18,12 +18,11 @@
 #include "cli.h"
 #include "probe.h"
 
-#define EVAL_MAX_STDERR (1024 * 1024)   /* stderr kept per call */
-
 static int run(const ws_config *cfg)
 {
     rpc_server_config scfg = {
         .port = cfg->port,
+        .address = cfg->address,
         .max_message = cfg->max_message,
         .max_streams = cfg->max_streams,
         .idle_timeout_ns = cfg->idle_timeout_ns,
@@ -44,13 +43,13 @@ static int run(const ws_config *cfg)
     ev_exec_config exec = {
         .loop = l,
         .max_stdout = cfg->max_message,
-        .max_stderr = EVAL_MAX_STDERR,
+        .max_stderr = EV_EXEC_MAX_STDERR,
         .kill_grace_ns = server_kill_grace_ns(),
         .argv = cfg->entrypoint,
     };
     evaluator *ev = l ? ev_exec_new(&exec) : NULL;
     if (!ev) {
-        fprintf(stderr, "unexpected error: out of memory\n");
+        fprintf(stderr, "wrapper-server: out of memory\n");
         loop_free(l);
         return 1;
     }
@@ -73,8 +72,7 @@ static int run(const ws_config *cfg)
         fn_prespawn_configure(l, cfg->entrypoint, cfg->prespawn);
     }
     buf_free(&cannot);
-    /* "unexpected error:" is how Porch's Go server words a failed listen. */
-    int rc = fn_server_run(l, ev, scfg, NULL, NULL, "unexpected error");
+    int rc = fn_server_run(l, ev, scfg, NULL, NULL, "wrapper-server");
     loop_free(l);
     if (rc == 0)
         log_info("Server stopped");

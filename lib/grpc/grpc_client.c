@@ -23,6 +23,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "core/log.h"
+#include "core/numparse.h"
 #include "grpc/grpc_frame.h"
 #include "grpc/grpc_status.h"
 #include "grpc/grpc_timeout.h"
@@ -301,6 +302,18 @@ static int split_addr(const char *addr, char *host, size_t hlen, char *port, siz
 }
 
 /* Connect with a timeout; returns a non-blocking socket or -1 (errno set). */
+int gc_addr_check(const char *addr, buf *err)
+{
+    char host[256], port[32];
+    unsigned long long n;
+    if (split_addr(addr, host, sizeof host, port, sizeof port) < 0 ||
+        parse_uint(port, 65535, &n) < 0 || n == 0) {
+        buf_printf(err, "invalid address \"%s\": want HOST:PORT, e.g. localhost:9446", addr);
+        return -1;
+    }
+    return 0;
+}
+
 static int connect_one(const struct addrinfo *ai, int64_t timeout_ns)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);

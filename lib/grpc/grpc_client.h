@@ -31,6 +31,11 @@ typedef struct gc_result {
 
 typedef void gc_done_fn(const gc_result *r, void *ctx);
 
+/* Checks an address as gc_connect takes it: HOST:PORT ("[v6addr]:port"
+ * too) with a port number 1-65535, so a CLI can refuse `--addr 9446` as a
+ * usage error before anything is dialed. 0, or -1 with why in err. */
+int gc_addr_check(const char *addr, buf *err);
+
 /* Connects to "host:port" ("[v6addr]:port" too), waiting at most
  * connect_timeout_ns; the HTTP/2 session starts at once. Returns NULL with
  * the reason in err. max_message bounds the responses accepted. */

@@ -112,50 +112,89 @@ server *server_new(loop *l, const rpc_server_config *cfg)
 
 /* ---- listening ----------------------------------------------------------- */
 
-static int listen_on(int family, int port, int *out_port)
+/* An --address (NULL or "": all) as a socket address for port. */
+static int address_parse(const char *address, int port, struct sockaddr_storage *ss,
+                         socklen_t *len)
 {
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    *ss = (struct sockaddr_storage){0};
+    if (!address || !*address) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_any;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+    } else if (inet_pton(AF_INET, address, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof *a4;
+    } else if (inet_pton(AF_INET6, address, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+int server_address_check(const char *address, buf *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (address_parse(address, 0, &ss, &len) < 0) {
+        buf_printf(err, "invalid --address \"%s\": want an IP address such as 127.0.0.1 or ::1 "
+                   "(default: all addresses)", address);
+        return -1;
+    }
+    return 0;
+}
+
+static int listen_on(struct sockaddr_storage *ss, socklen_t len, int *out_port)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     int one = 1, zero = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    if (family == AF_INET6) {
+    if (ss->ss_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_any;
-        a->sin6_port = htons((uint16_t)port);
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_ANY);
-        a->sin_port = htons((uint16_t)port);
-        len = sizeof *a;
-    }
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 1024) < 0) {
+    if (bind(fd, (struct sockaddr *)ss, len) < 0 || listen(fd, 1024) < 0) {
         int e = errno;
         close(fd);
         errno = e;
         return -1;
     }
-    len = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-        *out_port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    len = sizeof *ss;
+    if (getsockname(fd, (struct sockaddr *)ss, &len) == 0)
+        *out_port = ntohs(ss->ss_family == AF_INET6 ? ((struct sockaddr_in6 *)ss)->sin6_port
+                                                    : ((struct sockaddr_in *)ss)->sin_port);
     return fd;
 }
 
 int server_listen(server *s, buf *err)
 {
-    int fd = listen_on(AF_INET6, s->cfg->port, &s->port);
-    if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
-        fd = listen_on(AF_INET, s->cfg->port, &s->port);   /* no IPv6 in this kernel */
+    const char *address = s->cfg->address && *s->cfg->address ? s->cfg->address : NULL;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd = -1;
+    if (address_parse(address, s->cfg->port, &ss, &len) < 0) {
+        errno = EINVAL;
+    } else {
+        fd = listen_on(&ss, len, &s->port);
+        if (fd < 0 && !address && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
+            /* no IPv6 in this kernel: all IPv4 addresses */
+            struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+            *a4 = (struct sockaddr_in){.sin_family = AF_INET,
+                                       .sin_addr.s_addr = htonl(INADDR_ANY),
+                                       .sin_port = htons((uint16_t)s->cfg->port)};
+            fd = listen_on(&ss, sizeof *a4, &s->port);
+        }
+    }
+    int v6 = address && strchr(address, ':');
     if (fd < 0) {
-        buf_printf(err, "failed to listen: listen tcp :%d: bind: %s", s->cfg->port,
-                   strerror(errno));
+        buf_printf(err, "cannot listen on %s%s%s:%d: %s", v6 ? "[" : "", address ? address : "",
+                   v6 ? "]" : "", s->cfg->port, strerror(errno));
         return -1;
     }
     s->listen_fd = fd;
@@ -163,7 +202,8 @@ int server_listen(server *s, buf *err)
         buf_printf(err, "cannot watch the listening socket");
         return -1;
     }
-    log_info("Listening on :%d", s->port);
+    log_info("Listening on %s%s%s:%d", v6 ? "[" : "", address ? address : "", v6 ? "]" : "",
+             s->port);
     return 0;
 }
 

@@ -22,6 +22,7 @@ typedef void rpc_drain_fn(rpc_drain_phase phase, void *ctx);
 
 typedef struct rpc_server_config {
     int port;                    /* 0: any free port */
+    const char *address;         /* an IP address to bind; NULL or "": all of them */
     uint32_t max_message;        /* largest request and response message */
     uint32_t max_streams;        /* concurrent calls per connection */
     int64_t idle_timeout_ns;     /* close connections without calls; 0: never */
@@ -63,9 +64,13 @@ int rpc_server_config_fill(rpc_server_config *cfg, buf *why);
 
 /* Copies cfg (the methods array must outlive the server). */
 server *server_new(loop *l, const rpc_server_config *cfg);
-/* Bind [::]:port (or 0.0.0.0 without IPv6) and start accepting. */
+/* Bind address:port (all addresses: [::], or 0.0.0.0 without IPv6) and
+ * start accepting. On failure err says "cannot listen on ADDRESS:PORT: why". */
 int server_listen(server *s, buf *err);
 int server_port(const server *s);
+/* Checks an --address value: an IPv4 or IPv6 address ("" is all of them).
+ * 0, or -1 with why in err. */
+int server_address_check(const char *address, buf *err);
 /* First call: graceful drain; second call: stop at once. The loop stops
  * when the drain completes. */
 void server_drain(server *s);

@@ -347,11 +347,58 @@ rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errle
     return load_mapping(data, len, err, errlen);
 }
 
+/* One key of a ConfigMap's data: where it first and last appears. */
+typedef struct key_span {
+    const char *key;
+    size_t first, last;
+} key_span;
+
+static int by_key_then_first(const void *a, const void *b)
+{
+    const key_span *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->first > y->first) - (x->first < y->first);
+}
+
+static int by_first(const void *a, const void *b)
+{
+    const key_span *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* data's keys, each once, in the order they first appear, with where they
+ * last appear (whose value wins); *n_keys of them. Sorting, not a lookup
+ * per pair: a Kptfile's configMap may hold a hundred thousand entries, and
+ * looking each up among the others cost their square. NULL when out of
+ * memory. */
+static key_span *distinct_keys(const rl_kv *data, size_t n, size_t *n_keys)
+{
+    key_span *spans = calloc(n ? n : 1, sizeof *spans);
+    if (!spans)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        spans[i] = (key_span){ data[i].key, i, i };
+    qsort(spans, n, sizeof *spans, by_key_then_first);
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out && !strcmp(spans[out - 1].key, spans[i].key))
+            spans[out - 1].last = spans[i].first;
+        else
+            spans[out++] = spans[i];
+    }
+    qsort(spans, out, sizeof *spans, by_first);
+    *n_keys = out;
+    return spans;
+}
+
 rl_doc *rl_doc_config_map(const char *name, const rl_kv *data, size_t n)
 {
     rl_doc *d = calloc(1, sizeof *d);
-    if (!d || new_document(&d->doc) < 0) {
+    size_t n_keys = 0;
+    key_span *keys = distinct_keys(data, n, &n_keys);
+    if (!d || !keys || new_document(&d->doc) < 0) {
         free(d);
+        free(keys);
         return NULL;
     }
     yaml_document_t *doc = &d->doc;
@@ -360,8 +407,11 @@ rl_doc *rl_doc_config_map(const char *name, const rl_kv *data, size_t n)
              map_set_string(doc, root, "kind", "ConfigMap") == 0 &&
              map_set(doc, root, "metadata", meta) == 0 &&
              map_set_string(doc, meta, "name", name) == 0 && map_set(doc, root, "data", map) == 0;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = map_set_string(doc, map, data[i].key, data[i].value) == 0;
+    for (size_t i = 0; ok && i < n_keys; i++) {
+        int k = add_string(doc, keys[i].key), v = k ? add_string(doc, data[keys[i].last].value) : 0;
+        ok = v && yaml_document_append_mapping_pair(doc, map, k, v);
+    }
+    free(keys);
     if (!ok) {
         rl_doc_free(d);
         return NULL;

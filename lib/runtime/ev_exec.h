@@ -32,6 +32,11 @@
  *       call fails FAILED_PRECONDITION. */
 typedef int ev_exec_lookup_fn(void *ctx, const char *image, buf *path, int *fd, buf *why);
 
+/* The stderr a call keeps (the rest is counted and dropped), the same
+ * wherever a function runs: the wrapper server, serve's exec runtime, eval
+ * --exec. */
+#define EV_EXEC_MAX_STDERR (1024 * 1024)
+
 typedef struct ev_exec_config {
     loop *loop;
     size_t max_stdout;         /* larger output fails the call (max message size) */

@@ -297,9 +297,9 @@ def test_usage_errors(args, message):
 def test_wrapper_image_required():
     res = pod("render", "--image", IMAGE, "--digest", DIGEST, "--entrypoint", "x", env_wrapper=None)
     assert res.returncode == 2
-    assert res.err == "runner-client pod render: --wrapper-image or WRAPPER_SERVER_IMAGE is required\n"
+    assert res.err == "runner-client pod render: --wrapper-server-image or WRAPPER_SERVER_IMAGE is required\n"
     res = pod("render", "--image", IMAGE, "--digest", DIGEST, "--entrypoint", "x", env_wrapper="")
-    assert res.returncode == 2 and "--wrapper-image or WRAPPER_SERVER_IMAGE is required" in res.err
+    assert res.returncode == 2 and "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required" in res.err
     p, _ = render("--image", IMAGE, "--digest", DIGEST, "--entrypoint", "x", "--wrapper-image", "w:2",
                   env_wrapper=None)
     assert p["spec"]["initContainers"][0]["image"] == "w:2"

@@ -43,10 +43,11 @@ def test_eval_directory(binaries, cat_server):
         assert name in res.out, f"{name!r} missing from output:\n{res.out}"
 
 
-@pytest.mark.parametrize("args", [["-"], []], ids=["dash", "no-argument"])
-def test_eval_stdin(binaries, cat_server, args):
+def test_eval_stdin(binaries, cat_server):
+    """stdin is read when named `-`, as kpt reads it (with no argument the
+    current directory is: test_kpt_second_day.py)."""
     data = read(pkg("app", "configmap.yaml"))
-    res = client("eval", "--addr", addr(cat_server), *args, input=data)
+    res = client("eval", "--addr", addr(cat_server), "-", input=data)
     assert_ok(res)
     assert "kind: ResourceList" in res.out
     assert "name: web-config\n" in res.out

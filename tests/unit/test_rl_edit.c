@@ -193,3 +193,19 @@ Test(rl_edit, deep_flow_nesting_is_refused_when_loaded)
     cr_assert_str_eq(err, "line 3: flow collections ([...] or {...}) nested more than 128 deep");
     buf_free(&text);
 }
+
+Test(rl_edit, config_map_keeps_first_places_and_last_values)
+{
+    /* keys in the order they first appear, each with its last value, as
+     * replacing in place gave (now found by sorting: no quadratic cost) */
+    rl_kv data[] = { { "b", "1" }, { "a", "2" }, { "b", "3" }, { "c", "4" }, { "a", "5" },
+                     { "b", "6" } };
+    rl_doc *cm = rl_doc_config_map("function-input", data, 6);
+    cr_assert_not_null(cm);
+    const char *text = emit(cm, NULL);
+    cr_assert_not_null(strstr(text, "data:\n  b: \"6\"\n  a: \"5\"\n  c: \"4\"\n"), "%s", text);
+    rl_doc_free(cm);
+    cm = rl_doc_config_map("empty", NULL, 0);
+    cr_assert_not_null(cm);
+    rl_doc_free(cm);
+}
