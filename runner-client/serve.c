@@ -36,11 +36,13 @@
 #include "krm/fnconfig.h"
 #include "runtime/ev_exec.h"
 #include "runtime/ev_multi.h"
+#include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 #include "commands.h"
 #include "flags.h"
 #include "serve_pod.h"
+#include "serve_sandbox.h"
 #include "term_text.h"
 
 #define SERVE_MAX_STDERR (1024 * 1024)
@@ -75,6 +77,7 @@ static const char serve_usage[] =
     "  --prespawn-total N           processes waiting in all, 1-256 (default 32)\n"
     "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
     "                               processes; 0 never (default 1m)\n"
+    SERVE_SANDBOX_FLAGS_HELP
     SERVE_POD_FLAGS_HELP
     "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
 
@@ -85,6 +88,7 @@ typedef struct serve_opts {
     const char *prespawn, *prespawn_total, *prespawn_idle;
     int warm_up;
     serve_pod_flags pod;
+    serve_sandbox_flags sandbox;
 } serve_opts;
 
 typedef struct runner {
@@ -508,7 +512,22 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         buf_free(&err);
         return 2;
     }
+    sandbox *sb = NULL;
+    if (r.exec_enabled) {
+        serve_sandbox_secrets secrets = {.function_config = o->config,
+                                         .docker_config = reg->docker_config,
+                                         .kubeconfig = o->pod.kubeconfig};
+        if (!(sb = serve_sandbox_start(&o->sandbox, r.functions_dir, &secrets))) {
+            fnconfig_free(&r.cfg);
+            if (r.functions_fd >= 0)
+                close(r.functions_fd);
+            return 2;
+        }
+        fn_job_set_child_setup(sandbox_child_setup(sb));
+    }
     int rc = serve_run(&r);
+    fn_job_set_child_setup(NULL);
+    sandbox_free(sb);
     fnconfig_free(&r.cfg);
     if (r.functions_fd >= 0)
         close(r.functions_fd);
@@ -535,6 +554,11 @@ int cmd_serve(int argc, char **argv)
         {"--wrapper-server-image", &o.pod.wrapper}, {"--ready-timeout", &o.pod.ready_timeout},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
+        {"--sandbox", &o.sandbox.mode}, {"--sandbox-memory", &o.sandbox.memory},
+        {"--sandbox-cpu", &o.sandbox.cpu}, {"--sandbox-processes", &o.sandbox.processes},
+        {"--sandbox-file-size", &o.sandbox.file_size},
+        {"--sandbox-open-files", &o.sandbox.open_files}, {"--sandbox-read", &o.sandbox.read},
+        {"--sandbox-write", &o.sandbox.write},
         {0},
     };
     registry_flags reg = {0};

@@ -10,7 +10,7 @@
 set -eu
 
 BUILD_PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev"
+libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev libseccomp-dev"
 TEST_PACKAGES="libcriterion-dev python3 python3-grpcio python3-protobuf python3-pytest
 python3-yaml procps util-linux skopeo docker-registry umoci bubblewrap oci-image-tool
 busybox-static clang libclang-rt-14-dev curl apache2-utils

@@ -38,6 +38,12 @@
 #define FN_JOB_INPUT_BATCH (128 * 1024)   /* streaming input: bytes per write */
 
 static fn_job *live_jobs;   /* every job not yet freed */
+static const spawn_child_setup *child_setup;   /* fn_job_set_child_setup */
+
+void fn_job_set_child_setup(const spawn_child_setup *setup)
+{
+    child_setup = setup;
+}
 
 /* ---- spawning ---------------------------------------------------------- */
 
@@ -512,11 +518,13 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
         goto fail;
     }
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
-    int rc = spawn_in_group(path, 0, spec->argv, NULL, (int[3]){in[0], out[1], err[1]}, &job->pid);
+    const char *step;
+    int rc = spawn_in_group_setup(path, spec->argv, NULL, (int[3]){in[0], out[1], err[1]},
+                                  child_setup, &job->pid, &step);
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);
-        buf_printf(why, "fork/exec %s: %s", shown, text);
+        buf_printf(why, "fork/exec %s: %s%s%s", shown, step ? step : "", step ? ": " : "", text);
         goto fail;
     }
     close_fd(&in[0]);
