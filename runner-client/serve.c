@@ -103,6 +103,7 @@ typedef struct runner {
     serve_pod *pods;            /* the pod runtime, while serving */
     int warm_up;                /* --warm-up-pod-cache */
     size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
+    const sandbox *sandbox;     /* the exec runtime's functions' */
     int64_t prespawn_idle_ns;
 } runner;
 
@@ -427,6 +428,14 @@ static int serve_configure(runner *r, const serve_opts *o)
 
 /* ---- the server ----------------------------------------------------------- */
 
+/* ev_exec's explain_failure: the sandbox limit a failed function reached. */
+static int runner_explain_failure(void *ctx, const fn_job *job, buf *out)
+{
+    const runner *r = ctx;
+    return sandbox_explain_exit(r->sandbox, job->wait_status, job->cpu_ns, job->err.data,
+                                job->err.len, out);
+}
+
 static evaluator *serve_runtimes(runner *r, loop *l)
 {
     evaluator *evs[2];
@@ -435,6 +444,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
         ev_exec_config exec = {
             .loop = l, .max_stdout = r->server.max_message, .max_stderr = SERVE_MAX_STDERR,
             .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
+            .explain_failure = runner_explain_failure, .explain_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))
             return NULL;
@@ -524,6 +534,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
             return 2;
         }
         fn_job_set_child_setup(sandbox_child_setup(sb));
+        r.sandbox = sb;
     }
     int rc = serve_run(&r);
     fn_job_set_child_setup(NULL);

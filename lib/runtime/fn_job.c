@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -668,7 +669,8 @@ int fn_job_reap(void)
     int reaped = 0, strays = 0;
     for (;;) {
         int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
+        struct rusage usage;
+        pid_t pid = wait4(-1, &status, WNOHANG, &usage);
         if (pid <= 0) {
             if (pid < 0 && errno == EINTR)
                 continue;
@@ -679,6 +681,8 @@ int fn_job_reap(void)
         while (job && (job->pid != pid || job->exited))
             job = job->next;
         if (job) {
+            job->cpu_ns = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000LL +
+                          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1000LL;
             metrics_function_exited(status);
             fn_job_exited(job, status);
         }

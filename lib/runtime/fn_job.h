@@ -63,6 +63,7 @@ struct fn_job {
     pid_t pid;              /* also the process group id */
     int exited;             /* wait status collected */
     int wait_status;        /* as from waitpid */
+    int64_t cpu_ns;         /* CPU time it used (user + system), once exited */
     buf out;                /* stdout */
     buf err;                /* stderr, up to max_stderr */
     size_t err_dropped;     /* stderr bytes beyond max_stderr */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -453,23 +454,54 @@ int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, 
     return -1;
 }
 
-int sandbox_explain_exit(const sandbox *sb, int wait_status, buf *out)
+/* How each limit shows when it ends a function: the signal the kernel
+ * sends at it, or (a failed allocation, open or write is the function's to
+ * report) the words runtimes use for the error, on its stderr. */
+static const struct {
+    int signal;
+    const char *words[4];
+    const char *limit, *flag, *unit;
+    size_t offset;   /* of the figure in sandbox_limits */
+} limit_signs[] = {
+    {SIGXCPU, {"SIGXCPU", "CPU time limit exceeded"}, "CPU", "--sandbox-cpu", "s",
+     offsetof(sandbox_limits, cpu_seconds)},
+    {SIGXFSZ, {"SIGXFSZ", "File too large", "file too large"}, "file size",
+     "--sandbox-file-size", "MiB", offsetof(sandbox_limits, file_size_mib)},
+    {0, {"out of memory", "Cannot allocate memory", "cannot allocate memory", "MemoryError"},
+     "memory", "--sandbox-memory", "MiB", offsetof(sandbox_limits, memory_mib)},
+    {0, {"Too many open files", "too many open files"}, "open files", "--sandbox-open-files", "",
+     offsetof(sandbox_limits, open_files)},
+};
+
+/* Whether text (len bytes, not NUL-terminated perhaps) holds word. */
+static int mentions(const char *text, size_t len, const char *word)
 {
-    if (!sb || !(sb->layers & SANDBOX_RLIMITS) || !WIFSIGNALED(wait_status))
+    return text && memmem(text, len, word, strlen(word)) != NULL;
+}
+
+int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, const char *err,
+                         size_t err_len, buf *out)
+{
+    if (!sb || !(sb->layers & SANDBOX_RLIMITS))
         return 0;
-    const sandbox_limits *lim = &sb->cfg.limits;
-    switch (WTERMSIG(wait_status)) {
-    case SIGXCPU:
-        buf_printf(out, "function exceeded its CPU limit of %llu s (--sandbox-cpu)",
-                   (unsigned long long)lim->cpu_seconds);
+    int failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
+    int killed = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+    if (killed == SIGKILL && cpu_ns / 1000000000 >= (int64_t)sb->cfg.limits.cpu_seconds)
+        killed = SIGXCPU;   /* the hard limit's */
+    for (size_t i = 0; failed && i < sizeof limit_signs / sizeof *limit_signs; i++) {
+        int hit = limit_signs[i].signal && killed == limit_signs[i].signal;
+        for (size_t w = 0; !hit && w < 4 && limit_signs[i].words[w]; w++)
+            hit = mentions(err, err_len, limit_signs[i].words[w]);
+        if (!hit)
+            continue;
+        const uint64_t *figure =
+            (const uint64_t *)((const char *)&sb->cfg.limits + limit_signs[i].offset);
+        buf_printf(out, "function exceeded its %s limit of %llu%s%s (%s)", limit_signs[i].limit,
+                   (unsigned long long)*figure, *limit_signs[i].unit ? " " : "",
+                   limit_signs[i].unit, limit_signs[i].flag);
         return 1;
-    case SIGXFSZ:
-        buf_printf(out, "function exceeded its file size limit of %llu MiB (--sandbox-file-size)",
-                   (unsigned long long)lim->file_size_mib);
-        return 1;
-    default:
-        return 0;
     }
+    return 0;
 }
 
 void sandbox_free(sandbox *sb)

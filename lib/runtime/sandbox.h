@@ -20,6 +20,7 @@
 #ifndef KRM_SANDBOX_H
 #define KRM_SANDBOX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/buf.h"
@@ -84,10 +85,16 @@ void sandbox_describe(unsigned layers, buf *out);
  * auto, a refusal in strict: the caller decides). */
 int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, buf *why);
 
-/* The limit that ended a function whose wait status is wait_status, as
- * "function exceeded its CPU limit of 300 s (--sandbox-cpu)" into out;
- * 0 when none did (out untouched). */
-int sandbox_explain_exit(const sandbox *sb, int wait_status, buf *out);
+/* The limit that ended a failed function, as "function exceeded its CPU
+ * limit of 300 s (--sandbox-cpu)", into out: told by the signal the kernel
+ * sends at a limit (SIGXCPU, SIGXFSZ; as PID 1 of its namespace a function
+ * ignores those, and is killed at the hard CPU limit: SIGKILL after cpu_ns
+ * of CPU time at least the limit), or by the function's stderr (err,
+ * err_len bytes) naming the error a limit gives (out of memory, too many
+ * open files, file too large), which is the function's to report. Returns
+ * 1, or 0 when no limit did (out untouched). */
+int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, const char *err,
+                         size_t err_len, buf *out);
 
 void sandbox_free(sandbox *sb);
 
