@@ -274,6 +274,22 @@ static int split_paths(const char *flag, const char *list, char **copy, const ch
     return 0;
 }
 
+/* Without a private /tmp the writable directory is one of ours, the same
+ * for every call (each call's would need removing after it). */
+static int make_tmp_dir(sandbox *sb, buf *why)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(sb->tmp_dir, sizeof sb->tmp_dir, "%s/krm-sandbox-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(sb->tmp_dir)) {
+        buf_printf(why, "sandbox: cannot make its temporary directory %s: %s", sb->tmp_dir,
+                   strerror(errno));
+        sb->tmp_dir[0] = '\0';
+        return -1;
+    }
+    sb->ll.writable = sb->tmp_dir;
+    return 0;
+}
+
 static int prepare(sandbox *sb, buf *why)
 {
     const sandbox_limits *lim = &sb->cfg.limits;
@@ -283,15 +299,6 @@ static int prepare(sandbox *sb, buf *why)
              lim->processes + 1 < PID_MAX_MIN ? PID_MAX_MIN : (unsigned long long)lim->processes + 1);
     snprintf(sb->tmpfs_opts, sizeof sb->tmpfs_opts, "size=%llum,mode=1777",
              (unsigned long long)lim->memory_mib);
-    /* Without a private /tmp the writable directory is one of ours, the
-     * same for every call (each call's would need removing after it). */
-    const char *base = getenv("TMPDIR");
-    snprintf(sb->tmp_dir, sizeof sb->tmp_dir, "%s/krm-sandbox-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(sb->tmp_dir)) {
-        buf_printf(why, "sandbox: cannot make its temporary directory %s: %s", sb->tmp_dir,
-                   strerror(errno));
-        return -1;
-    }
     sb->ll.allow_network = sb->cfg.allow_network;
     for (size_t i = 0; i < sizeof system_roots / sizeof *system_roots; i++)
         sb->ll.read[sb->ll.n_read++] = system_roots[i];
@@ -321,7 +328,7 @@ static int probe(sandbox *sb, unsigned *missing, buf *notes)
     char *argv[] = {"runner-client", "--version", NULL};
     for (;;) {
         sb->setup.clone_flags = sb->layers & SANDBOX_NAMESPACES ? NAMESPACES : 0;
-        sb->ll.writable = sb->layers & SANDBOX_NAMESPACES ? "/tmp" : sb->tmp_dir;
+        sb->ll.writable = sb->layers & SANDBOX_NAMESPACES ? "/tmp" : NULL;   /* made after */
         if (!(sb->layers & SANDBOX_NAMESPACES) && (sb->layers & SANDBOX_PROC)) {
             sb->layers &= ~(unsigned)SANDBOX_PROC;   /* its /proc is the namespaces' */
             *missing |= SANDBOX_PROC;
@@ -383,9 +390,15 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
         missing |= SANDBOX_SECCOMP;
     if (abi < 1)
         buf_printf(&notes, "landlock (%s)", strerror(abi_errno));
-    if (probe(sb, &missing, &notes) < 0 ||
-        make_env(sb, (sb->layers & SANDBOX_NAMESPACES) ? "/tmp" : sb->tmp_dir) < 0) {
+    if (probe(sb, &missing, &notes) < 0) {
         buf_append_str(why, notes.data ? notes.data : "out of memory");
+        goto fail;
+    }
+    if (!(sb->layers & SANDBOX_NAMESPACES) && (sb->layers & SANDBOX_LANDLOCK) &&
+        make_tmp_dir(sb, why) < 0)
+        goto fail;
+    if (make_env(sb, sb->tmp_dir[0] ? sb->tmp_dir : "/tmp") < 0) {
+        buf_append_str(why, "out of memory");
         goto fail;
     }
     sb->setup.envp = sb->envp;

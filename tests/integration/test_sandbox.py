@@ -277,3 +277,44 @@ def test_a_refused_call_keeps_the_functions_stderr(start_server, tmp_path, mode)
         assert "mount:" not in err.details(), err.details()
     else:
         assert "mount: /mnt: permission denied" in err.details(), err.details()
+
+
+@pytest.fixture
+def world_readable_dir():
+    """A directory another user can use (pytest's are root's, mode 0700)."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="krm-sandbox-test-")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_unprivileged_runner_sandboxes_too(start_server, world_readable_dir, mode):
+    """serve as nobody: every layer works without privilege here (strict
+    starts), and the token it can read is hidden from its functions."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    from pathlib import Path
+    d = Path(world_readable_dir)
+    (d / "token").write_text("FAKE-SA-TOKEN")
+    functions = d / "functions"
+    functions.mkdir(mode=0o755)
+    fn = functions / "fn"
+    fn.write_text(FUNCTION.format(attack=f"cat {d}/token"))
+    fn.chmod(0o755)
+    (d / "fc.yaml").write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                               "metadata:\n  name: fn\nspec:\n  image: fn\n"
+                               "  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    for p in d.iterdir():
+        os.chmod(p, os.stat(p).st_mode | 0o044)
+    nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    srv = start_server([], binary=CLIENT_BIN, wrapper=nobody, argv=["serve", "--port", "{port}", "--function-config", str(d / "fc.yaml"),
+                             "--functions", str(functions), "--disable-runtimes=pod",
+                             "--sandbox", mode, "--prespawn", "0"])
+    log = srv.evaluate(simple_rl("x"), image="fn:v1").log.decode()
+    expect(mode, "ATTACK-WORKED" in log, log)
+    if mode != "off":
+        assert "functions run with namespaces, proc, rlimits, no_new_privs, landlock, seccomp" \
+            in srv.stderr()
