@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/numparse.h"
+#include "grpc/metrics.h"
 #include "oci/docker_config.h"
 #include "term_text.h"
 
@@ -84,6 +85,29 @@ static int check_secrets(const sandbox *sb, sandbox_mode mode, const serve_sandb
     return rc;
 }
 
+/* krm_sandbox_info{mode="auto",layers="namespaces,..."} 1: what /metrics
+ * tells of the sandbox, as the start-up log line does. The labels are
+ * kept for the process's life (metrics holds the pointer). */
+static char info_labels[160];
+
+static size_t sandbox_info_value(void)
+{
+    return 1;
+}
+
+static void publish_layers(const sandbox *sb, sandbox_mode mode)
+{
+    static const char *const modes[] = {"off", "auto", "strict"};
+    buf layers = {0};
+    sandbox_describe(sandbox_layers(sb), &layers);
+    snprintf(info_labels, sizeof info_labels, "mode=\"%s\",layers=\"%s\"", modes[mode],
+             layers.data ? layers.data : "?");
+    buf_free(&layers);
+    metrics_gauge("krm_sandbox_info", info_labels,
+                  "1; its labels are the exec functions' sandbox mode (--sandbox) and the "
+                  "layers in use.", sandbox_info_value);
+}
+
 sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
                              const serve_sandbox_secrets *secrets)
 {
@@ -104,5 +128,6 @@ sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions
         sandbox_free(sb);
         return NULL;
     }
+    publish_layers(sb, cfg.mode);
     return sb;
 }

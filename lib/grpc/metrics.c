@@ -117,7 +117,7 @@ static void render_help(buf *out, const char *name, const char *type, const char
     buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-#define METRICS_GAUGES 8
+#define METRICS_GAUGES 16
 
 static struct {
     const char *name, *labels, *help;

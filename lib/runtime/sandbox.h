@@ -76,7 +76,7 @@ const spawn_child_setup *sandbox_child_setup(const sandbox *sb);
 /* The layers in use (enum sandbox_layer bits). */
 unsigned sandbox_layers(const sandbox *sb);
 
-/* "namespaces, proc, rlimits, ..." or "none", for logs. */
+/* "namespaces, proc, rlimits, ..." or "none", for logs and /metrics. */
 void sandbox_describe(unsigned layers, buf *out);
 
 /* Whether path (a credential or the runner's configuration: what) can be

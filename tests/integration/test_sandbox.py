@@ -318,3 +318,13 @@ def test_an_unprivileged_runner_sandboxes_too(start_server, world_readable_dir, 
     if mode != "off":
         assert "functions run with namespaces, proc, rlimits, no_new_privs, landlock, seccomp" \
             in srv.stderr()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_metrics_tell_the_layers_in_use(start_server, tmp_path, mode):
+    from test_observability import curl
+    srv = serve(start_server, tmp_path, mode, "true")
+    code, text = curl(srv.port, "/metrics")
+    assert code == 200
+    layers = "none" if mode == "off" else "namespaces, proc, rlimits, no_new_privs, landlock, seccomp"
+    assert f'krm_sandbox_info{{mode="{mode}",layers="{layers}"}} 1\n' in text, text
