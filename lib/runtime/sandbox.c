@@ -253,9 +253,10 @@ static int make_env(sandbox *sb, const char *tmp)
     return 0;
 }
 
-/* Appends the comma-separated absolute paths of list to paths[*n]. */
-static int split_paths(const char *flag, const char *list, char **copy, const char **paths,
-                       size_t *n, buf *why)
+/* Appends the comma-separated absolute paths of list to paths[*n]; each
+ * must be there (a directory when directories is set). */
+static int split_paths(const char *flag, const char *list, int directories, char **copy,
+                       const char **paths, size_t *n, buf *why)
 {
     if (!list || !*list)
         return 0;
@@ -269,6 +270,14 @@ static int split_paths(const char *flag, const char *list, char **copy, const ch
                        "32 paths", p[0] != '/' ? p : "");
             return -1;
         }
+        /* checked now: one that cannot be opened would fail every child's
+         * Landlock rules, and auto would run without Landlock */
+        int fd = open(p, O_PATH | O_CLOEXEC | (directories ? O_DIRECTORY : 0));
+        if (fd < 0) {
+            buf_printf(why, "%s: %s: %s", flag, p, strerror(errno));
+            return -1;
+        }
+        close(fd);
         paths[(*n)++] = p;
     }
     return 0;
@@ -304,9 +313,9 @@ static int prepare(sandbox *sb, buf *why)
         sb->ll.read[sb->ll.n_read++] = system_roots[i];
     if (sb->cfg.functions_dir && realpath(sb->cfg.functions_dir, sb->functions_dir))
         sb->ll.read[sb->ll.n_read++] = sb->functions_dir;
-    if (split_paths("--sandbox-read", sb->cfg.read_paths, &sb->read_copy, sb->ll.read,
+    if (split_paths("--sandbox-read", sb->cfg.read_paths, 0, &sb->read_copy, sb->ll.read,
                     &sb->ll.n_read, why) < 0 ||
-        split_paths("--sandbox-write", sb->cfg.write_paths, &sb->write_copy, sb->ll.write,
+        split_paths("--sandbox-write", sb->cfg.write_paths, 1, &sb->write_copy, sb->ll.write,
                     &sb->ll.n_write, why) < 0)
         return -1;
     if (sandbox_seccomp_build(sb->cfg.allow_network, &sb->bpf, why) < 0)
@@ -456,6 +465,9 @@ int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, 
     for (size_t i = 0; i < sb->ll.n_read && !root; i++)
         if (is_beneath(real, sb->ll.read[i]))
             root = sb->ll.read[i];
+    for (size_t i = 0; i < sb->ll.n_write && !root; i++)
+        if (is_beneath(real, sb->ll.write[i]))
+            root = sb->ll.write[i];
     if (!root && is_beneath(real, "/dev"))
         root = "/dev";
     if (!root && !(sb->layers & SANDBOX_NAMESPACES) && is_beneath(real, sb->tmp_dir))
@@ -463,7 +475,8 @@ int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, 
     if (!root)
         return 0;
     buf_printf(why, "sandbox: %s %s can be read by functions: it is beneath %s, which they may "
-               "read (the system's roots and --sandbox-read); keep it elsewhere", what, path, root);
+               "read (the system's roots, --functions, --sandbox-read and --sandbox-write); keep "
+               "it elsewhere", what, path, root);
     return -1;
 }
 

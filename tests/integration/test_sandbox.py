@@ -328,3 +328,53 @@ def test_metrics_tell_the_layers_in_use(start_server, tmp_path, mode):
     assert code == 200
     layers = "none" if mode == "off" else "namespaces, proc, rlimits, no_new_privs, landlock, seccomp"
     assert f'krm_sandbox_info{{mode="{mode}",layers="{layers}"}} 1\n' in text, text
+
+
+def run_serve(tmp_path, *flags):
+    """serve that is expected to refuse its flags: (exit status, stderr)."""
+    serve_dir = tmp_path / "functions"
+    serve_dir.mkdir(exist_ok=True)
+    out = subprocess.run([CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod",
+                          "--functions", str(serve_dir), *flags],
+                         capture_output=True, text=True, timeout=20)
+    return out.returncode, out.stderr
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--sandbox", "bogus"], 'invalid value "bogus" for --sandbox: want auto, strict or off'),
+    (["--sandbox-processes", "10"], 'invalid value "10" for --sandbox-processes: want a whole number 300-'),
+    (["--sandbox-memory", "0"], 'invalid value "0" for --sandbox-memory'),
+    (["--sandbox-read", "relative/dir"], "--sandbox-read: not an absolute path: relative/dir"),
+    (["--sandbox-read", "/nonexistent/x"], "--sandbox-read: /nonexistent/x: No such file or directory"),
+    (["--sandbox-write", "/etc/hostname"], "--sandbox-write: /etc/hostname: Not a directory"),
+])
+def test_bad_sandbox_flags_are_refused_naming_them(tmp_path, flags, words):
+    rc, err = run_serve(tmp_path, *flags)
+    assert rc == 2 and words in err, err
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_secret_the_functions_could_read_is_named(tmp_path, mode):
+    """The runner's configuration beneath a root functions may read: a
+    warning in auto, a refusal in strict."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    docker = shared / "config.json"
+    docker.write_text("{}")
+    argv = [CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod", "--sandbox", mode,
+            "--sandbox-read", str(shared), "--docker-config", str(docker)]
+    if mode == "strict":
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        rc, err = out.returncode, out.stderr
+    else:
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        err = ""
+        while "Listening" not in err and proc.poll() is None:
+            err += proc.stderr.readline()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        rc = proc.returncode
+    words = (f"sandbox: the registry credentials {docker} can be read by functions: it is "
+             f"beneath {shared}")
+    assert words in err, err
+    assert (rc == 2) == (mode == "strict"), err
