@@ -569,7 +569,7 @@ int cmd_serve(int argc, char **argv)
         {"--sandbox-cpu", &o.sandbox.cpu}, {"--sandbox-processes", &o.sandbox.processes},
         {"--sandbox-file-size", &o.sandbox.file_size},
         {"--sandbox-open-files", &o.sandbox.open_files}, {"--sandbox-read", &o.sandbox.read},
-        {"--sandbox-write", &o.sandbox.write},
+        {"--sandbox-write", &o.sandbox.write}, {"--sandbox-env", &o.sandbox.env},
         {0},
     };
     registry_flags reg = {0};

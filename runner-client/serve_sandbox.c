@@ -53,6 +53,7 @@ static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
         return -1;
     cfg->read_paths = f->read;
     cfg->write_paths = f->write;
+    cfg->env_names = f->env;
     return 0;
 }
 

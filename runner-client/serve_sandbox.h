@@ -10,7 +10,7 @@
 #include "runtime/sandbox.h"
 
 typedef struct serve_sandbox_flags {
-    const char *mode, *memory, *cpu, *processes, *file_size, *open_files, *read, *write;
+    const char *mode, *memory, *cpu, *processes, *file_size, *open_files, *read, *write, *env;
 } serve_sandbox_flags;
 
 #define SERVE_SANDBOX_FLAGS_HELP \
@@ -26,7 +26,11 @@ typedef struct serve_sandbox_flags {
     "                               to /usr /bin /sbin /lib* /etc /opt /proc /sys /dev and\n" \
     "                               --functions\n" \
     "  --sandbox-write LIST         comma-separated absolute directories functions may also\n" \
-    "                               write (and read)\n"
+    "                               write (and read)\n" \
+    "  --sandbox-env LIST           comma-separated names of the runner's environment\n" \
+    "                               variables functions also get (they always get PATH,\n" \
+    "                               LANG, LANGUAGE, LC_*, TZ, TERM; TMPDIR and HOME are\n" \
+    "                               their temporary directory)\n"
 
 /* What is checked to be hidden from functions (NULL entries skipped). */
 typedef struct serve_sandbox_secrets {

@@ -24,7 +24,6 @@
 
 #define NAMESPACES (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET)
 #define PID_MAX_MIN 301   /* the kernel's least pid_max */
-#define SANDBOX_ENV_MAX 4096
 
 /* The system's roots a function reads (and runs) from. */
 static const char *const system_roots[] = {
@@ -62,6 +61,7 @@ struct sandbox {
     char tmpfs_opts[64];
     char tmp_dir[PATH_MAX];     /* writable, made here when there is no private /tmp */
     char tmp_env[PATH_MAX + 8]; /* TMPDIR=... */
+    char home_env[PATH_MAX + 8];   /* HOME=..., the same directory */
     char **envp;
     char *read_copy;            /* cfg.read_paths split in place */
     char *write_copy;           /* cfg.write_paths split in place */
@@ -232,24 +232,50 @@ void sandbox_describe(unsigned layers, buf *out)
         buf_append_str(out, "none");
 }
 
-/* The environment functions get: ours with TMPDIR the writable directory. */
+/* What a function's environment keeps of ours (with LC_* and the names of
+ * --sandbox-env): like a pod's, it holds no credential of the runner's. */
+static const char *const env_kept[] = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM"};
+
+/* Whether the NAME=value entry is kept: a name in env_kept, LC_*, or in
+ * the comma-separated list extra. */
+static int env_is_kept(const char *entry, const char *extra)
+{
+    size_t len = strcspn(entry, "=");
+    if (!entry[len])
+        return 0;   /* not NAME=value */
+    if (!strncmp(entry, "LC_", 3))
+        return 1;
+    for (size_t i = 0; i < sizeof env_kept / sizeof *env_kept; i++)
+        if (strlen(env_kept[i]) == len && !strncmp(entry, env_kept[i], len))
+            return 1;
+    for (const char *p = extra; p && *p; p += *p == ',') {
+        size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, entry, len))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* The environment functions get: the entries kept of ours, TMPDIR and HOME
+ * the writable directory. */
 static int make_env(sandbox *sb, const char *tmp)
 {
     extern char **environ;
     size_t n = 0;
     while (environ[n])
         n++;
-    if (n > SANDBOX_ENV_MAX)
-        n = SANDBOX_ENV_MAX;
-    sb->envp = calloc(n + 2, sizeof *sb->envp);
+    sb->envp = calloc(n + 3, sizeof *sb->envp);
     if (!sb->envp)
         return -1;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "TMPDIR=", 7))
+        if (env_is_kept(environ[i], sb->cfg.env_names))
             sb->envp[k++] = environ[i];
     snprintf(sb->tmp_env, sizeof sb->tmp_env, "TMPDIR=%s", tmp);
-    sb->envp[k] = sb->tmp_env;
+    snprintf(sb->home_env, sizeof sb->home_env, "HOME=%s", tmp);
+    sb->envp[k++] = sb->tmp_env;
+    sb->envp[k] = sb->home_env;
     return 0;
 }
 

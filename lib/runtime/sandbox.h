@@ -14,6 +14,8 @@
  *   no_new_privs  no set-user-ID gain across exec
  *   landlock      the files it may see (sandbox_landlock.h)
  *   seccomp       the system calls it may not make (sandbox_seccomp.h)
+ * With any layer, a function's environment keeps only a few of our
+ * variables (sandbox_config.env_names): ours may hold credentials.
  * `auto` uses each layer that works here and logs once which; `strict`
  * refuses to start without all of them, naming the setting that would
  * allow the missing one; `off` runs functions as plain children. */
@@ -57,6 +59,10 @@ typedef struct sandbox_config {
     /* Directories functions may also write (comma-separated; NULL: none):
      * kept visible through the private /tmp when beneath it. */
     const char *write_paths;
+    /* Names of our environment variables functions also get (comma-
+     * separated; NULL: none). They always get PATH, LANG, LANGUAGE, LC_*,
+     * TZ and TERM, and TMPDIR and HOME set to their writable directory. */
+    const char *env_names;
     /* Where the functions' binaries are (serve's --functions), also
      * readable: a function may run its siblings or read its data there. */
     const char *functions_dir;

@@ -378,3 +378,17 @@ def test_a_secret_the_functions_could_read_is_named(tmp_path, mode):
              f"beneath {shared}")
     assert words in err, err
     assert (rc == 2) == (mode == "strict"), err
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_the_runners_environment(start_server, tmp_path, mode):
+    """The runner's environment may hold credentials: a sandboxed function
+    gets PATH, the locale, TMPDIR and HOME, and what --sandbox-env names."""
+    env = {**os.environ, "RUNNER_SECRET": "FAKE-ENV-TOKEN", "PASSED_ON": "asked-for",
+           "LC_ALL": "C"}
+    worked, log = attack(start_server, tmp_path, mode, "env >&2; env | grep -q FAKE-ENV-TOKEN",
+                         "--sandbox-env", "PASSED_ON", env=env)
+    expect(mode, worked, log)
+    assert "PASSED_ON=asked-for" in log and "LC_ALL=C" in log and "PATH=" in log, log
+    if mode != "off":
+        assert {"HOME=/tmp", "TMPDIR=/tmp"} <= set(log.splitlines()), log
