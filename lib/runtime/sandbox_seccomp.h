@@ -9,7 +9,10 @@
  * keyctl, perf_event_open, userfaultfd, io_uring (its requests bypass the
  * filter), kexec, modules, swap, reboot and setting the clocks. A deny list
  * on an allow-all default: functions are ordinary programs (Go, Python,
- * shell), and an allow list would break them a version at a time. */
+ * shell), and an allow list would break them a version at a time. The
+ * filter is for our own architecture only: a process of another (a 32-bit
+ * x86 binary, whose sockets go through socketcall, which a filter cannot
+ * judge) is killed at its first system call. */
 #ifndef KRM_SANDBOX_SECCOMP_H
 #define KRM_SANDBOX_SECCOMP_H
 
