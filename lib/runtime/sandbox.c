@@ -430,8 +430,13 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
         goto fail;
     }
     if (!(sb->layers & SANDBOX_NAMESPACES) && (sb->layers & SANDBOX_LANDLOCK) &&
-        make_tmp_dir(sb, why) < 0)
-        goto fail;
+        make_tmp_dir(sb, why) < 0) {
+        if (cfg->mode == SANDBOX_STRICT)
+            goto fail;
+        /* e.g. a read-only root: functions then have nothing to write */
+        log_warn("%s; functions get no writable directory", why->data);
+        buf_reset(why);
+    }
     if (make_env(sb, sb->tmp_dir[0] ? sb->tmp_dir : "/tmp") < 0) {
         buf_append_str(why, "out of memory");
         goto fail;
