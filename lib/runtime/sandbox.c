@@ -112,7 +112,7 @@ static int bind_back(const char *dir, int fd, const char **step)
         from[14 + i] = digits[n - 1 - i];
     from[14 + n] = '\0';
     *step = "namespaces: bind a --sandbox-write directory";
-    int err = mount(from, dir, NULL, MS_BIND, NULL) < 0 ? errno : 0;
+    int err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
     close(fd);
     return err;
 }
@@ -131,7 +131,7 @@ static int child_namespaces(const sandbox *sb, const char **step)
     *step = "namespaces: write /proc/self/gid_map";
     if ((err = write_proc("/proc/self/gid_map", sb->gid_map)))
         return err;
-    FAIL_IF(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0,
+    FAIL_IF(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0,
             "namespaces: mount --make-rprivate /");
     /* --sandbox-write directories beneath /tmp are bound back over the
      * private one: held open before it hides them */
