@@ -344,8 +344,6 @@ static int prepare(sandbox *sb, buf *why)
         split_paths("--sandbox-write", sb->cfg.write_paths, 1, &sb->write_copy, sb->ll.write,
                     &sb->ll.n_write, why) < 0)
         return -1;
-    if (sandbox_seccomp_build(sb->cfg.allow_network, &sb->bpf, why) < 0)
-        sb->layers &= ~(unsigned)SANDBOX_SECCOMP;
     return 0;
 }
 
@@ -421,10 +419,12 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
     buf notes = {0};
     if (prepare(sb, why) < 0)
         goto fail;
-    if (!(sb->layers & SANDBOX_SECCOMP))
+    if (sandbox_seccomp_build(sb->cfg.allow_network, &sb->bpf, &notes) < 0) {
+        sb->layers &= ~(unsigned)SANDBOX_SECCOMP;
         missing |= SANDBOX_SECCOMP;
+    }
     if (abi < 1)
-        buf_printf(&notes, "landlock (%s)", strerror(abi_errno));
+        buf_printf(&notes, "%slandlock (%s)", notes.len ? "; " : "", strerror(abi_errno));
     if (probe(sb, &missing, &notes) < 0) {
         buf_append_str(why, notes.data ? notes.data : "out of memory");
         goto fail;
