@@ -21,9 +21,10 @@ CFLAGS   := -std=c17 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers -fno-strict-aliasing
 LDLIBS    = $(shell pkg-config --libs $(PKGS))
 # runner-client alone talks HTTPS to registries (lib/oci/registry*.c): libcurl
-# (OpenSSL flavour) and OpenSSL's libcrypto for sha256. wrapper-server and
-# copier never link them.
-RC_PKGS   := libcurl libcrypto
+# (OpenSSL flavour) and OpenSSL's libcrypto for sha256; and sandboxes its
+# functions (lib/runtime/sandbox*.c): libseccomp builds the system call
+# filter. wrapper-server and copier never link them.
+RC_PKGS   := libcurl libcrypto libseccomp
 RC_LDLIBS  = $(shell pkg-config --libs $(RC_PKGS))
 # STATIC_PREFIX: build fully static with musl-gcc against the libraries that
 # scripts/static-build.sh compiled from Debian's source packages into it.
@@ -52,7 +53,7 @@ GEN_SRCS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS  := $(PROTOS:%=$(BUILD)/gen/%.pb-c.h)
 LIB_SRCS  := $(wildcard lib/*/*.c)
 ifneq ($(STATIC_PREFIX),)
-LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c lib/runtime/health_check.c,$(LIB_SRCS))   # need libcurl; not in static builds
+LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c lib/runtime/health_check.c lib/runtime/sandbox%.c,$(LIB_SRCS))   # need libcurl or libseccomp; not in static builds
 endif
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
 RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))

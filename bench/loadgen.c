@@ -63,6 +63,7 @@ typedef struct opts {
     const char *expect;
     const char *dump;
     const char *while_file;
+    const char *image;      /* the request's; a runner's FunctionConfig names it */
     int64_t timeout_ns;
     int64_t gap_ns;
 } opts;
@@ -86,6 +87,7 @@ struct run {
     int64_t timeout_ns;
     int64_t gap_ns;         /* pause after each call before the slot's next */
     const char *while_file; /* stop starting calls once it is gone */
+    const char *image;
     unsigned long long total, issued, done, errors;
     int64_t *lat_ns;        /* one per finished call */
     int reported_error;
@@ -100,6 +102,7 @@ static int usage(const char *why)
             "usage: bench-loadgen --addr HOST:PORT [--rpc evaluate|check] [--concurrency N]\n"
             "                     [--calls N] [--warmup N] [--size BYTES | --input FILE]\n"
             "                     [--expect FILE] [--gap DUR] [--timeout DUR] [--while-file FILE]\n"
+            "                     [--image IMG (default bench/cat)]\n"
             "       bench-loadgen --size BYTES --dump FILE\n",
             why);
     return 2;
@@ -129,6 +132,8 @@ static int set_option(opts *o, const char *name, const char *value)
         o->dump = value;
     else if (!strcmp(name, "--while-file"))
         o->while_file = value;
+    else if (!strcmp(name, "--image"))
+        o->image = value;
     else if (!strcmp(name, "--rpc") && (!strcmp(value, "evaluate") || !strcmp(value, "check")))
         o->rpc = !strcmp(value, "check") ? RPC_CHECK : RPC_EVALUATE;
     else if (!strcmp(name, "--timeout"))
@@ -148,7 +153,8 @@ static int set_option(opts *o, const char *name, const char *value)
 
 static int parse_args(int argc, char **argv, opts *o)
 {
-    *o = (opts){.concurrency = 1, .calls = 1000, .size = 2048, .timeout_ns = 60000000000LL};
+    *o = (opts){.concurrency = 1, .calls = 1000, .size = 2048, .timeout_ns = 60000000000LL,
+                .image = "bench/cat"};
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) {
             fprintf(stderr, "bench-loadgen: %s needs a value\n", argv[i]);
@@ -249,7 +255,7 @@ static int build_request(run *r, const buf *rl)
         Evaluator__EvaluateFunctionRequest req = EVALUATOR__EVALUATE_FUNCTION_REQUEST__INIT;
         req.resource_list.data = (uint8_t *)rl->data;
         req.resource_list.len = rl->len;
-        req.image = "bench/cat";
+        req.image = (char *)r->image;
         r->req_len = evaluator__evaluate_function_request__get_packed_size(&req);
         r->req = malloc(r->req_len);
         if (r->req)
@@ -445,7 +451,7 @@ int main(int argc, char **argv)
     }
     const buf *want = o.expect ? &expect : &rl;
     run r = {.rpc = o.rpc, .timeout_ns = o.timeout_ns, .gap_ns = o.gap_ns,
-             .while_file = o.while_file, .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
+             .while_file = o.while_file, .image = o.image, .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
              .expect = (const uint8_t *)want->data, .expect_len = want->len};
     if (build_request(&r, &rl) < 0 || connect_run(&r, &o) < 0)
         return 1;

@@ -17,7 +17,7 @@
 # BENCH_TPUT_CALLS, BENCH_MEM_CALLS, BENCH_DYN_MEM_CALLS, BENCH_LARGE_CALLS,
 # BENCH_NESTED_CALLS, BENCH_SLOW_CALLS; BENCH_ONLY=nested runs section 7 alone,
 # BENCH_ONLY=prespawn the 2 KiB rows of each function with and without
-# --prespawn alone (section 3).
+# --prespawn alone (section 3), BENCH_ONLY=sandbox the sandbox's rows alone.
 set -eu
 
 BUILD=${1:-build}
@@ -97,6 +97,30 @@ start_server() {
     SRV_PID=$!
     SERVERS="$SERVERS $SRV_PID"
     SRV_PORT=$(listening_port "$log" "$SRV_PID") || die "$1 did not start listening"
+    tool loadgen --addr "127.0.0.1:$SRV_PORT" --rpc check --calls 1
+    SRV_CALLS=0
+    CPU_US=0
+    CPU_CALLS=0
+}
+
+# start_serve FLAGS...: runner-client serve running $SRV_FN as the exec
+# function fn:v1 (a copy beneath its --functions), with FLAGS; sets SRV_PID
+# and SRV_PORT as start_server does.
+start_serve() {
+    local dir=$TMP/serve-$(basename "$SRV_FN")
+    local log=$dir/server$(printf %s "$*" | tr -c 'a-z0-9' -).log
+    if [ ! -e "$dir/functions/fn" ]; then   # not rewritten under a running server
+        mkdir -p "$dir/functions"
+        cp "$(command -v "$SRV_FN")" "$dir/functions/fn"
+        printf '%s\n' "apiVersion: config.porch.kpt.dev/v1alpha1" "kind: FunctionConfig" \
+            "metadata: {name: fn}" "spec:" "  image: fn" \
+            "  binaryExecutor: {path: fn, tags: [v1]}" >"$dir/fc.yaml"
+    fi
+    "$BIN/runner-client" serve --port 0 --disable-runtimes=pod --function-config "$dir/fc.yaml" \
+        --functions "$dir/functions" "$@" 2>"$log" &
+    SRV_PID=$!
+    SERVERS="$SERVERS $SRV_PID"
+    SRV_PORT=$(listening_port "$log" "$SRV_PID") || die "runner-client serve did not start listening"
     tool loadgen --addr "127.0.0.1:$SRV_PORT" --rpc check --calls 1
     SRV_CALLS=0
     CPU_US=0
@@ -196,7 +220,7 @@ table() {
     echo
     printf "$ROW_FMT" "#" "measurement" "result" "baseline (same run)" "ratio" "target" ""
     local i
-    for i in 1 2 3 4 5 6 7; do
+    for i in 1 2 3 4 5 6 7 8; do
         [ ! -f "$TMP/rows.$i" ] || cat "$TMP/rows.$i"
     done
     echo
@@ -353,6 +377,70 @@ bench_prespawn() {
         "$(ms "$FN_SPAWN") ms spawn it + pipes" "$(calc "$FN_OFF/$FN_SPAWN")x" "-" ""
     note "(calls $SLOW_GAP apart, $SLOW_CALLS a round: back to back, one waiting process" \
          "could hide only the time between two calls)"
+    SRV_FN=cat
+}
+
+# bench_sandbox LABEL EXPECT: the 2 KiB call through $SRV_FN run by
+# runner-client serve as an exec function, sandboxed (--sandbox auto) and not
+# (off), each with --prespawn 1 and 0: four servers side by side, in
+# interleaved rounds with spawning the function from C. Medians (us) in
+# SB_AUTO1, SB_OFF1, SB_AUTO0, SB_OFF0 and SB_SPAWN.
+bench_sandbox() {
+    local i k mode pre pids=() ports=() runs=("" "" "" "") sp=""
+    local args=(--input "$TMP/rl-2k.yaml" --expect "$2" --calls "$SMALL_CALLS" --warmup 5
+                --image fn:v1)
+    local setups=("auto 1" "off 1" "auto 0" "off 0")
+    for k in 0 1 2 3; do
+        read -r mode pre <<<"${setups[$k]}"
+        start_serve --sandbox "$mode" --prespawn "$pre"
+        pids[$k]=$SRV_PID
+        ports[$k]=$SRV_PORT
+    done
+    for i in $(seq "$ROUNDS"); do
+        tool pipefloor --cmd "$SRV_FN" "${args[@]:0:8}"
+        sp="$sp $(get median_us "$LINE")"
+        for k in 0 1 2 3; do
+            SRV_PID=${pids[$k]} SRV_PORT=${ports[$k]}
+            eval_calls "${args[@]}"
+            runs[$k]="${runs[$k]} $(get median_us "$LINE")"
+        done
+    done
+    SB_AUTO1=$(median ${runs[0]})
+    SB_OFF1=$(median ${runs[1]})
+    SB_AUTO0=$(median ${runs[2]})
+    SB_OFF0=$(median ${runs[3]})
+    SB_SPAWN=$(median $sp)
+    CPU_US=0
+    CPU_CALLS=0
+    for k in 0 1 2 3; do
+        SRV_PID=${pids[$k]}
+        stop_server
+    done
+    say "   $1: sandboxed $SB_AUTO1 / $SB_AUTO0 us, not $SB_OFF1 / $SB_OFF0 us (--prespawn 1 / 0)," \
+        "spawning it $SB_SPAWN us"
+}
+
+# The sandbox's cost (runner-client serve, exec runtime): cat and the Go function.
+bench_sandbox_rows() {
+    local fn expect
+    for fn in cat go; do
+        if [ $fn = cat ]; then
+            SRV_FN=cat expect=$TMP/rl-2k.yaml
+        else
+            SRV_FN=$BIN/bench-fn-go expect=$TMP/rl-2k.go.yaml
+            "$SRV_FN" <"$TMP/rl-2k.yaml" >"$expect" || die "bench-fn-go failed"
+        fi
+        bench_sandbox "$fn" "$expect"
+        row 8 "2 KiB call p50, $fn, serve --sandbox auto, --prespawn 1" "$(ms "$SB_AUTO1") ms" \
+            "$(ms "$SB_OFF1") ms --sandbox off" "$(calc "$SB_AUTO1/$SB_OFF1")x" "<= 1.05x" \
+            "$(verdict "$SB_AUTO1 / $SB_OFF1 <= 1.05")"
+        row 8 "2 KiB call p50, $fn, serve --sandbox auto, --prespawn 0" "$(ms "$SB_AUTO0") ms" \
+            "$(ms "$SB_SPAWN") ms spawn it + pipes" "$(calc "$SB_AUTO0/$SB_SPAWN")x" "<= 1.2x" \
+            "$(verdict "$SB_AUTO0 / $SB_SPAWN <= 1.2")"
+        note "(--sandbox off, --prespawn 0: $(ms "$SB_OFF0") ms, $(calc "$SB_OFF0/$SB_SPAWN")x" \
+             "of spawning it; the sandbox's own share at --prespawn 0:" \
+             "$(calc "$SB_AUTO0/$SB_OFF0")x)"
+    done
     SRV_FN=cat
 }
 
@@ -561,6 +649,8 @@ main() {
              "libc, libnghttp2, libyaml, libprotobuf-c)"
         stop_server
     fi
+    say "8. the functions' sandbox (runner-client serve)"
+    bench_sandbox_rows
     bench_sizes
     table "$start_load" >"$RESULTS.tmp"
     mv "$RESULTS.tmp" "$RESULTS"
@@ -587,8 +677,19 @@ prespawn_only() {
     table "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/prespawn.txt"
 }
 
+# BENCH_ONLY=sandbox: the sandbox's rows alone.
+sandbox_only() {
+    MAIN_SRV=$BIN/wrapper-server   # named in the table's notes
+    tool loadgen --size 2048 --dump "$TMP/rl-2k.yaml"
+    say "8. the functions' sandbox (runner-client serve)"
+    bench_sandbox_rows
+    table "$(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/sandbox.txt"
+}
+
 if [ "${BENCH_ONLY:-}" = nested ]; then
     nested_only
+elif [ "${BENCH_ONLY:-}" = sandbox ]; then
+    sandbox_only
 elif [ "${BENCH_ONLY:-}" = prespawn ]; then
     prespawn_only
 else

@@ -38,12 +38,14 @@
 #include "krm/fnconfig.h"
 #include "runtime/ev_exec.h"
 #include "runtime/ev_multi.h"
+#include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 #include "commands.h"
 #include "flags.h"
 #include "offload.h"
 #include "serve_pod.h"
+#include "serve_sandbox.h"
 #include "term_text.h"
 
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
@@ -82,6 +84,7 @@ static const char serve_usage[] =
     "  --prespawn-total N           processes waiting in all, 1-256 (default 32)\n"
     "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
     "                               processes; 0 never (default 1m)\n"
+    SERVE_SANDBOX_FLAGS_HELP
     SERVE_POD_FLAGS_HELP
     "  --log-level N, --verbosity N 2 normal, 3 details, 4 debugging (default 2)\n";
 
@@ -93,6 +96,7 @@ typedef struct serve_opts {
     int warm_up;
     serve_pod_flags pod;
     const char *pod_ns, *pod_ready;   /* Porch's --pod-namespace, --pod-ready-timeout */
+    serve_sandbox_flags sandbox;
 } serve_opts;
 
 typedef struct runner {
@@ -107,6 +111,7 @@ typedef struct runner {
     serve_pod *pods;            /* the pod runtime, while serving */
     int warm_up;                /* --warm-up-pod-cache */
     size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
+    const sandbox *sandbox;     /* the exec runtime's functions' */
     int64_t prespawn_idle_ns;
     loop *loop;                 /* while serving */
     offload *reloading;         /* a SIGHUP's reload running, or NULL */
@@ -564,6 +569,14 @@ static int serve_configure(runner *r, const serve_opts *o)
 
 /* ---- the server ----------------------------------------------------------- */
 
+/* ev_exec's explain_failure: the sandbox limit a failed function reached. */
+static int runner_explain_failure(void *ctx, const fn_job *job, buf *out)
+{
+    const runner *r = ctx;
+    return sandbox_explain_exit(r->sandbox, job->wait_status, job->cpu_ns, job->err.data,
+                                job->err.len, out);
+}
+
 static evaluator *serve_runtimes(runner *r, loop *l)
 {
     evaluator *evs[2];
@@ -572,6 +585,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
         ev_exec_config exec = {
             .loop = l, .max_stdout = r->server.max_message, .max_stderr = EV_EXEC_MAX_STDERR,
             .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
+            .explain_failure = runner_explain_failure, .explain_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))
             return NULL;
@@ -662,7 +676,23 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         buf_free(&err);
         return 2;
     }
+    sandbox *sb = NULL;
+    if (r.exec_enabled) {
+        serve_sandbox_secrets secrets = {.function_config = o->config,
+                                         .docker_config = reg->docker_config,
+                                         .kubeconfig = o->pod.kubeconfig};
+        if (!(sb = serve_sandbox_start(&o->sandbox, r.functions_dir, &secrets))) {
+            fnconfig_free(&r.cfg);
+            if (r.functions_fd >= 0)
+                close(r.functions_fd);
+            return 2;
+        }
+        fn_job_set_child_setup(sandbox_child_setup(sb));
+        r.sandbox = sb;
+    }
     int rc = serve_run(&r);
+    fn_job_set_child_setup(NULL);
+    sandbox_free(sb);
     fnconfig_free(&r.cfg);
     if (r.functions_fd >= 0)
         close(r.functions_fd);
@@ -693,6 +723,11 @@ int cmd_serve(int argc, char **argv)
         {"--max-waitlist-length", &o.pod.waitlist}, {"--max-grpc-retries", &o.pod.max_retries},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
+        {"--sandbox", &o.sandbox.mode}, {"--sandbox-memory", &o.sandbox.memory},
+        {"--sandbox-cpu", &o.sandbox.cpu}, {"--sandbox-processes", &o.sandbox.processes},
+        {"--sandbox-file-size", &o.sandbox.file_size},
+        {"--sandbox-open-files", &o.sandbox.open_files}, {"--sandbox-read", &o.sandbox.read},
+        {"--sandbox-write", &o.sandbox.write}, {"--sandbox-env", &o.sandbox.env},
         {0},
     };
     registry_flags reg = {0};

@@ -11,7 +11,8 @@
 set -eu
 
 BUILD_PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev help2man"
+libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev help2man
+libseccomp-dev"
 TEST_PACKAGES="libcriterion-dev python3 python3-grpcio python3-protobuf python3-pytest
 python3-yaml procps time util-linux skopeo docker-registry umoci bubblewrap oci-image-tool
 busybox-static clang libclang-rt-14-dev curl apache2-utils

@@ -23,4 +23,28 @@
 int spawn_in_group(const char *path, int search_path, char *const *argv, char *const *envp,
                    const int stdio[3], pid_t *pid);
 
+/* What a caller adds to the child between fork and exec (the functions'
+ * sandbox, lib/runtime/sandbox). The child shares our memory until it
+ * execs (as posix_spawn's does) and must do nothing but system calls: no
+ * malloc, no stdio, no locks; whatever it needs is prepared beforehand. */
+typedef struct spawn_child_setup {
+    /* Namespaces (CLONE_NEW*) the child is created in: with CLONE_NEWPID it
+     * is PID 1 of its own tree. 0: none. */
+    int clone_flags;
+    /* Runs in the child once its stdio and process group are set, with the
+     * file about to be executed. Returns 0, or an errno with *step naming
+     * what failed (a string constant). */
+    int (*run)(const void *ctx, const char *path, const char **step);
+    const void *ctx;
+    char *const *envp;   /* the child's environment when the caller passes none */
+} spawn_child_setup;
+
+/* spawn_in_group (path as given, never searched), with setup run in the
+ * child before exec. On failure returns an errno; *step names the setup
+ * step that failed ("clone" when the namespaces were refused), or is NULL
+ * when it was the spawn or the exec. */
+int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
+                         const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
+                         const char **step);
+
 #endif

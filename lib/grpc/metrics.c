@@ -136,7 +136,7 @@ void metrics_section(metrics_section_fn *fn, void *ctx)
     section.ctx = ctx;
 }
 
-#define METRICS_GAUGES 8
+#define METRICS_GAUGES 16
 
 static struct {
     const char *name, *labels, *help;

@@ -39,7 +39,7 @@ void metrics_count(metrics_counter which);
  * waiting), so this file depends on none of them. labels: "" or e.g.
  * `kind="call"`; one name's series are registered one after the other.
  * The strings must outlive the process; registering a name and labels again
- * replaces the reader. At most 8. */
+ * replaces the reader. At most 16. */
 typedef size_t metrics_gauge_fn(void);
 void metrics_gauge(const char *name, const char *labels, const char *help,
                    metrics_gauge_fn *read);

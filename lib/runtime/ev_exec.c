@@ -76,6 +76,19 @@ static void exec_deliver_deferred(loop *l, void *ctx)
     c->done(&c->base, &c->res, c->ctx);
 }
 
+/* The runtime's reason, when it has one, after Porch's words (which tools
+ * match from their start): "...: exit status 2 (function exceeded ...)". */
+static void exec_explain_failure(exec_call *c)
+{
+    const exec_ev *e = (const exec_ev *)c->base.ev;
+    if (!e->cfg.explain_failure)
+        return;
+    buf why = {0};
+    if (e->cfg.explain_failure(e->cfg.explain_ctx, c->job, &why) && why.data)
+        buf_printf(&c->verdict.message, " (%s)", why.data);
+    buf_free(&why);
+}
+
 static void exec_judged(exec_call *c)
 {
     fn_job *job = c->job;
@@ -83,12 +96,14 @@ static void exec_judged(exec_call *c)
           (double)(loop_now_ns() - job->started_ns) / 1e6);
     if (c->verdict.warning.len)
         log_warn("%s", c->verdict.warning.data);
-    if (c->verdict.code == GRPC_OK)
+    if (c->verdict.code == GRPC_OK) {
         c->res = (ev_result){.code = GRPC_OK,
                              .out = (const uint8_t *)job->out.data, .out_len = job->out.len,
                              .log = (const uint8_t *)job->err.data, .log_len = job->err.len};
-    else
+    } else {
+        exec_explain_failure(c);
         exec_set_failure(c, c->verdict.code, 0);
+    }
     c->done(&c->base, &c->res, c->ctx);
 }
 

@@ -17,6 +17,7 @@
 #include "core/buf.h"
 #include "core/loop.h"
 #include "runtime/evaluator.h"
+#include "runtime/fn_job.h"
 
 /* The binary for image. Returns
  *    1  found: *path (NUL-terminated) names it; it is the function's argv[0]
@@ -45,6 +46,10 @@ typedef struct ev_exec_config {
     char *const *argv;         /* fixed mode: run this (argv[0] NULL: no entrypoint) */
     ev_exec_lookup_fn *lookup; /* lookup mode, when argv is NULL */
     void *lookup_ctx;
+    /* When set, asked why a run failed (a sandbox limit it reached): 1 with
+     * a sentence in out, added to the call's message; 0 for nothing. */
+    int (*explain_failure)(void *ctx, const fn_job *job, buf *out);
+    void *explain_ctx;
 } ev_exec_config;
 
 /* Copies cfg (argv itself must outlive the evaluator). NULL on ENOMEM. */

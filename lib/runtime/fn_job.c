@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +39,12 @@
 #define FN_JOB_INPUT_BATCH (128 * 1024)   /* streaming input: bytes per write */
 
 static fn_job *live_jobs;   /* every job not yet freed */
+static const spawn_child_setup *child_setup;   /* fn_job_set_child_setup */
+
+void fn_job_set_child_setup(const spawn_child_setup *setup)
+{
+    child_setup = setup;
+}
 
 /* ---- spawning ---------------------------------------------------------- */
 
@@ -568,11 +575,13 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
         goto fail;
     }
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
-    int rc = spawn_in_group(path, 0, spec->argv, NULL, (int[3]){in[0], out[1], err[1]}, &job->pid);
+    const char *step;
+    int rc = spawn_in_group_setup(path, spec->argv, NULL, (int[3]){in[0], out[1], err[1]},
+                                  child_setup, &job->pid, &step);
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);
-        buf_printf(why, "fork/exec %s: %s", shown, text);
+        buf_printf(why, "fork/exec %s: %s%s%s", shown, step ? step : "", step ? ": " : "", text);
         goto fail;
     }
     close_fd(&in[0]);
@@ -717,7 +726,8 @@ int fn_job_reap(void)
     int reaped = 0, strays = 0;
     for (;;) {
         int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
+        struct rusage usage;
+        pid_t pid = wait4(-1, &status, WNOHANG, &usage);
         if (pid <= 0) {
             if (pid < 0 && errno == EINTR)
                 continue;
@@ -728,6 +738,8 @@ int fn_job_reap(void)
         while (job && (job->pid != pid || job->exited))
             job = job->next;
         if (job) {
+            job->cpu_ns = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000LL +
+                          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1000LL;
             metrics_function_exited(status);
             fn_job_exited(job, status);
         }

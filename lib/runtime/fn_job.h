@@ -31,6 +31,7 @@
 
 #include "core/buf.h"
 #include "core/loop.h"
+#include "core/spawn.h"
 
 typedef struct fn_job fn_job;
 typedef void fn_job_done_fn(fn_job *job, void *ctx);
@@ -63,6 +64,7 @@ struct fn_job {
     pid_t pid;              /* also the process group id */
     int exited;             /* wait status collected */
     int wait_status;        /* as from waitpid */
+    int64_t cpu_ns;         /* CPU time it used (user + system), once exited */
     buf out;                /* stdout */
     buf err;                /* stderr, up to max_stderr */
     size_t err_dropped;     /* stderr bytes beyond max_stderr */
@@ -120,6 +122,11 @@ fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *d
  * pipes), or spoiled its stderr as above: the job
  * is unchanged, still waiting, and the caller cancels it. */
 int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx);
+
+/* Every function spawned from now on (waiting ones too) runs setup in its
+ * child before exec (lib/runtime/sandbox); NULL: none. setup must outlive
+ * the jobs. */
+void fn_job_set_child_setup(const spawn_child_setup *setup);
 
 /* Whether argv0 can be run as fn_job_start would run it (found in PATH when
  * it has no '/', an executable file): 0, or -1 with why in the words

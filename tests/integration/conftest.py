@@ -4,7 +4,9 @@ Run with:  BUILD=build /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/i
 """
 
 import importlib
+import getpass
 import os
+import tempfile
 import subprocess
 import sys
 import types
@@ -48,6 +50,13 @@ def binaries():
     return types.SimpleNamespace(server=SERVER_BIN, client=CLIENT_BIN)
 
 
+# serve sandboxes its exec functions (--sandbox auto): the fixtures' functions
+# run scripts of tests/fixtures and write their records in the tests'
+# temporary directories, which an operator would grant them so.
+SANDBOX_FOR_FIXTURES = [f"--sandbox-read={krmtest.FIXTURES}",
+                        f"--sandbox-write={tempfile.gettempdir()}/pytest-of-{getpass.getuser()}"]
+
+
 class Launcher:
     """Starts wrapper-servers and, at teardown, stops each with SIGTERM and
     checks it exited 0 (sanitizer reports in the ASan build make it non-zero)."""
@@ -75,6 +84,8 @@ class Launcher:
             args = [a.replace("{port}", str(port)) for a in argv]
             if prespawn and args[:1] == ["serve"] and "--prespawn" not in args:
                 args = ["serve", "--prespawn", prespawn, *args[1:]]
+            if args[:1] == ["serve"] and not any(a.startswith("--sandbox") for a in args):
+                args = ["serve", *SANDBOX_FOR_FIXTURES, *args[1:]]
         else:
             if prespawn and binary is None and "--prespawn" not in options:
                 options = ["--prespawn", prespawn, *options]

@@ -20,11 +20,43 @@ from test_observability import curl, series
 # input has arrived, then echoes the input.
 RECORDER = r'''
 log="$1"
-echo "$$ start $(date +%s%N)" >> "$log"
+id=$$
+# In serve's sandbox the function is PID 1 of its own PID namespace: it
+# names itself by that namespace and its start time, which host_pid() finds.
+[ "$id" = 1 ] && id=ns$(stat -L -c %i /proc/self/ns/pid)-$(cut -d' ' -f22 /proc/1/stat)
+echo "$id start $(date +%s%N)" >> "$log"
 in=$(cat; echo x); in=${in%x}
-echo "$$ stdin $(date +%s%N)" >> "$log"
+echo "$id stdin $(date +%s%N)" >> "$log"
 printf %s "$in"
 '''
+
+
+_host_pids = {}
+
+
+def host_pid(name):
+    """The pid a RECORDER process is known by here: its own, or (in a PID
+    namespace of its own, named "ns<inode>-<start time>") that of the
+    namespace's first process, looked up while it runs; the name itself once
+    it is gone."""
+    if name.isdigit():
+        return int(name)
+    if name not in _host_pids:
+        inode, started = (int(n) for n in name[2:].split("-"))
+        for d in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.stat(f"/proc/{d}/ns/pid").st_ino != inode:
+                    continue
+                with open(f"/proc/{d}/stat") as f:
+                    start_field = int(f.read().rsplit(")", 1)[1].split()[19])
+                with open(f"/proc/{d}/status") as f:
+                    nspid = [l.split() for l in f if l.startswith("NSpid:")][0]
+            except (OSError, IndexError, ValueError):
+                continue
+            if nspid[-1] == "1" and start_field == started:
+                _host_pids[name] = int(d)
+                break
+    return _host_pids.get(name, name)
 
 
 def records(path):
@@ -35,7 +67,7 @@ def records(path):
         return out
     for line in text.splitlines():
         pid, what, ns = line.split()
-        out.setdefault(int(pid), {})[what] = int(ns)
+        out.setdefault(host_pid(pid), {})[what] = int(ns)
     return out
 
 

@@ -1,0 +1,575 @@
+/* sandbox: the functions' isolation, detected at start and applied in their
+ * child; see sandbox.h. */
+#include "runtime/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "runtime/sandbox_landlock.h"
+#include "runtime/sandbox_seccomp.h"
+
+#define NAMESPACES (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET)
+#define PID_MAX_MIN 301   /* the kernel's least pid_max */
+
+/* The system's roots a function reads (and runs) from. */
+static const char *const system_roots[] = {
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/sys",
+};
+
+static const struct {
+    unsigned layer;
+    const char *name;
+    const char *needs;   /* what would allow it, for strict's refusal */
+} layer_info[] = {
+    {SANDBOX_NAMESPACES, "namespaces",
+     "unprivileged user namespaces (sysctl user.max_user_namespaces > 0, "
+     "kernel.unprivileged_userns_clone=1 where it exists, no AppArmor restriction; in a pod "
+     "a seccomp profile that allows clone with CLONE_NEWUSER)"},
+    {SANDBOX_PROC, "proc",
+     "mounting /proc in the function's namespaces (Linux 6.14 or later for a per-namespace "
+     "pid_max; in a pod, securityContext.procMount: Unmasked)"},
+    {SANDBOX_RLIMITS, "rlimits", "setrlimit"},
+    {SANDBOX_NO_NEW_PRIVS, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)"},
+    {SANDBOX_LANDLOCK, "landlock",
+     "Landlock (Linux 5.13 or later built with CONFIG_SECURITY_LANDLOCK and landlock in the "
+     "lsm= boot parameter)"},
+    {SANDBOX_SECCOMP, "seccomp", "seccomp filters (CONFIG_SECCOMP_FILTER)"},
+};
+#define N_LAYERS (sizeof layer_info / sizeof *layer_info)
+
+struct sandbox {
+    sandbox_config cfg;
+    unsigned layers;
+    spawn_child_setup setup;
+    char uid_map[48], gid_map[48];
+    char pid_max[24];
+    char tmpfs_opts[64];
+    char tmp_dir[PATH_MAX];     /* writable, made here when there is no private /tmp */
+    char tmp_env[PATH_MAX + 8]; /* TMPDIR=... */
+    char home_env[PATH_MAX + 8];   /* HOME=..., the same directory */
+    char **envp;
+    char *read_copy;            /* cfg.read_paths split in place */
+    char *write_copy;           /* cfg.write_paths split in place */
+    char functions_dir[PATH_MAX];
+    sandbox_landlock ll;
+    struct sock_fprog bpf;
+};
+
+/* ---- in the child: system calls only ------------------------------------ */
+
+static int write_proc(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    size_t len = strlen(text);
+    int err = write(fd, text, len) == (ssize_t)len ? 0 : errno ? errno : EIO;
+    close(fd);
+    return err;
+}
+
+/* Makes dir (absolute, beneath the fresh /tmp) and binds the directory
+ * held open as fd over it. */
+static int bind_back(const char *dir, int fd, const char **step)
+{
+    char path[PATH_MAX], from[32];
+    size_t len = strlen(dir);
+    if (len >= sizeof path)
+        return ENAMETOOLONG;
+    memcpy(path, dir, len + 1);
+    *step = "namespaces: mkdir a --sandbox-write directory in the private /tmp";
+    for (char *p = path + 5;; p++)   /* each component after "/tmp/" */
+        if (*p == '/' || !*p) {
+            char was = *p;
+            *p = '\0';
+            if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return errno;
+            if (!(*p = was))
+                break;
+        }
+    /* "/proc/self/fd/N" without stdio */
+    char digits[12];
+    int n = 0;
+    for (int v = fd; n == 0 || v; v /= 10)
+        digits[n++] = (char)('0' + v % 10);
+    memcpy(from, "/proc/self/fd/", 14);
+    for (int i = 0; i < n; i++)
+        from[14 + i] = digits[n - 1 - i];
+    from[14 + n] = '\0';
+    *step = "namespaces: bind a --sandbox-write directory";
+    int err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
+    close(fd);
+    return err;
+}
+
+#define FAIL_IF(cond, name) do { if (cond) { *step = name; return errno; } } while (0)
+
+static int child_namespaces(const sandbox *sb, const char **step)
+{
+    int err;
+    *step = "namespaces: write /proc/self/setgroups";
+    if ((err = write_proc("/proc/self/setgroups", "deny")))
+        return err;
+    *step = "namespaces: write /proc/self/uid_map";
+    if ((err = write_proc("/proc/self/uid_map", sb->uid_map)))
+        return err;
+    *step = "namespaces: write /proc/self/gid_map";
+    if ((err = write_proc("/proc/self/gid_map", sb->gid_map)))
+        return err;
+    FAIL_IF(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0,
+            "namespaces: mount --make-rprivate /");
+    /* --sandbox-write directories beneath /tmp are bound back over the
+     * private one: held open before it hides them */
+    int held[SANDBOX_LANDLOCK_MAX_PATHS];
+    size_t n_held = 0;
+    for (size_t i = 0; i < sb->ll.n_write; i++)
+        if (!strncmp(sb->ll.write[i], "/tmp/", 5)) {
+            held[n_held] = open(sb->ll.write[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+            FAIL_IF(held[n_held] < 0, "namespaces: open a --sandbox-write directory");
+            n_held++;
+        }
+    FAIL_IF(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, sb->tmpfs_opts) < 0,
+            "namespaces: mount tmpfs on /tmp");
+    for (size_t i = 0, k = 0; i < sb->ll.n_write; i++)
+        if (!strncmp(sb->ll.write[i], "/tmp/", 5) && (err = bind_back(sb->ll.write[i], held[k++], step)))
+            return err;
+    if (sb->layers & SANDBOX_PROC) {
+        FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0,
+                "proc: mount proc on /proc");
+        *step = "proc: write /proc/sys/kernel/pid_max";
+        if ((err = write_proc("/proc/sys/kernel/pid_max", sb->pid_max)))
+            return err;
+    }
+    return 0;
+}
+
+static int set_limit(int resource, rlim_t soft, rlim_t hard)
+{
+    struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
+    return setrlimit(resource, &rl) < 0 ? errno : 0;
+}
+
+static int child_rlimits(const sandbox_limits *lim, const char **step)
+{
+    const rlim_t mib = 1024 * 1024;
+    int err;
+    *step = "rlimits: setrlimit";
+    if ((err = set_limit(RLIMIT_DATA, lim->memory_mib * mib, lim->memory_mib * mib)) ||
+        (err = set_limit(RLIMIT_CPU, lim->cpu_seconds, lim->cpu_seconds + 1)) ||
+        (err = set_limit(RLIMIT_FSIZE, lim->file_size_mib * mib, lim->file_size_mib * mib)) ||
+        (err = set_limit(RLIMIT_NOFILE, lim->open_files, lim->open_files)) ||
+        (err = set_limit(RLIMIT_CORE, 0, 0)))
+        return err;
+    return 0;
+}
+
+static int child_setup(const void *ctx, const char *path, const char **step)
+{
+    const sandbox *sb = ctx;
+    int err;
+    if ((sb->layers & SANDBOX_NAMESPACES) && (err = child_namespaces(sb, step)))
+        return err;
+    if ((sb->layers & SANDBOX_RLIMITS) && (err = child_rlimits(&sb->cfg.limits, step)))
+        return err;
+    if (sb->layers & (SANDBOX_NO_NEW_PRIVS | SANDBOX_LANDLOCK | SANDBOX_SECCOMP))
+        FAIL_IF(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0, "no_new_privs: prctl");
+    if ((sb->layers & SANDBOX_LANDLOCK) && (err = sandbox_landlock_apply(&sb->ll, path, step)))
+        return err;
+    if ((sb->layers & SANDBOX_SECCOMP) && (err = sandbox_seccomp_apply(&sb->bpf))) {
+        *step = "seccomp: load the filter";
+        return err;
+    }
+    return 0;
+}
+
+/* ---- at start ------------------------------------------------------------ */
+
+static const char *layer_name(unsigned layer)
+{
+    for (size_t i = 0; i < N_LAYERS; i++)
+        if (layer_info[i].layer == layer)
+            return layer_info[i].name;
+    return "?";
+}
+
+/* The layer a failed step belongs to ("landlock: ..." is landlock's). */
+static unsigned layer_of_step(const char *step)
+{
+    if (!strcmp(step, "clone"))
+        return SANDBOX_NAMESPACES;
+    for (size_t i = 0; i < N_LAYERS; i++) {
+        size_t n = strlen(layer_info[i].name);
+        if (!strncmp(step, layer_info[i].name, n) && step[n] == ':')
+            return layer_info[i].layer;
+    }
+    return 0;
+}
+
+void sandbox_describe(unsigned layers, buf *out)
+{
+    const char *sep = "";
+    for (size_t i = 0; i < N_LAYERS; i++)
+        if (layers & layer_info[i].layer) {
+            buf_printf(out, "%s%s", sep, layer_info[i].name);
+            sep = ", ";
+        }
+    if (!*sep)
+        buf_append_str(out, "none");
+}
+
+/* What a function's environment keeps of ours (with LC_* and the names of
+ * --sandbox-env): like a pod's, it holds no credential of the runner's. */
+static const char *const env_kept[] = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM"};
+
+/* Whether the NAME=value entry is kept: a name in env_kept, LC_*, or in
+ * the comma-separated list extra. */
+static int env_is_kept(const char *entry, const char *extra)
+{
+    size_t len = strcspn(entry, "=");
+    if (!entry[len])
+        return 0;   /* not NAME=value */
+    if (!strncmp(entry, "LC_", 3))
+        return 1;
+    for (size_t i = 0; i < sizeof env_kept / sizeof *env_kept; i++)
+        if (strlen(env_kept[i]) == len && !strncmp(entry, env_kept[i], len))
+            return 1;
+    for (const char *p = extra; p && *p; p += *p == ',') {
+        size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, entry, len))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* The environment functions get: the entries kept of ours, TMPDIR and HOME
+ * the writable directory. */
+static int make_env(sandbox *sb, const char *tmp)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    sb->envp = calloc(n + 3, sizeof *sb->envp);
+    if (!sb->envp)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (env_is_kept(environ[i], sb->cfg.env_names))
+            sb->envp[k++] = environ[i];
+    snprintf(sb->tmp_env, sizeof sb->tmp_env, "TMPDIR=%s", tmp);
+    snprintf(sb->home_env, sizeof sb->home_env, "HOME=%s", tmp);
+    sb->envp[k++] = sb->tmp_env;
+    sb->envp[k] = sb->home_env;
+    return 0;
+}
+
+/* Appends the comma-separated absolute paths of list to paths[*n]; each
+ * must be there (a directory when directories is set). */
+static int split_paths(const char *flag, const char *list, int directories, char **copy,
+                       const char **paths, size_t *n, buf *why)
+{
+    if (!list || !*list)
+        return 0;
+    if (!(*copy = strdup(list))) {
+        buf_append_str(why, "out of memory");
+        return -1;
+    }
+    for (char *save = NULL, *p = strtok_r(*copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (p[0] != '/' || *n == SANDBOX_LANDLOCK_MAX_PATHS) {
+            buf_printf(why, "%s: %s%s", flag, p[0] != '/' ? "not an absolute path: " : "more than "
+                       "32 paths", p[0] != '/' ? p : "");
+            return -1;
+        }
+        /* checked now: one that cannot be opened would fail every child's
+         * Landlock rules, and auto would run without Landlock */
+        int fd = open(p, O_PATH | O_CLOEXEC | (directories ? O_DIRECTORY : 0));
+        if (fd < 0) {
+            buf_printf(why, "%s: %s: %s", flag, p, strerror(errno));
+            return -1;
+        }
+        close(fd);
+        paths[(*n)++] = p;
+    }
+    return 0;
+}
+
+/* Without a private /tmp the writable directory is one of ours, the same
+ * for every call (each call's would need removing after it). */
+static int make_tmp_dir(sandbox *sb, buf *why)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(sb->tmp_dir, sizeof sb->tmp_dir, "%s/krm-sandbox-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(sb->tmp_dir)) {
+        buf_printf(why, "sandbox: cannot make its temporary directory %s: %s", sb->tmp_dir,
+                   strerror(errno));
+        sb->tmp_dir[0] = '\0';
+        return -1;
+    }
+    sb->ll.writable = sb->tmp_dir;
+    return 0;
+}
+
+static int prepare(sandbox *sb, buf *why)
+{
+    const sandbox_limits *lim = &sb->cfg.limits;
+    snprintf(sb->uid_map, sizeof sb->uid_map, "0 %u 1\n", (unsigned)geteuid());
+    snprintf(sb->gid_map, sizeof sb->gid_map, "0 %u 1\n", (unsigned)getegid());
+    snprintf(sb->pid_max, sizeof sb->pid_max, "%llu",
+             lim->processes + 1 < PID_MAX_MIN ? PID_MAX_MIN : (unsigned long long)lim->processes + 1);
+    snprintf(sb->tmpfs_opts, sizeof sb->tmpfs_opts, "size=%llum,mode=1777",
+             (unsigned long long)lim->memory_mib);
+    sb->ll.allow_network = sb->cfg.allow_network;
+    for (size_t i = 0; i < sizeof system_roots / sizeof *system_roots; i++)
+        sb->ll.read[sb->ll.n_read++] = system_roots[i];
+    if (sb->cfg.functions_dir && realpath(sb->cfg.functions_dir, sb->functions_dir))
+        sb->ll.read[sb->ll.n_read++] = sb->functions_dir;
+    if (split_paths("--sandbox-read", sb->cfg.read_paths, 0, &sb->read_copy, sb->ll.read,
+                    &sb->ll.n_read, why) < 0 ||
+        split_paths("--sandbox-write", sb->cfg.write_paths, 1, &sb->write_copy, sb->ll.write,
+                    &sb->ll.n_write, why) < 0)
+        return -1;
+    return 0;
+}
+
+/* Uses the layers now wanted to run ourselves (`runner-client --version`,
+ * output dropped) as a function would be run; a step that fails drops its
+ * layer and the rest are tried again. Returns 0, or -1 with why when a
+ * spawn failed for no layer's reason. */
+static int probe(sandbox *sb, unsigned *missing, buf *notes)
+{
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd < 0) {
+        buf_printf(notes, "sandbox: cannot open /dev/null: %s", strerror(errno));
+        return -1;
+    }
+    char *argv[] = {"runner-client", "--version", NULL};
+    for (;;) {
+        sb->setup.clone_flags = sb->layers & SANDBOX_NAMESPACES ? NAMESPACES : 0;
+        sb->ll.writable = sb->layers & SANDBOX_NAMESPACES ? "/tmp" : NULL;   /* made after */
+        if (!(sb->layers & SANDBOX_NAMESPACES) && (sb->layers & SANDBOX_PROC)) {
+            sb->layers &= ~(unsigned)SANDBOX_PROC;   /* its /proc is the namespaces' */
+            *missing |= SANDBOX_PROC;
+        }
+        pid_t pid;
+        const char *step;
+        int err = spawn_in_group_setup("/proc/self/exe", argv, NULL,
+                                       (int[3]){null_fd, null_fd, null_fd}, &sb->setup, &pid,
+                                       &step);
+        if (!err) {
+            int status;
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            break;
+        }
+        unsigned layer = step ? layer_of_step(step) : 0;
+        if (!layer || !(sb->layers & layer)) {
+            buf_printf(notes, "sandbox: cannot start a process%s%s: %s", step ? " at " : "",
+                       step ? step : "", strerror(err));
+            close(null_fd);
+            return -1;
+        }
+        log_v(3, "sandbox: %s unavailable: %s: %s", layer_name(layer), step, strerror(err));
+        if (notes->len)
+            buf_append_str(notes, "; ");
+        buf_printf(notes, "%s (%s: %s)", layer_name(layer), step, strerror(err));
+        *missing |= layer;
+        sb->layers &= ~layer;
+    }
+    close(null_fd);
+    return 0;
+}
+
+sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
+{
+    sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb)
+        return NULL;
+    sb->cfg = *cfg;
+    if (cfg->mode == SANDBOX_OFF) {
+        log_warn("sandbox: off (--sandbox off): functions run as plain children of the runner, "
+                 "with its files, network and credentials");
+        return sb;
+    }
+    unsigned missing = 0;
+    sb->layers = SANDBOX_ALL;
+    int abi = sandbox_landlock_abi();
+    int abi_errno = errno;
+    if (abi < 1) {
+        sb->layers &= ~(unsigned)SANDBOX_LANDLOCK;
+        missing |= SANDBOX_LANDLOCK;
+    }
+    sb->ll.abi = abi;
+    sb->setup = (spawn_child_setup){.run = child_setup, .ctx = sb};
+    buf notes = {0};
+    if (prepare(sb, why) < 0)
+        goto fail;
+    if (sandbox_seccomp_build(sb->cfg.allow_network, &sb->bpf, &notes) < 0) {
+        sb->layers &= ~(unsigned)SANDBOX_SECCOMP;
+        missing |= SANDBOX_SECCOMP;
+    }
+    if (abi < 1)
+        buf_printf(&notes, "%slandlock (%s)", notes.len ? "; " : "", strerror(abi_errno));
+    if (probe(sb, &missing, &notes) < 0) {
+        buf_append_str(why, notes.data ? notes.data : "out of memory");
+        goto fail;
+    }
+    if (!(sb->layers & SANDBOX_NAMESPACES) && (sb->layers & SANDBOX_LANDLOCK) &&
+        make_tmp_dir(sb, why) < 0) {
+        if (cfg->mode == SANDBOX_STRICT)
+            goto fail;
+        /* e.g. a read-only root: functions then have nothing to write */
+        log_warn("%s; functions get no writable directory", why->data);
+        buf_reset(why);
+    }
+    if (make_env(sb, sb->tmp_dir[0] ? sb->tmp_dir : "/tmp") < 0) {
+        buf_append_str(why, "out of memory");
+        goto fail;
+    }
+    sb->setup.envp = sb->envp;
+    if (cfg->mode == SANDBOX_STRICT && missing) {
+        buf_append_str(why, "--sandbox strict: unavailable here:");
+        for (size_t i = 0; i < N_LAYERS; i++)
+            if (missing & layer_info[i].layer)
+                buf_printf(why, " %s, which needs %s;", layer_info[i].name, layer_info[i].needs);
+        if (notes.len)
+            buf_printf(why, " (%s)", notes.data);
+        goto fail;
+    }
+    buf used = {0};
+    sandbox_describe(sb->layers, &used);
+    log_info("sandbox: %s: functions run with %s%s%s", cfg->mode == SANDBOX_STRICT ? "strict" : "auto",
+             used.data ? used.data : "?", missing ? "; unavailable: " : "",
+             missing ? (notes.data ? notes.data : layer_name(missing & -missing)) : "");
+    buf_free(&used);
+    buf_free(&notes);
+    return sb;
+fail:
+    buf_free(&notes);
+    sandbox_free(sb);
+    return NULL;
+}
+
+const spawn_child_setup *sandbox_child_setup(const sandbox *sb)
+{
+    return sb && sb->layers ? &sb->setup : NULL;
+}
+
+unsigned sandbox_layers(const sandbox *sb)
+{
+    return sb ? sb->layers : 0;
+}
+
+/* Whether resolved path `p` is `root` or beneath it. */
+static int is_beneath(const char *p, const char *root)
+{
+    char real[PATH_MAX];
+    if (!realpath(root, real))
+        return 0;
+    size_t n = strlen(real);
+    if (n == 1)
+        return 1;
+    return !strncmp(p, real, n) && (p[n] == '/' || !p[n]);
+}
+
+int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, buf *why)
+{
+    char real[PATH_MAX];
+    if (!sb || !(sb->layers & SANDBOX_LANDLOCK) || !path || !realpath(path, real))
+        return 0;
+    const char *root = NULL;
+    for (size_t i = 0; i < sb->ll.n_read && !root; i++)
+        if (is_beneath(real, sb->ll.read[i]))
+            root = sb->ll.read[i];
+    for (size_t i = 0; i < sb->ll.n_write && !root; i++)
+        if (is_beneath(real, sb->ll.write[i]))
+            root = sb->ll.write[i];
+    if (!root && is_beneath(real, "/dev"))
+        root = "/dev";
+    if (!root && !(sb->layers & SANDBOX_NAMESPACES) && is_beneath(real, sb->tmp_dir))
+        root = sb->tmp_dir;
+    if (!root)
+        return 0;
+    buf_printf(why, "sandbox: %s %s can be read by functions: it is beneath %s, which they may "
+               "read (the system's roots, --functions, --sandbox-read and --sandbox-write); keep "
+               "it elsewhere", what, path, root);
+    return -1;
+}
+
+/* How each limit shows when it ends a function: the signal the kernel
+ * sends at it, or (a failed allocation, open or write is the function's to
+ * report) the words runtimes use for the error, on its stderr. */
+static const struct {
+    int signal;
+    const char *words[4];
+    const char *limit, *flag, *unit;
+    size_t offset;   /* of the figure in sandbox_limits */
+} limit_signs[] = {
+    {SIGXCPU, {"SIGXCPU", "CPU time limit exceeded"}, "CPU", "--sandbox-cpu", "s",
+     offsetof(sandbox_limits, cpu_seconds)},
+    {SIGXFSZ, {"SIGXFSZ", "File too large", "file too large"}, "file size",
+     "--sandbox-file-size", "MiB", offsetof(sandbox_limits, file_size_mib)},
+    {0, {"out of memory", "Cannot allocate memory", "cannot allocate memory", "MemoryError"},
+     "memory", "--sandbox-memory", "MiB", offsetof(sandbox_limits, memory_mib)},
+    {0, {"Too many open files", "too many open files"}, "open files", "--sandbox-open-files", "",
+     offsetof(sandbox_limits, open_files)},
+};
+
+/* Whether text (len bytes, not NUL-terminated perhaps) holds word. */
+static int mentions(const char *text, size_t len, const char *word)
+{
+    return text && memmem(text, len, word, strlen(word)) != NULL;
+}
+
+int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, const char *err,
+                         size_t err_len, buf *out)
+{
+    if (!sb || !(sb->layers & SANDBOX_RLIMITS))
+        return 0;
+    int failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
+    int killed = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+    if (killed == SIGKILL && cpu_ns / 1000000000 >= (int64_t)sb->cfg.limits.cpu_seconds)
+        killed = SIGXCPU;   /* the hard limit's */
+    for (size_t i = 0; failed && i < sizeof limit_signs / sizeof *limit_signs; i++) {
+        int hit = limit_signs[i].signal && killed == limit_signs[i].signal;
+        for (size_t w = 0; !hit && w < 4 && limit_signs[i].words[w]; w++)
+            hit = mentions(err, err_len, limit_signs[i].words[w]);
+        if (!hit)
+            continue;
+        const uint64_t *figure =
+            (const uint64_t *)((const char *)&sb->cfg.limits + limit_signs[i].offset);
+        buf_printf(out, "function exceeded its %s limit of %llu%s%s (%s)", limit_signs[i].limit,
+                   (unsigned long long)*figure, *limit_signs[i].unit ? " " : "",
+                   limit_signs[i].unit, limit_signs[i].flag);
+        return 1;
+    }
+    return 0;
+}
+
+void sandbox_free(sandbox *sb)
+{
+    if (!sb)
+        return;
+    if (sb->tmp_dir[0])
+        rmdir(sb->tmp_dir);   /* what functions left there stays, and so does it */
+    free(sb->bpf.filter);
+    free(sb->envp);
+    free(sb->read_copy);
+    free(sb->write_copy);
+    free(sb);
+}

@@ -1,0 +1,107 @@
+/* sandbox: the exec runtime's functions isolated like a pod, at the cost of
+ * a process (runner-client serve; the wrapper server runs in a pod already).
+ *
+ * Layers, each detected at start (sandbox_start) and applied in the
+ * function's child between clone and exec (fn_job_set_child_setup):
+ *   namespaces    new user, mount, PID, IPC and network namespaces: no
+ *                 network interface, a private /tmp (tmpfs), the function
+ *                 PID 1 of its own tree (when it exits every process it
+ *                 left is killed with it)
+ *   proc          a /proc of the function's own PID namespace, whose
+ *                 pid_max bounds its processes (--sandbox-processes)
+ *   rlimits       memory (RLIMIT_DATA), CPU seconds, file size, open files;
+ *                 no core files
+ *   no_new_privs  no set-user-ID gain across exec
+ *   landlock      the files it may see (sandbox_landlock.h)
+ *   seccomp       the system calls it may not make (sandbox_seccomp.h)
+ * With any layer, a function's environment keeps only a few of our
+ * variables (sandbox_config.env_names): ours may hold credentials.
+ * `auto` uses each layer that works here and logs once which; `strict`
+ * refuses to start without all of them, naming the setting that would
+ * allow the missing one; `off` runs functions as plain children. */
+#ifndef KRM_SANDBOX_H
+#define KRM_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/spawn.h"
+
+typedef enum sandbox_mode { SANDBOX_OFF, SANDBOX_AUTO, SANDBOX_STRICT } sandbox_mode;
+
+enum sandbox_layer {
+    SANDBOX_NAMESPACES = 1 << 0,
+    SANDBOX_PROC = 1 << 1,
+    SANDBOX_RLIMITS = 1 << 2,
+    SANDBOX_NO_NEW_PRIVS = 1 << 3,
+    SANDBOX_LANDLOCK = 1 << 4,
+    SANDBOX_SECCOMP = 1 << 5,
+    SANDBOX_ALL = (1 << 6) - 1,
+};
+
+typedef struct sandbox_limits {
+    uint64_t memory_mib;     /* RLIMIT_DATA; also the private /tmp's size */
+    uint64_t cpu_seconds;    /* RLIMIT_CPU: SIGXCPU at this, SIGKILL a second later */
+    uint64_t processes;      /* pid_max of its PID namespace, less one (300 at least) */
+    uint64_t file_size_mib;  /* RLIMIT_FSIZE */
+    uint64_t open_files;     /* RLIMIT_NOFILE */
+} sandbox_limits;
+
+#define SANDBOX_DEFAULT_LIMITS {.memory_mib = 1024, .cpu_seconds = 300, .processes = 1024, \
+                                .file_size_mib = 1024, .open_files = 1024}
+
+typedef struct sandbox_config {
+    sandbox_mode mode;
+    sandbox_limits limits;
+    /* Read-only roots added to the system's (comma-separated; NULL: none). */
+    const char *read_paths;
+    /* Directories functions may also write (comma-separated; NULL: none):
+     * kept visible through the private /tmp when beneath it. */
+    const char *write_paths;
+    /* Names of our environment variables functions also get (comma-
+     * separated; NULL: none). They always get PATH, LANG, LANGUAGE, LC_*,
+     * TZ and TERM, and TMPDIR and HOME set to their writable directory. */
+    const char *env_names;
+    /* Where the functions' binaries are (serve's --functions), also
+     * readable: a function may run its siblings or read its data there. */
+    const char *functions_dir;
+    int allow_network;
+} sandbox_config;
+
+typedef struct sandbox sandbox;
+
+/* Detects the layers, prepares them and logs which are used. NULL with why
+ * when strict lacks one (why names it and what would allow it), or on
+ * ENOMEM. With mode off: a sandbox using no layer (its setup is NULL). */
+sandbox *sandbox_start(const sandbox_config *cfg, buf *why);
+
+/* What fn_job_set_child_setup takes; NULL when no layer is used. */
+const spawn_child_setup *sandbox_child_setup(const sandbox *sb);
+
+/* The layers in use (enum sandbox_layer bits). */
+unsigned sandbox_layers(const sandbox *sb);
+
+/* "namespaces, proc, rlimits, ..." or "none", for logs and /metrics. */
+void sandbox_describe(unsigned layers, buf *out);
+
+/* Whether path (a credential or the runner's configuration: what) can be
+ * read by a sandboxed function. 0: it cannot, or the filesystem is not
+ * sandboxed (then nothing is said); -1: it can, with why (a warning in
+ * auto, a refusal in strict: the caller decides). */
+int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, buf *why);
+
+/* The limit that ended a failed function, as "function exceeded its CPU
+ * limit of 300 s (--sandbox-cpu)", into out: told by the signal the kernel
+ * sends at a limit (SIGXCPU, SIGXFSZ; as PID 1 of its namespace a function
+ * ignores those, and is killed at the hard CPU limit: SIGKILL after cpu_ns
+ * of CPU time at least the limit), or by the function's stderr (err,
+ * err_len bytes) naming the error a limit gives (out of memory, too many
+ * open files, file too large), which is the function's to report. Returns
+ * 1, or 0 when no limit did (out untouched). */
+int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, const char *err,
+                         size_t err_len, buf *out);
+
+void sandbox_free(sandbox *sb);
+
+#endif

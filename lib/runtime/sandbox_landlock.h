@@ -1,0 +1,42 @@
+/* sandbox_landlock: the files a sandboxed function may touch, as a Landlock
+ * ruleset made in its child (after its private /tmp is mounted: rules hold
+ * inodes) and applied before exec.
+ *
+ * Landlock allows; it cannot deny a path beneath an allowed one. So the
+ * view is a list of roots: the system's (/usr, /bin, /sbin, /lib*, /etc,
+ * /opt, /proc, /sys) and those the operator adds, read and execute only;
+ * /dev to read and write its files; the writable temporary directory; and
+ * the function's own binary. Everything else (/var with the
+ * service-account token, /root and /home with the docker configs, the
+ * runner's files wherever they are) cannot be opened at all. From ABI 4
+ * TCP bind and connect are refused too (the network is denied twice), and
+ * from ABI 6 signals to and abstract sockets of processes outside the
+ * sandbox. Landlock also keeps a sandboxed process from ptracing, or
+ * reading /proc/PID/environ of, any process outside. */
+#ifndef KRM_SANDBOX_LANDLOCK_H
+#define KRM_SANDBOX_LANDLOCK_H
+
+#include <stddef.h>
+
+#define SANDBOX_LANDLOCK_MAX_PATHS 32
+
+typedef struct sandbox_landlock {
+    int abi;                    /* kernel's Landlock ABI version; <1: none */
+    int allow_network;
+    const char *read[SANDBOX_LANDLOCK_MAX_PATHS];   /* read and execute beneath */
+    size_t n_read;
+    const char *writable;       /* the temporary directory */
+    const char *write[SANDBOX_LANDLOCK_MAX_PATHS];   /* also writable (--sandbox-write) */
+    size_t n_write;
+} sandbox_landlock;
+
+/* The kernel's Landlock ABI version, or -1 with errno (ENOSYS, EOPNOTSUPP:
+ * not built or not enabled with lsm=). */
+int sandbox_landlock_abi(void);
+
+/* In the child: the rules for ll plus binary (the file about to be
+ * executed), applied to this process (no_new_privs must be set). 0, or an
+ * errno with *step naming the call that failed. */
+int sandbox_landlock_apply(const sandbox_landlock *ll, const char *binary, const char **step);
+
+#endif

@@ -1,0 +1,394 @@
+"""serve's sandbox (--sandbox auto|strict|off) against hostile functions.
+
+Each attack runs under auto, strict and off: off shows that the attack works
+here (so each test can fail), auto and strict that the sandbox stops it. The
+function reports on stderr (the call's log) whether its attack worked, then
+answers its input, so every call succeeds and only what it could do differs.
+The runner's secrets are fakes placed in the test's directory, which a
+sandboxed function cannot see any more than /var/run/secrets: Landlock's
+view is a list of allowed roots, and the test's directory is not one."""
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from krmtest import CLIENT_BIN, simple_rl
+
+MODES = ["auto", "strict", "off"]
+PY = "/usr/bin/python3"   # not a pyenv shim under /root, which functions cannot read
+
+# The function: the attack in a subshell, its output on stderr, then its
+# verdict, then the input answered unchanged.
+FUNCTION = """#!/bin/sh
+if ( {attack} ) >&2; then echo ATTACK-WORKED >&2; else echo ATTACK-FAILED >&2; fi
+cat
+"""
+
+
+def serve(start_server, tmp_path, mode, attack, *flags, env=None):
+    functions = tmp_path / "functions"
+    functions.mkdir(exist_ok=True)
+    fn = functions / "fn"
+    fn.write_text(FUNCTION.format(attack=attack))
+    fn.chmod(0o755)
+    cfg = tmp_path / "fc.yaml"
+    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                   "metadata:\n  name: fn\nspec:\n  image: fn\n"
+                   "  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    return start_server([], binary=CLIENT_BIN, env=env, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod", "--sandbox", mode, *flags])
+
+
+def attack(start_server, tmp_path, mode, script, *flags, env=None, calls=1):
+    """Runs script as the function's attack; returns (worked, log) of the
+    last call. With --prespawn 0 unless flags say otherwise: a process
+    started for the next call would attack again meanwhile."""
+    if "--prespawn" not in flags:
+        flags = (*flags, "--prespawn", "0")
+    srv = serve(start_server, tmp_path, mode, script, *flags, env=env)
+    rl = simple_rl("victim")
+    for _ in range(calls):
+        resp = srv.evaluate(rl, image="fn:v1")
+        assert resp.resource_list == rl
+    log = resp.log.decode()
+    assert ("ATTACK-WORKED" in log) != ("ATTACK-FAILED" in log), log
+    return "ATTACK-WORKED" in log, log
+
+
+def expect(mode, worked, log):
+    if mode == "off":
+        assert worked, f"the attack should work without the sandbox: {log}"
+    else:
+        assert not worked, f"the sandbox ({mode}) let the attack through: {log}"
+
+
+@pytest.fixture
+def victim():
+    """A process of ours, outside any sandbox, with a secret in its environment."""
+    proc = subprocess.Popen(["sleep", "60"], env={"VICTIM_SECRET": "s3cr3t-environ"})
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_the_service_account_token(start_server, tmp_path, mode):
+    sa = tmp_path / "var" / "run" / "secrets" / "kubernetes.io" / "serviceaccount"
+    sa.mkdir(parents=True)
+    (sa / "token").write_text("FAKE-SA-TOKEN")
+    worked, log = attack(start_server, tmp_path, mode, f"cat {sa}/token")
+    expect(mode, worked, log)
+    assert ("FAKE-SA-TOKEN" in log) == (mode == "off")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_prestarted_function_is_sandboxed_too(start_server, tmp_path, mode):
+    """The second call is served by a process started before it (--prespawn)."""
+    (tmp_path / "token").write_text("FAKE-SA-TOKEN")
+    worked, log = attack(start_server, tmp_path, mode, f"cat {tmp_path}/token", "--prespawn", "1",
+                         calls=2)
+    expect(mode, worked, log)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_the_runners_docker_config(start_server, tmp_path, mode):
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    (docker / "config.json").write_text('{"auths": {"r.example": {"auth": "FAKE-REGISTRY-AUTH"}}}')
+    worked, log = attack(start_server, tmp_path, mode, f"cat {docker}/config.json",
+                         "--docker-config", str(docker / "config.json"))
+    expect(mode, worked, log)
+    assert ("FAKE-REGISTRY-AUTH" in log) == (mode == "off")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_connects_to_a_loopback_port(start_server, tmp_path, mode):
+    """The API server's address or any other service on loopback."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        script = f"{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
+        worked, log = attack(start_server, tmp_path, mode, script)
+    expect(mode, worked, log)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_writes_outside_its_temporary_directory(start_server, tmp_path, mode):
+    target = tmp_path / "outside.txt"
+    worked, log = attack(start_server, tmp_path, mode, f"echo pwned > {target}")
+    expect(mode, worked, log)
+    assert target.exists() == (mode == "off")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_escapes_the_call_with_setsid_and_a_double_fork(start_server, tmp_path, mode):
+    """A process that left the function's group and parent outlives the call
+    without the sandbox (re-parented to the system's init, out of serve's
+    reach); under it, it dies with the function, PID 1 of its namespace."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    marker = shared / "marker"
+    script = f"(setsid sh -c 'sleep 1; echo escaped > {marker}' &) ; true"
+    worked, log = attack(start_server, tmp_path, mode, script, "--sandbox-write", str(shared))
+    assert worked, log   # starting it is allowed; outliving the call is the attack
+    time.sleep(2)
+    assert marker.exists() == (mode == "off"), "off: the escape should work; else: it should not"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fork_bomb_is_bounded(start_server, tmp_path, mode):
+    """10,000 children (exiting at once, never reaped: each holds a PID);
+    under the sandbox --sandbox-processes 300 stops them."""
+    script = (f"{PY} -c \"import os, sys\nn = 0\nfor i in range(10000):\n"
+              "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+              "    if pid == 0:\n        os._exit(0)\n    n += 1\n"
+              "print('forked', n)\nsys.exit(n < 10000)\"")
+    worked, log = attack(start_server, tmp_path, mode, script, "--sandbox-processes", "300")
+    expect(mode, worked, log)
+    if mode != "off":
+        forked = int(log.split("forked ")[1].split()[0])
+        assert 200 < forked < 300, log
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_allocates_4_gib(start_server, tmp_path, mode):
+    """Private memory (malloc, a Go heap): RLIMIT_DATA does not count shared
+    mappings (README says so)."""
+    script = f"{PY} -c \"import mmap; mmap.mmap(-1, 4 << 30, flags=mmap.MAP_PRIVATE)\""
+    worked, log = attack(start_server, tmp_path, mode, script, "--sandbox-memory", "512")
+    expect(mode, worked, log)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ptraces_a_process_outside(start_server, tmp_path, mode, victim):
+    script = (f"{PY} -c \"import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+              f"ok = libc.ptrace(16, {victim}, 0, 0) == 0\n"
+              f"ok and libc.ptrace(17, {victim}, 0, 0)\nsys.exit(not ok)\"")
+    worked, log = attack(start_server, tmp_path, mode, script)
+    expect(mode, worked, log)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_another_process_environ(start_server, tmp_path, mode, victim):
+    """Another process's /proc/PID/environ; and /proc/1 is the function itself."""
+    worked, log = attack(start_server, tmp_path, mode,
+                         f"cat /proc/{victim}/environ && echo && cat /proc/1/comm")
+    expect(mode, worked, log)
+    assert ("s3cr3t-environ" in log) == (mode == "off")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_mounts(start_server, tmp_path, mode):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    try:
+        worked, log = attack(start_server, tmp_path, mode, f"mount -t tmpfs none {mnt}")
+    finally:
+        while subprocess.run(["umount", str(mnt)], stderr=subprocess.DEVNULL).returncode == 0:
+            pass
+    expect(mode, worked, log)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_creates_a_user_namespace(start_server, tmp_path, mode):
+    worked, log = attack(start_server, tmp_path, mode, "unshare -U true")
+    expect(mode, worked, log)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_doing_its_job_is_answered(start_server, tmp_path, mode):
+    """Reads the system, writes its temporary directory, answers."""
+    script = 'ls /usr/bin >/dev/null && echo scratch > "${TMPDIR:-/tmp}/x" && cat "${TMPDIR:-/tmp}/x"'
+    worked, log = attack(start_server, tmp_path, mode, script)
+    assert worked and "scratch" in log, log
+
+
+def test_strict_refuses_without_user_namespaces_and_auto_uses_the_rest(start_server, tmp_path):
+    """In a user namespace allowing no nested one: strict names the missing
+    layer and what would allow it; auto logs it and still hides the secrets."""
+    jail = ["unshare", "-U", "-r", "sh", "-c",
+            'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "jail"]
+    probe = subprocess.run([*jail, "unshare", "-U", "true"], capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("cannot turn user namespaces off here")
+    serve(start_server, tmp_path, "strict", "true")   # writes the config
+    out = subprocess.run([*jail, CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod",
+                          "--function-config", str(tmp_path / "fc.yaml"),
+                          "--functions", str(tmp_path / "functions"), "--sandbox", "strict"],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2, out.stderr
+    assert "--sandbox strict: unavailable here: namespaces, which needs unprivileged user " \
+           "namespaces" in out.stderr
+    sa = tmp_path / "token"
+    sa.write_text("FAKE-SA-TOKEN")
+    functions = tmp_path / "functions"
+    (functions / "fn").write_text(FUNCTION.format(attack=f"cat {sa}"))
+    srv = start_server([], binary=CLIENT_BIN, wrapper=jail, argv=[
+        "serve", "--port", "{port}", "--function-config", str(tmp_path / "fc.yaml"),
+        "--functions", str(functions), "--disable-runtimes=pod", "--sandbox", "auto"])
+    resp = srv.evaluate(simple_rl("x"), image="fn:v1")
+    assert "ATTACK-FAILED" in resp.log.decode() and "FAKE-SA-TOKEN" not in resp.log.decode()
+    assert "functions run with rlimits, no_new_privs, landlock, seccomp; unavailable: " \
+           "namespaces (clone:" in srv.stderr()
+
+
+# ---- a function ended by a limit is told so --------------------------------
+
+LIMITS = [
+    ("cpu", "while :; do :; done", ["--sandbox-cpu", "1"],
+     "function exceeded its CPU limit of 1 s (--sandbox-cpu)"),
+    ("memory", f"exec {PY} -c 'import mmap; mmap.mmap(-1, 4 << 30, flags=mmap.MAP_PRIVATE)'",
+     ["--sandbox-memory", "512"], "function exceeded its memory limit of 512 MiB (--sandbox-memory)"),
+    ("file-size", 'exec head -c 3000000 /dev/zero > "$TMPDIR/big"', ["--sandbox-file-size", "1"],
+     "function exceeded its file size limit of 1 MiB (--sandbox-file-size)"),
+    ("open-files", f"exec {PY} -c 'import os; [os.open(\"/dev/null\", 0) for _ in range(100)]'",
+     ["--sandbox-open-files", "20"], "function exceeded its open files limit of 20 (--sandbox-open-files)"),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name,script,flags,words", LIMITS, ids=[x[0] for x in LIMITS])
+def test_a_function_ended_by_a_limit_is_told_which(start_server, tmp_path, mode, name, script,
+                                                    flags, words):
+    fn = f"#!/bin/sh\ncat >/dev/null\n{script}\n"
+    srv = serve(start_server, tmp_path, mode, "true", *flags, "--prespawn", "0")
+    (tmp_path / "functions" / "fn").write_text(fn)
+    if mode == "off" and name in ("cpu", "memory"):
+        return   # it would run until the deadline, or take the memory
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert err.code().name == "INTERNAL"
+    assert (words in err.details()) == (mode != "off"), err.details()
+    assert err.details().startswith("failed to parse the output of function "), err.details()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_refused_call_keeps_the_functions_stderr(start_server, tmp_path, mode):
+    (tmp_path / "token").write_text("FAKE-SA-TOKEN")
+    srv = serve(start_server, tmp_path, mode, "true", "--prespawn", "0")
+    (tmp_path / "functions" / "fn").write_text(
+        f"#!/bin/sh\ncat >/dev/null\nmount -t tmpfs none /mnt || exit 1\numount /mnt\nexit 1\n")
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1")
+    if mode == "off":
+        assert "mount:" not in err.details(), err.details()
+    else:
+        assert "mount: /mnt: permission denied" in err.details(), err.details()
+
+
+@pytest.fixture
+def world_readable_dir():
+    """A directory another user can use (pytest's are root's, mode 0700)."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="krm-sandbox-test-")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_unprivileged_runner_sandboxes_too(start_server, world_readable_dir, mode):
+    """serve as nobody: every layer works without privilege here (strict
+    starts), and the token it can read is hidden from its functions."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    from pathlib import Path
+    d = Path(world_readable_dir)
+    (d / "token").write_text("FAKE-SA-TOKEN")
+    functions = d / "functions"
+    functions.mkdir(mode=0o755)
+    fn = functions / "fn"
+    fn.write_text(FUNCTION.format(attack=f"cat {d}/token"))
+    fn.chmod(0o755)
+    (d / "fc.yaml").write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                               "metadata:\n  name: fn\nspec:\n  image: fn\n"
+                               "  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    for p in d.iterdir():
+        os.chmod(p, os.stat(p).st_mode | 0o044)
+    nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    srv = start_server([], binary=CLIENT_BIN, wrapper=nobody, argv=["serve", "--port", "{port}", "--function-config", str(d / "fc.yaml"),
+                             "--functions", str(functions), "--disable-runtimes=pod",
+                             "--sandbox", mode, "--prespawn", "0"])
+    log = srv.evaluate(simple_rl("x"), image="fn:v1").log.decode()
+    expect(mode, "ATTACK-WORKED" in log, log)
+    if mode != "off":
+        assert "functions run with namespaces, proc, rlimits, no_new_privs, landlock, seccomp" \
+            in srv.stderr()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_metrics_tell_the_layers_in_use(start_server, tmp_path, mode):
+    from test_observability import curl
+    srv = serve(start_server, tmp_path, mode, "true")
+    code, text = curl(srv.port, "/metrics")
+    assert code == 200
+    layers = "none" if mode == "off" else "namespaces, proc, rlimits, no_new_privs, landlock, seccomp"
+    assert f'krm_sandbox_info{{mode="{mode}",layers="{layers}"}} 1\n' in text, text
+
+
+def run_serve(tmp_path, *flags):
+    """serve that is expected to refuse its flags: (exit status, stderr)."""
+    serve_dir = tmp_path / "functions"
+    serve_dir.mkdir(exist_ok=True)
+    out = subprocess.run([CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod",
+                          "--functions", str(serve_dir), *flags],
+                         capture_output=True, text=True, timeout=20)
+    return out.returncode, out.stderr
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--sandbox", "bogus"], 'invalid value "bogus" for --sandbox: want auto, strict or off'),
+    (["--sandbox-processes", "10"], 'invalid value "10" for --sandbox-processes: want a whole number 300-'),
+    (["--sandbox-memory", "0"], 'invalid value "0" for --sandbox-memory'),
+    (["--sandbox-read", "relative/dir"], "--sandbox-read: not an absolute path: relative/dir"),
+    (["--sandbox-read", "/nonexistent/x"], "--sandbox-read: /nonexistent/x: No such file or directory"),
+    (["--sandbox-write", "/etc/hostname"], "--sandbox-write: /etc/hostname: Not a directory"),
+])
+def test_bad_sandbox_flags_are_refused_naming_them(tmp_path, flags, words):
+    rc, err = run_serve(tmp_path, *flags)
+    assert rc == 2 and words in err, err
+
+
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_secret_the_functions_could_read_is_named(tmp_path, mode):
+    """The runner's configuration beneath a root functions may read: a
+    warning in auto, a refusal in strict."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    docker = shared / "config.json"
+    docker.write_text("{}")
+    argv = [CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod", "--sandbox", mode,
+            "--sandbox-read", str(shared), "--docker-config", str(docker)]
+    if mode == "strict":
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        rc, err = out.returncode, out.stderr
+    else:
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        err = ""
+        while "Listening" not in err and proc.poll() is None:
+            err += proc.stderr.readline()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        rc = proc.returncode
+    words = (f"sandbox: the registry credentials {docker} can be read by functions: it is "
+             f"beneath {shared}")
+    assert words in err, err
+    assert (rc == 2) == (mode == "strict"), err
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_the_runners_environment(start_server, tmp_path, mode):
+    """The runner's environment may hold credentials: a sandboxed function
+    gets PATH, the locale, TMPDIR and HOME, and what --sandbox-env names."""
+    env = {**os.environ, "RUNNER_SECRET": "FAKE-ENV-TOKEN", "PASSED_ON": "asked-for",
+           "LC_ALL": "C"}
+    worked, log = attack(start_server, tmp_path, mode, "env >&2; env | grep -q FAKE-ENV-TOKEN",
+                         "--sandbox-env", "PASSED_ON", env=env)
+    expect(mode, worked, log)
+    assert "PASSED_ON=asked-for" in log and "LC_ALL=C" in log and "PATH=" in log, log
+    if mode != "off":
+        assert {"HOME=/tmp", "TMPDIR=/tmp"} <= set(log.splitlines()), log

@@ -1,0 +1,161 @@
+/* Tests for spawning with a child setup (core/spawn: spawn_in_group_setup)
+ * and for naming the sandbox limit that ended a function
+ * (runtime/sandbox: sandbox_explain_exit). Real processes: /bin/sh run
+ * with the setup's effect read back through a pipe. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/spawn.h"
+#include "runtime/sandbox.h"
+
+static int lower_open_files(const void *ctx, const char *path, const char **step)
+{
+    (void)ctx;
+    (void)path;
+    struct rlimit rl = {.rlim_cur = 37, .rlim_max = 37};
+    *step = "test: setrlimit";
+    return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? errno : 0;
+}
+
+static int refuse(const void *ctx, const char *path, const char **step)
+{
+    (void)ctx;
+    (void)path;
+    *step = "test: refused";
+    return EACCES;
+}
+
+/* Runs `sh -c script` with setup; returns what it wrote on stdout. */
+static int run_sh(const spawn_child_setup *setup, const char *script, char *out, size_t len,
+                  const char **step)
+{
+    int p[2];
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    char *argv[] = {"sh", "-c", (char *)script, NULL};
+    pid_t pid = -1;
+    int err = spawn_in_group_setup("/bin/sh", argv, NULL, (int[3]){0, p[1], 2}, setup, &pid, step);
+    close(p[1]);
+    size_t got = 0;
+    for (ssize_t n = 1; !err && n > 0 && got < len - 1; got += n > 0 ? (size_t)n : 0)
+        n = read(p[0], out + got, len - 1 - got);
+    out[got] = '\0';
+    close(p[0]);
+    if (!err) {
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert_eq(getpgid(pid) < 0 ? 0 : 1, 0);   /* reaped: its group is gone */
+    }
+    return err;
+}
+
+Test(spawn, setup_runs_in_the_child_before_exec)
+{
+    spawn_child_setup setup = {.run = lower_open_files};
+    char out[64];
+    const char *step = "unset";
+    cr_assert_eq(run_sh(&setup, "ulimit -n; cut -d\" \" -f5 /proc/$$/stat; echo $$", out,
+                        sizeof out, &step), 0);
+    cr_assert_null(step);
+    int limit = 0, pgid = 0, pid = 0;
+    cr_assert_eq(sscanf(out, "%d %d %d", &limit, &pgid, &pid), 3, "%s", out);
+    cr_assert_eq(limit, 37);
+    cr_assert_eq(pgid, pid, "the child leads its own process group");
+    struct rlimit ours;
+    getrlimit(RLIMIT_NOFILE, &ours);
+    cr_assert_neq(ours.rlim_cur, 37, "the setup ran in our process");
+}
+
+Test(spawn, a_setup_failure_is_returned_with_its_step_and_reaped)
+{
+    spawn_child_setup setup = {.run = refuse};
+    char out[16];
+    const char *step = NULL;
+    cr_assert_eq(run_sh(&setup, "echo ran", out, sizeof out, &step), EACCES);
+    cr_assert_str_eq(step, "test: refused");
+    cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child was left unreaped");
+    cr_assert_eq(errno, ECHILD);
+}
+
+Test(spawn, an_exec_failure_has_no_step)
+{
+    spawn_child_setup setup = {.run = lower_open_files};
+    char *argv[] = {"nothing", NULL};
+    pid_t pid;
+    const char *step = "unset";
+    int err = spawn_in_group_setup("/nonexistent/fn", argv, NULL, (int[3]){0, 1, 2}, &setup,
+                                   &pid, &step);
+    cr_assert_eq(err, ENOENT);
+    cr_assert_null(step);
+}
+
+Test(spawn, the_setup_environment_is_used_when_none_is_given)
+{
+    char *env[] = {"SANDBOX_TEST=yes", NULL};
+    spawn_child_setup setup = {.run = lower_open_files, .envp = env};
+    char out[64];
+    const char *step;
+    cr_assert_eq(run_sh(&setup, "echo \"$SANDBOX_TEST\"", out, sizeof out, &step), 0);
+    cr_assert_str_eq(out, "yes\n");
+}
+
+/* ---- sandbox_explain_exit ----------------------------------------------- */
+
+static sandbox *started(void)
+{
+    sandbox_config cfg = {.mode = SANDBOX_AUTO,
+                          .limits = {.memory_mib = 512, .cpu_seconds = 3, .processes = 300,
+                                     .file_size_mib = 2, .open_files = 64}};
+    buf why = {0};
+    sandbox *sb = sandbox_start(&cfg, &why);
+    cr_assert_not_null(sb, "%s", why.data ? why.data : "");
+    cr_assert(sandbox_layers(sb) & SANDBOX_RLIMITS);
+    return sb;
+}
+
+static const char *explained(const sandbox *sb, int status, long long cpu_s, const char *err)
+{
+    static buf out;
+    buf_free(&out);
+    if (!sandbox_explain_exit(sb, status, cpu_s * 1000000000LL, err, strlen(err), &out))
+        return NULL;
+    return out.data;
+}
+
+Test(sandbox, a_limit_is_named_by_its_signal_or_its_error)
+{
+    sandbox *sb = started();
+    cr_assert_str_eq(explained(sb, SIGXCPU, 3, ""),
+                     "function exceeded its CPU limit of 3 s (--sandbox-cpu)");
+    /* PID 1 of its namespace ignores SIGXCPU: the hard limit's SIGKILL */
+    cr_assert_str_eq(explained(sb, SIGKILL, 4, ""),
+                     "function exceeded its CPU limit of 3 s (--sandbox-cpu)");
+    cr_assert_null(explained(sb, SIGKILL, 1, ""), "a kill before the limit is not the limit's");
+    cr_assert_str_eq(explained(sb, SIGXFSZ, 0, ""),
+                     "function exceeded its file size limit of 2 MiB (--sandbox-file-size)");
+    cr_assert_str_eq(explained(sb, 2 << 8, 0, "fatal error: runtime: out of memory\n"),
+                     "function exceeded its memory limit of 512 MiB (--sandbox-memory)");
+    cr_assert_str_eq(explained(sb, 1 << 8, 0, "OSError: [Errno 24] Too many open files"),
+                     "function exceeded its open files limit of 64 (--sandbox-open-files)");
+    cr_assert_null(explained(sb, 0, 0, "out of memory"), "a success is never explained");
+    cr_assert_null(explained(sb, 1 << 8, 0, "no such file"));
+    sandbox_free(sb);
+}
+
+Test(sandbox, off_explains_nothing)
+{
+    sandbox_config cfg = {.mode = SANDBOX_OFF, .limits = SANDBOX_DEFAULT_LIMITS};
+    buf why = {0};
+    sandbox *sb = sandbox_start(&cfg, &why);
+    cr_assert_not_null(sb);
+    cr_assert_null(sandbox_child_setup(sb));
+    cr_assert_null(explained(sb, SIGXCPU, 500, ""));
+    sandbox_free(sb);
+}
