@@ -354,9 +354,10 @@ static void runner_reload_abandon(runner *r)
 {
     if (!r->reloading)
         return;
-    if (offload_abandon(r->reloading, SERVE_RELOAD_EXIT_WAIT_NS) == 0)
+    if (offload_abandon(r->reloading, SERVE_RELOAD_EXIT_WAIT_NS) == 0) {
+        log_info("SIGHUP's reload of %s ended at exit; not applied", r->config_path);
         reload_job_free(r->reload);
-    else
+    } else
         log_warn("SIGHUP's reload of %s still runs at exit; abandoned", r->config_path);
     r->reloading = NULL;
     r->reload = NULL;

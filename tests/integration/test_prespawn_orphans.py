@@ -141,7 +141,10 @@ def test_serve_kills_a_waiting_functions_daemon(start_server, tmp_path, cleanup)
                                    prefixes=["example.com/fn"]))
     srv = start_server([], binary=CLIENT_BIN, argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(d),
-        "--disable-runtimes=pod", "--prespawn", "1", "--log-level", "3"])
+        "--disable-runtimes=pod", "--prespawn", "1", "--log-level", "3",
+        # in the sandbox's PID namespace a daemon is the waiting function's
+        # own child, kept in its namespace and ended with it: not an orphan
+        "--sandbox", "off"])
     rl = simple_rl("first")
     assert srv.evaluate(rl, image="example.com/fn/daemonizer:v1", timeout=20).resource_list == rl
     assert wait_until(lambda: metric(srv.port, "krm_prespawn_waiting") == 1, 5)

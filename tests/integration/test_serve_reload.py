@@ -160,6 +160,7 @@ def test_sigterm_during_a_reload_exits(start_server, tmp_path, bulk):
     t0 = time.monotonic()
     assert srv.stop(timeout=20) == 0, srv.describe()
     took = time.monotonic() - t0
-    if f"loaded {FILES * DOCS}" not in srv.stderr():   # it could not end in time
-        assert "still runs at exit; abandoned" in srv.stderr(), srv.describe()
+    # it ended before the exit, during the exit's wait, or not in time
+    assert (f"loaded {FILES * DOCS}" in srv.stderr() or "ended at exit; not applied" in srv.stderr()
+            or "still runs at exit; abandoned" in srv.stderr()), srv.describe()
     assert took < 5, f"exit took {took:.2f} s; {srv.describe()}"
