@@ -35,7 +35,9 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/numparse.h"
+#include "core/semver.h"
 #include "krm/fnconfig.h"
+#include "oci/image_tag.h"
 #include "runtime/ev_exec.h"
 #include "runtime/ev_multi.h"
 #include "runtime/fn_prespawn.h"
@@ -423,14 +425,44 @@ static void runner_describe_configured(const runner *r, buf *why)
         buf_printf(why, " and %zu more", total - shown);
 }
 
-/* ev_exec's lookup: the binary a FunctionConfig gives this image, opened
- * beneath --functions (inheritable: see ev_exec_lookup_fn). */
-static int runner_lookup(void *ctx, const char *image, buf *path, int *fd, buf *why)
+/* The FunctionConfig for image and a Tag, as Porch's executable evaluator
+ * picks it: the highest binaryExecutor tag satisfying the Tag as a semver
+ * constraint; NULL (not found: the pod runtime may have it) when none does
+ * or the Tag is no constraint ("latest"), with the reason in why. */
+static const fnconfig_entry *runner_match_tag(runner *r, const char *image, const char *tag,
+                                              buf *why)
+{
+    buf name = {0}, err = {0};
+    const fnconfig_entry *e = NULL;
+    semver_constraint *want = semver_constraint_parse(tag, &err);
+    if (!want) {
+        buf_printf(why, "; Tag: %s", err.data ? err.data : "out of memory");
+    } else if (fnconfig_resolve_image(r->prefix, image, &name) == 0 && name.data) {
+        name.data[image_tag_name_len(name.data)] = '\0';
+        const char *picked = NULL;
+        e = fnconfig_match_binary_version(&r->cfg, name.data, r->prefix, want, &picked);
+        if (e)
+            log_info("Tag \"%s\" picks %s:%s", tag, name.data, picked);
+        else
+            buf_printf(why, "; no binaryExecutor tag of %s satisfies Tag \"%s\"", name.data, tag);
+    }
+    semver_constraint_free(want);
+    buf_free(&name);
+    buf_free(&err);
+    return e;
+}
+
+/* ev_exec's lookup: the binary a FunctionConfig gives this image (and Tag),
+ * opened beneath --functions (inheritable: see ev_exec_lookup_fn). */
+static int runner_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
+                         buf *why)
 {
     runner *r = ctx;
     buf resolved = {0};
     const fnconfig_entry *e = NULL;
-    if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
+    if (tag && *tag)
+        e = runner_match_tag(r, image, tag, why);
+    else if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
         e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
     buf_free(&resolved);
     if (!e) {

@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
+#include "oci/image_tag.h"
 #include "evaluator.pb-c.h"
 
 #define EVALUATE_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"
@@ -73,7 +74,9 @@ struct pod_call {
     char *pod;                 /* the pod dialed */
     char *addr;
     buf packed;                /* the request message */
-    loop_timer *deferred;      /* a failure delivered from the loop */
+    loop_timer *deferred;      /* a failure delivered from the loop: */
+    int deferred_code;         /* its status, */
+    buf deferred_why;          /* and its message */
     ev_result res;
     buf message;
     Evaluator__EvaluateFunctionResponse *resp;
@@ -386,7 +389,40 @@ static void deliver_deferred(loop *l, void *ctx)
     (void)l;
     pod_call *c = ctx;
     c->deferred = NULL;
-    finish(c, GRPC_INVALID_ARGUMENT, "the pod runtime needs the function's image");
+    finish(c, c->deferred_code, c->deferred_why.data ? c->deferred_why.data : "out of memory");
+}
+
+/* The image the pod runs: the request's, with its Tag applied as kpt
+ * applies a function's tag. 0, or -1 with the call's failure set for
+ * deliver_deferred (out of memory included). */
+static int apply_tag(pod_call *c, const ev_request *req)
+{
+    const char *image = req->image ? req->image : "";
+    if (!*image) {
+        c->deferred_code = GRPC_INVALID_ARGUMENT;
+        buf_append_str(&c->deferred_why, "the pod runtime needs the function's image");
+        return -1;
+    }
+    if (!req->tag || !*req->tag)
+        return (c->image = strdup(image)) ? 0 : -1;
+    buf tagged = {0};
+    int rc = image_tag_apply(image, req->tag, &tagged, &c->deferred_why);
+    if (rc > 0) {
+        c->image = tagged.data;   /* handed over */
+        log_info("Tag \"%s\" on \"%s\": runs %s", req->tag, image, c->image);
+        return 0;
+    }
+    buf_free(&tagged);
+    c->deferred_code = GRPC_INVALID_ARGUMENT;
+    if (rc == 0) {
+        /* Porch's words, and why: a constraint is resolved against the
+         * registry's tags, which the pod runtime does not list yet */
+        c->deferred_code = GRPC_UNIMPLEMENTED;
+        buf_printf(&c->deferred_why, "failed to resolve tag for image \"%s\" with constraint "
+                   "\"%s\": the pod runtime does not list a registry's tags yet; give an exact "
+                   "version or tag", image, req->tag);
+    }
+    return -1;
 }
 
 static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
@@ -396,16 +432,18 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
     if (!c)
         return NULL;
     c->req = *req;   /* before pack(), which reads the input */
-    if (!(c->image = strdup(req->image ? req->image : "")) || pack(c) < 0)
-        goto oom;
     c->base.ev = base;
     c->done = done;
     c->ctx = ctx;
-    if (!*c->image) {
+    if (apply_tag(c, req) < 0) {
+        if (!c->image && !(c->image = strdup("")))
+            goto oom;
         if (!(c->deferred = loop_timer_add(p->l, 0, deliver_deferred, c)))
             goto oom;
         return &c->base;
     }
+    if (pack(c) < 0)
+        goto oom;
     if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
         goto oom;
     return &c->base;
@@ -413,6 +451,7 @@ oom:
     if (c) {
         free(c->image);
         buf_free(&c->packed);
+        buf_free(&c->deferred_why);
     }
     free(c);
     return NULL;
@@ -431,6 +470,7 @@ static void call_release(ev_call *base)
         evaluator__evaluate_function_response__free_unpacked(c->resp, NULL);
     buf_free(&c->packed);
     buf_free(&c->message);
+    buf_free(&c->deferred_why);
     free(c->image);
     free(c->pod);
     free(c->addr);

@@ -1,0 +1,97 @@
+"""EvaluateFunctionRequest's Tag (field 3, Porch's): a semver constraint or
+a tag for the request's image, as a Kptfile function's `tag` is in kpt.
+The exec runtime picks, as Porch's executable evaluator, the highest of a
+FunctionConfig's binaryExecutor tags that satisfies it (NOT_FOUND when none
+does, so the pod runtime may serve it); the pod runtime applies an exact
+version or a literal tag to the image, as kpt's ResolveFunctionImage."""
+
+import json
+import threading
+import time
+
+import grpc
+import pytest
+
+from krmtest import resource_list, serve_example_fn
+from test_debug_pods import get, serve as serve_pods, silent_registry  # noqa: F401 (fixture)
+
+RL = resource_list("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+
+
+@pytest.fixture
+def serve_tags(start_server, tmp_path):
+    """example.com/fn with the tags of several releases, mapped to a cat."""
+    return serve_example_fn(start_server, tmp_path, [
+        "v1.0.0", "v1.10.0", "v1.2.0", "v1.11.0-rc.1", "v2.0.0", "latest", "1.12.0"])
+
+
+def picked(srv, tag):
+    marker = f'Tag "{tag}" picks '
+    lines = [l for l in srv.stderr().splitlines() if marker in l]
+    assert lines, srv.describe()
+    return lines[-1].split(marker, 1)[1]
+
+
+def test_exec_runtime_picks_the_highest_tag_satisfying_the_constraint(serve_tags):
+    srv = serve_tags
+    assert srv.evaluate(RL, image="example.com/fn", tag="^1").resource_list
+    # 1.12.0 has no "v" (Porch's keys are split at ":v"), 1.11.0-rc.1 is a prerelease
+    assert picked(srv, "^1") == "example.com/fn:v1.10.0"
+    assert srv.evaluate(RL, image="example.com/fn:v9", tag="~1.2").resource_list   # the image's tag gives way
+    assert picked(srv, "~1.2") == "example.com/fn:v1.2.0"
+    assert srv.evaluate(RL, image="example.com/fn", tag="~1.11.0-rc.0").resource_list   # asks for a prerelease
+    assert picked(srv, "~1.11.0-rc.0") == "example.com/fn:v1.11.0-rc.1"
+    assert srv.evaluate(RL, image="example.com/fn", tag="v2.0.0").resource_list
+    assert picked(srv, "v2.0.0") == "example.com/fn:v2.0.0"
+
+
+@pytest.mark.parametrize("tag, why", [
+    ("^3", 'no binaryExecutor tag of example.com/fn satisfies Tag "^3"'),
+    ("latest", "Tag: improper constraint: latest"),      # Porch: a Tag that is no constraint is not found
+    (">= 1, <", "Tag: improper constraint: >= 1, <"),
+])
+def test_exec_runtime_tag_without_a_match_is_not_found(serve_tags, tag, why):
+    err = serve_tags.evaluate_error(RL, image="example.com/fn", tag=tag)
+    assert err.code() == grpc.StatusCode.NOT_FOUND, err
+    assert err.details().startswith('function "example.com/fn" not found; ' + why), err.details()
+    # without a Tag the image's own tag is matched exactly, as before
+    assert serve_tags.evaluate(RL, image="example.com/fn:v1.2.0").resource_list
+
+
+def test_tag_with_nul_is_refused(serve_tags):
+    err = serve_tags.evaluate_error(RL, image="example.com/fn", tag="^1\0/x")
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+    assert err.details() == 'Tag "^1\\x00/x" has a NUL byte (\\x00) at offset 2: not a tag', err.details()
+
+
+def test_pod_runtime_applies_an_exact_version_to_the_image(start_server, silent_registry, tmp_path):  # noqa: F811
+    srv = serve_pods(start_server, tmp_path)
+    image = f"{silent_registry}/fn:v0"
+    call = threading.Thread(target=lambda: srv.evaluate_error(RL, image=image, tag="v1.2.3", timeout=4))
+    call.start()
+    try:
+        deadline = time.monotonic() + 3
+        pods = []
+        while not pods and time.monotonic() < deadline:
+            pods = json.loads(get(srv.port, "/debug/pods")[2])["pods"]
+            time.sleep(0.05)
+        assert [p["image"] for p in pods] == [f"{silent_registry}/fn:v1.2.3"], pods
+    finally:
+        call.join()
+
+
+@pytest.mark.parametrize("tag, code, text", [
+    ("^1.2", grpc.StatusCode.UNIMPLEMENTED,
+     'failed to resolve tag for image "{image}" with constraint "^1.2": the pod runtime does not '
+     "list a registry's tags yet; give an exact version or tag"),
+    ("bad tag!", grpc.StatusCode.INVALID_ARGUMENT,
+     '`function.tag` "bad tag!" must be a valid image tag: must start with an alphanumeric character '
+     "or underscore, followed by at most 127 alphanumeric characters, underscores, periods, or dashes"),
+])
+def test_pod_runtime_refuses_what_it_cannot_resolve(start_server, tmp_path, tag, code, text):
+    srv = serve_pods(start_server, tmp_path)
+    image = "127.0.0.1:1/fn:v0"
+    err = srv.evaluate_error(RL, image=image, tag=tag)
+    assert err.code() == code, err
+    assert err.details() == text.format(image=image), err.details()
+    assert json.loads(get(srv.port, "/debug/pods")[2])["pods"] == []   # nothing was started
