@@ -45,6 +45,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "offload.h"
+#include "porch_flags.h"
 #include "serve_pod.h"
 #include "term_text.h"
 
@@ -84,6 +85,7 @@ static const char serve_usage[] =
     "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
     "                               processes; 0 never (default 1m)\n"
     SERVE_POD_FLAGS_HELP
+    PORCH_FLAGS_HELP
     "  --log-level N                2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
@@ -94,6 +96,7 @@ typedef struct serve_opts {
     int warm_up;
     serve_pod_flags pod;
     const char *pod_ns, *pod_ready;   /* Porch's --pod-namespace, --pod-ready-timeout */
+    porch_flags porch;                /* Porch's flags refused until served */
 } serve_opts;
 
 typedef struct runner {
@@ -669,6 +672,11 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         fputs(serve_usage, stdout);
         return 0;
     }
+    if (porch_flags_check(&o->porch, &err) < 0) {
+        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return 2;
+    }
     if (o->pod_ns) {   /* Porch's names win over ours */
         o->pod.ns = o->pod_ns;
         o->pod.ns_flag = "--pod-namespace";
@@ -697,7 +705,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_opts o = {.warm_up = 1, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
+    serve_opts o = {.warm_up = 1, .porch = PORCH_FLAGS_INIT, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
                             .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
         {"--port", &o.port}, {"--function-config", &o.config}, {"--functions", &o.functions},
@@ -718,6 +726,7 @@ int cmd_serve(int argc, char **argv)
         {"--max-waitlist-length", &o.pod.waitlist}, {"--max-grpc-retries", &o.pod.max_retries},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
+        PORCH_FLAG_DEFS(o.porch),
         {0},
     };
     registry_flags reg = {0};

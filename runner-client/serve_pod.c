@@ -102,18 +102,19 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .limits_for = f->limits_for};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
+    /* first, as Porch checks it */
+    if (!f->wrapper || !*f->wrapper) {
+        buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod function "
+                   "evaluator runtime (Porch's words; --wrapper-server-image is the same: the init "
+                   "container's image), or run without pods with --disable-runtimes=pod");
+        serve_pod_close(p);
+        return NULL;
+    }
     buf why = {0};
     if (kube_config_load(&o, &p->cfg, &why) < 0 || kube_config_exec_credential(&p->cfg, &why) < 0) {
         buf_printf(err, "the pod runtime needs a Kubernetes cluster: %s; give --kubeconfig, or run "
                    "without pods with --disable-runtimes=pod", why.data ? why.data : "out of memory");
         buf_free(&why);
-        serve_pod_close(p);
-        return NULL;
-    }
-    if (!f->wrapper || !*f->wrapper) {
-        buf_printf(err, "the pod runtime needs the wrapper server image: give --wrapper-server-image or "
-                   "WRAPPER_SERVER_IMAGE (the init container's image, as Porch's), or run without pods "
-                   "with --disable-runtimes=pod");
         serve_pod_close(p);
         return NULL;
     }
