@@ -9,6 +9,7 @@
 #include "core/numparse.h"
 #include "grpc/metrics.h"
 #include "kube/kube_client.h"
+#include "kube/kube_http.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/kubeconfig.h"
 #include "kube/pod_id.h"
@@ -27,6 +28,7 @@ struct serve_pod {
     loop *l;
     uint32_t max_message;
     int max_retries;
+    registry_opts registry;   /* the tag listing's (a request's Tag constraint) */
 };
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -101,7 +103,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
                          .limits_for = f->limits_for};
     if (f->registry)
-        po.registry = registry_flags_opts(f->registry, 0);
+        po.registry = p->registry = registry_flags_opts(f->registry, 0);
     /* first, as Porch checks it */
     if (!f->wrapper || !*f->wrapper) {
         buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod function "
@@ -130,7 +132,9 @@ evaluator *serve_pod_evaluator(serve_pod *p)
 {
     /* the caller's deadline (grpc-timeout) bounds each call; the pod wait
      * has --ready-timeout */
-    ev_pod_opts eo = {.max_message = p->max_message, .max_retries = p->max_retries};
+    ev_pod_opts eo = {.max_message = p->max_message, .max_retries = p->max_retries,
+                      .tags_multi = kube_http_multi(kube_client_http(p->c)),
+                      .tags_registry = &p->registry};
     return ev_pod_new(p->l, p->pc, &eo);
 }
 

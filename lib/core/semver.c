@@ -498,6 +498,23 @@ int semver_constraint_check(const semver_constraint *c, const semver *v)
     return 0;
 }
 
+const char *semver_highest(const semver_constraint *c, char *const *tags, size_t n,
+                           int (*skip)(const char *tag))
+{
+    const char *best = NULL;
+    semver best_v, v;
+    for (size_t i = 0; i < n; i++) {
+        if ((skip && skip(tags[i])) || semver_parse(tags[i], &v, NULL) < 0 ||
+            !semver_constraint_check(c, &v))
+            continue;
+        if (!best || semver_compare(&v, &best_v) > 0) {
+            best = tags[i];
+            best_v = v;
+        }
+    }
+    return best;
+}
+
 void semver_constraint_free(semver_constraint *c)
 {
     if (c) {

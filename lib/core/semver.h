@@ -43,4 +43,10 @@ semver_constraint *semver_constraint_parse(const char *s, buf *err);
 int semver_constraint_check(const semver_constraint *c, const semver *v);
 void semver_constraint_free(semver_constraint *c);
 
+/* The highest of tags[0..n) that reads as a version satisfying c, leaving
+ * out those skip (may be NULL) says 1 to; NULL when none. The first of
+ * equal versions wins. */
+const char *semver_highest(const semver_constraint *c, char *const *tags, size_t n,
+                           int (*skip)(const char *tag));
+
 #endif

@@ -915,23 +915,20 @@ const fnconfig_entry *fnconfig_match_binary(const fnconfig *c, const char *image
     return e;
 }
 
+/* Porch's keys are split at ":v": other tags are no versions to it */
+static int not_a_v_tag(const char *tag)
+{
+    return tag[0] != 'v';
+}
+
 const fnconfig_entry *fnconfig_match_binary_version(const fnconfig *c, const char *name,
                                                     const char *default_prefix,
                                                     const semver_constraint *want,
                                                     const char **tag_out)
 {
     const fnconfig_entry *e = binary_entry(c, name, strlen(name), default_prefix);
-    const char *best = NULL;
-    semver best_v, v;
-    for (size_t i = 0; e && i < e->binary.n_tags; i++) {
-        const char *t = e->binary.tags[i];
-        if (t[0] != 'v' || semver_parse(t, &v, NULL) < 0 || !semver_constraint_check(want, &v))
-            continue;
-        if (!best || semver_compare(&v, &best_v) > 0) {
-            best = t;
-            best_v = v;
-        }
-    }
+    const char *best = e ? semver_highest(want, e->binary.tags, e->binary.n_tags, not_a_v_tag)
+                         : NULL;
     if (!best)
         return NULL;
     if (tag_out)

@@ -26,7 +26,9 @@
 #include "core/log.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
+#include "core/semver.h"
 #include "oci/image_tag.h"
+#include "oci/registry_tags.h"
 #include "evaluator.pb-c.h"
 
 #define EVALUATE_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"
@@ -74,6 +76,8 @@ struct pod_call {
     char *pod;                 /* the pod dialed */
     char *addr;
     buf packed;                /* the request message */
+    registry_tags_op *listing; /* the repository's tags, for a Tag constraint */
+    char *constraint;          /* that Tag, while listing */
     loop_timer *deferred;      /* a failure delivered from the loop: */
     int deferred_code;         /* its status, */
     buf deferred_why;          /* and its message */
@@ -392,8 +396,49 @@ static void deliver_deferred(loop *l, void *ctx)
     finish(c, c->deferred_code, c->deferred_why.data ? c->deferred_why.data : "out of memory");
 }
 
+static void start_on_pod(pod_call *c);
+
+/* kpt's filterParseTags: hash-like and git-build tags are no candidates */
+static int not_a_release_tag(const char *tag)
+{
+    return !strncmp(tag, "sha256-", 7) || strstr(tag, "-git-") != NULL;
+}
+
+/* The repository's tags are listed: the call goes on with the highest match. */
+static void on_tags(int rc, char *const *tags, size_t n, const char *err, void *ctx)
+{
+    pod_call *c = ctx;
+    c->listing = NULL;   /* freed after this returns */
+    buf why = {0};
+    semver_constraint *want = rc == 0 ? semver_constraint_parse(c->constraint, &why) : NULL;
+    const char *best = want ? semver_highest(want, tags, n, not_a_release_tag) : NULL;
+    semver_constraint_free(want);
+    buf_free(&why);
+    if (best) {
+        buf image = {0};
+        if (buf_printf(&image, "%s:%s", c->image, best) < 0)
+            return finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        log_info("Tag \"%s\" on \"%s\": runs %s (the highest of %zu tags)", c->constraint,
+                 c->image, image.data, n);
+        free(c->image);
+        c->image = image.data;
+        return start_on_pod(c);
+    }
+    buf msg = {0};
+    buf_printf(&msg, "failed to resolve tag for image \"%s\" with constraint \"%s\": ", c->image,
+               c->constraint);
+    if (rc < 0)
+        buf_printf(&msg, "listing the repository's tags failed: %s", err ? err : "");
+    else
+        buf_printf(&msg, "no tag could be found matching the version constraint \"%s\" (of %zu "
+                   "tags)", c->constraint, n);
+    finish(c, rc < 0 ? GRPC_UNAVAILABLE : GRPC_NOT_FOUND, msg.data ? msg.data : "out of memory");
+    buf_free(&msg);
+}
+
 /* The image the pod runs: the request's, with its Tag applied as kpt
- * applies a function's tag. 0, or -1 with the call's failure set for
+ * applies a function's tag. 0; 1 when the repository's tags are being
+ * listed first (on_tags goes on); -1 with the call's failure set for
  * deliver_deferred (out of memory included). */
 static int apply_tag(pod_call *c, const ev_request *req)
 {
@@ -412,6 +457,17 @@ static int apply_tag(pod_call *c, const ev_request *req)
         log_info("Tag \"%s\" on \"%s\": runs %s", req->tag, image, c->image);
         return 0;
     }
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (rc == 0 && p->o.tags_multi) {
+        c->image = tagged.data;   /* the repository, until a tag is picked */
+        c->deferred_code = GRPC_RESOURCE_EXHAUSTED;   /* out of memory, unless told below */
+        if (!(c->constraint = strdup(req->tag)))
+            return -1;
+        c->listing = registry_tags_start(p->o.tags_multi, c->image, p->o.tags_registry, on_tags, c,
+                                         &c->deferred_why);
+        c->deferred_code = GRPC_FAILED_PRECONDITION;   /* a Docker config it cannot read */
+        return c->listing ? 1 : -1;
+    }
     buf_free(&tagged);
     c->deferred_code = GRPC_INVALID_ARGUMENT;
     if (rc == 0) {
@@ -425,6 +481,14 @@ static int apply_tag(pod_call *c, const ev_request *req)
     return -1;
 }
 
+/* The image is known: the call asks the cache for a pod of it. */
+static void start_on_pod(pod_call *c)
+{
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (pack(c) < 0 || !(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
+        finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+}
+
 static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
 {
     pod_ev *p = (pod_ev *)base;
@@ -435,7 +499,10 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
     c->base.ev = base;
     c->done = done;
     c->ctx = ctx;
-    if (apply_tag(c, req) < 0) {
+    int tagged = apply_tag(c, req);
+    if (tagged > 0)
+        return &c->base;   /* on_tags goes on */
+    if (tagged < 0) {
         if (!c->image && !(c->image = strdup("")))
             goto oom;
         if (!(c->deferred = loop_timer_add(p->l, 0, deliver_deferred, c)))
@@ -452,6 +519,7 @@ oom:
         free(c->image);
         buf_free(&c->packed);
         buf_free(&c->deferred_why);
+        free(c->constraint);
     }
     free(c);
     return NULL;
@@ -471,6 +539,8 @@ static void call_release(ev_call *base)
     buf_free(&c->packed);
     buf_free(&c->message);
     buf_free(&c->deferred_why);
+    registry_tags_cancel(c->listing);
+    free(c->constraint);
     free(c->image);
     free(c->pod);
     free(c->addr);

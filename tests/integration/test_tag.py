@@ -5,8 +5,10 @@ FunctionConfig's binaryExecutor tags that satisfies it (NOT_FOUND when none
 does, so the pod runtime may serve it); the pod runtime applies an exact
 version or a literal tag to the image, as kpt's ResolveFunctionImage."""
 
+import http.server
 import json
 import threading
+import urllib.parse
 import time
 
 import grpc
@@ -81,17 +83,98 @@ def test_pod_runtime_applies_an_exact_version_to_the_image(start_server, silent_
 
 
 @pytest.mark.parametrize("tag, code, text", [
-    ("^1.2", grpc.StatusCode.UNIMPLEMENTED,
-     'failed to resolve tag for image "{image}" with constraint "^1.2": the pod runtime does not '
-     "list a registry's tags yet; give an exact version or tag"),
+    ("^1.2", grpc.StatusCode.UNAVAILABLE,
+     'failed to resolve tag for image "127.0.0.1:1/fn" with constraint "^1.2": listing the '
+     "repository's tags failed: cannot reach registry 127.0.0.1:1"),
     ("bad tag!", grpc.StatusCode.INVALID_ARGUMENT,
      '`function.tag` "bad tag!" must be a valid image tag: must start with an alphanumeric character '
      "or underscore, followed by at most 127 alphanumeric characters, underscores, periods, or dashes"),
 ])
 def test_pod_runtime_refuses_what_it_cannot_resolve(start_server, tmp_path, tag, code, text):
     srv = serve_pods(start_server, tmp_path)
-    image = "127.0.0.1:1/fn:v0"
-    err = srv.evaluate_error(RL, image=image, tag=tag)
+    err = srv.evaluate_error(RL, image="127.0.0.1:1/fn:v0", tag=tag)
     assert err.code() == code, err
-    assert err.details() == text.format(image=image), err.details()
+    assert err.details().startswith(text), err.details()
     assert json.loads(get(srv.port, "/debug/pods")[2])["pods"] == []   # nothing was started
+
+
+class TagRegistry:
+    """A registry that lists fn's tags in pages (Link: rel="next", as
+    distribution pages them) and has no manifest; `pages` is what it serves,
+    `link` what page i links to next (None: the last)."""
+
+    def __init__(self):
+        self.pages = []
+        self.link = lambda i: f"</v2/fn/tags/list?n=2&last={i}>; rel=\"next\"" if i + 1 < len(self.pages) else None
+        self.requests = 0
+        reg = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                reg.requests += 1
+                if not self.path.startswith("/v2/fn/tags/list"):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                i = int(q["last"][0]) + 1 if "last" in q else 0
+                body = json.dumps({"name": "fn", "tags": reg.pages[min(i, len(reg.pages) - 1)]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                if reg.link(i):
+                    self.send_header("Link", reg.link(i))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.addr = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def tag_registry():
+    reg = TagRegistry()
+    yield reg
+    reg.close()
+
+
+def test_pod_runtime_runs_the_highest_tag_of_the_repository(start_server, tmp_path, tag_registry):
+    """kpt's rule: every page listed, hash-like and -git- tags skipped, the
+    highest version satisfying the constraint wins; the pod cache then looks
+    that image up (this registry has no manifest: the call names it)."""
+    reg = tag_registry
+    reg.pages = [["v1.0.0", "v1.2.0", "sha256-1.3.0", "latest"], ["v1.10.0", "v2.0.0", "1.11.0-git-1"],
+                 ["v0.9.0"]]
+    srv = serve_pods(start_server, tmp_path)
+    err = srv.evaluate_error(RL, image=f"{reg.addr}/fn:v0", tag="^1 || 1.11.0-git-1")
+    assert f'Tag "^1 || 1.11.0-git-1" on "{reg.addr}/fn": runs {reg.addr}/fn:v1.10.0 (the highest of 8 tags)' \
+        in srv.stderr(), srv.describe()
+    assert f"{reg.addr}/fn:v1.10.0" in err.details(), err.details()
+    err = srv.evaluate_error(RL, image=f"{reg.addr}/fn", tag="^3")
+    assert err.code() == grpc.StatusCode.NOT_FOUND, err
+    assert err.details() == (f'failed to resolve tag for image "{reg.addr}/fn" with constraint "^3": no tag '
+                             'could be found matching the version constraint "^3" (of 8 tags)'), err.details()
+
+
+def test_pod_runtime_tag_listing_is_bounded_and_stays_in_the_repository(start_server, tmp_path, tag_registry):
+    reg = tag_registry
+    reg.pages = [["v1.0.0"]] * 2
+    reg.link = lambda i: "<https://elsewhere.example/v2/fn/tags/list?last=0>; rel=\"next\""
+    srv = serve_pods(start_server, tmp_path)
+    err = srv.evaluate_error(RL, image=f"{reg.addr}/fn", tag="^1")
+    assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+    assert "next page of the tags of image" in err.details() and "is not in its repository" in err.details()
+    reg.link = lambda i: f"</v2/fn/tags/list?n=1&last={i}>; rel=\"next\""   # never ends
+    err = srv.evaluate_error(RL, image=f"{reg.addr}/fn", tag="^1", timeout=60)
+    assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+    assert "has more than 1000 pages (the limit)" in err.details(), err.details()
+    assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING

@@ -106,3 +106,21 @@ Test(semver, improper_constraints_are_named_as_masterminds_names_them)
     cr_assert_str_eq(err.data, "constraint Parser Error");
     buf_free(&err);
 }
+
+static int no_v(const char *tag)
+{
+    return tag[0] != 'v';
+}
+
+Test(semver, highest_match_among_tags)
+{
+    char *tags[] = {"v1.2.0", "latest", "1.9.0", "v1.10.0", "v2.0.0", "v1.10.0+b", "v1.11.0-rc.1"};
+    buf err = {0};
+    semver_constraint *c = semver_constraint_parse("^1", &err);
+    cr_assert_not_null(c);
+    cr_assert_eq(semver_highest(c, tags, 7, NULL), tags[3], "numeric order, first of equals");
+    cr_assert_eq(semver_highest(c, tags, 3, no_v), tags[0], "1.9.0 skipped");
+    cr_assert_null(semver_highest(c, tags + 1, 1, NULL), "latest is no version");
+    semver_constraint_free(c);
+    buf_free(&err);
+}
