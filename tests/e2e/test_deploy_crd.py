@@ -1,0 +1,91 @@
+"""deploy/functionconfig-crd.yaml: Porch's FunctionConfig schema, as the
+API server takes it. The CRD is created (or found: Porch's own may be
+installed), becomes Established, the FunctionConfigs the runner reads from
+files (examples/function-configs) are accepted as they are, with their
+status subresource, and objects Porch's schema refuses are refused."""
+
+import os
+import time
+
+import pytest
+import yaml
+
+from k8s import ApiError, SLOW
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+NAME = "functionconfigs.config.porch.kpt.dev"
+
+
+def load(path):
+    with open(os.path.join(ROOT, path)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+@pytest.fixture
+def crd(api):
+    (doc,) = load("deploy/functionconfig-crd.yaml")
+    created = False
+    try:
+        api.request("POST", CRDS, doc)
+        created = True
+    except ApiError as e:
+        if e.status != 409:   # already there (Porch's, or an earlier run's)
+            raise
+    deadline = time.monotonic() + 30 * SLOW
+    while True:
+        got = api.request("GET", f"{CRDS}/{NAME}")
+        if any(c["type"] == "Established" and c["status"] == "True"
+               for c in (got.get("status") or {}).get("conditions") or []):
+            break
+        assert time.monotonic() < deadline, f"the CRD is not Established: {got.get('status')}"
+        time.sleep(0.1)
+    yield got
+    if created:
+        api.request("DELETE", f"{CRDS}/{NAME}")
+
+
+def fc_path(ns, name=None):
+    return f"/apis/config.porch.kpt.dev/v1alpha1/namespaces/{ns}/functionconfigs" + (f"/{name}" if name else "")
+
+
+def test_the_runners_function_configs_are_accepted_with_status(api, crd, namespace):
+    assert crd["spec"]["versions"][0]["subresources"] == {"status": {}}
+    docs = load("examples/function-configs/examples.yaml")
+    assert docs
+    for doc in docs:
+        made = api.request("POST", fc_path(namespace), doc)
+        assert made["spec"] == doc["spec"], made   # nothing pruned: every field is in the schema
+    name = docs[0]["metadata"]["name"]
+    obj = api.request("GET", fc_path(namespace, name))
+    # as the runner will write it (Porch's status.error is omitted when empty)
+    obj["status"] = {"functionRunnerObservedGeneration": obj["metadata"]["generation"]}
+    done = api.request("PUT", fc_path(namespace, name) + "/status", obj)
+    assert done["status"]["functionRunnerObservedGeneration"] == obj["metadata"]["generation"], done
+
+
+def test_pod_executor_fields_and_defaults(api, crd, namespace):
+    doc = {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "FunctionConfig",
+           "metadata": {"name": "set-namespace"},
+           "spec": {"image": "set-namespace", "podExecutor": {
+               "tags": ["v0.4.1"], "maxParallelExecutions": 2, "preferredMaxQueueLength": 3,
+               "templateOverrides": {"serviceAccountName": "fn", "container": {
+                   "env": [{"name": "A", "value": "b"}]}}}}}
+    made = api.request("POST", fc_path(namespace), doc)
+    assert made["spec"]["podExecutor"]["timeToLive"] == "30m", made   # Porch's default
+    assert made["spec"]["podExecutor"]["templateOverrides"] == doc["spec"]["podExecutor"]["templateOverrides"]
+
+
+@pytest.mark.parametrize("spec, field", [
+    ({}, "spec.image"),                                                      # required
+    ({"image": ""}, "spec.image"),                                           # minLength 1
+    ({"image": "x", "binaryExecutor": {"tags": [], "path": "x"}}, "spec.binaryExecutor.tags"),
+    ({"image": "x", "binaryExecutor": {"tags": ["v1"]}}, "spec.binaryExecutor.path"),
+    ({"image": "x", "podExecutor": {"maxParallelExecutions": "two"}}, "spec.podExecutor.maxParallelExecutions"),
+])
+def test_what_porchs_schema_refuses_is_refused(api, crd, namespace, spec, field):
+    doc = {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "FunctionConfig",
+           "metadata": {"name": "bad"}, "spec": spec}
+    with pytest.raises(ApiError) as e:
+        api.request("POST", fc_path(namespace), doc)
+    assert e.value.status == 422 and field in e.value.body, e.value.body
