@@ -1,5 +1,6 @@
-"""deploy/functionconfig-crd.yaml: Porch's FunctionConfig schema, as the
-API server takes it. The CRD is created (or found: Porch's own may be
+"""deploy/: every object of its kustomization applies (namespaces, the
+runner's account and Role, the CRD); and functionconfig-crd.yaml, Porch's
+FunctionConfig schema, as the API server takes it. The CRD is created (or found: Porch's own may be
 installed), becomes Established, the FunctionConfigs the runner reads from
 files (examples/function-configs) are accepted as they are, with their
 status subresource, and objects Porch's schema refuses are refused."""
@@ -89,3 +90,36 @@ def test_what_porchs_schema_refuses_is_refused(api, crd, namespace, spec, field)
     with pytest.raises(ApiError) as e:
         api.request("POST", fc_path(namespace), doc)
     assert e.value.status == 422 and field in e.value.body, e.value.body
+
+
+def collection(doc):
+    """The API path a manifest is POSTed to."""
+    group_version = doc["apiVersion"]
+    base = "/api/" + group_version if "/" not in group_version else "/apis/" + group_version
+    plural = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "Role": "roles",
+              "RoleBinding": "rolebindings", "CustomResourceDefinition": "customresourcedefinitions"}
+    ns = doc["metadata"].get("namespace")
+    return base + (f"/namespaces/{ns}" if ns else "") + "/" + plural[doc["kind"]]
+
+
+def test_the_kustomization_applies(api):
+    (kust,) = load("deploy/kustomization.yaml")
+    docs = [d for f in kust["resources"] for d in load(os.path.join("deploy", f))]
+    assert {d["kind"] for d in docs} >= {"Namespace", "ServiceAccount", "Role", "RoleBinding",
+                                        "CustomResourceDefinition"}
+    made = []
+    try:
+        for doc in docs:
+            # namespaces for real (the rest lives in them), the rest as a dry run
+            query = None if doc["kind"] == "Namespace" else {"dryRun": "All"}
+            try:
+                api.request("POST", collection(doc), doc, query=query)
+                if query is None:
+                    made.append(doc["metadata"]["name"])
+            except ApiError as e:
+                assert e.status == 409, f"{doc['kind']} {doc['metadata']['name']}: {e}"
+    finally:
+        for name in made:
+            api.delete("namespaces", None, name)
+        for name in made:   # gone, so that the next run can make them again
+            api.wait_gone("namespaces", None, name, timeout=60)
