@@ -358,6 +358,12 @@ static int parse_alternative(semver_constraint *c, const char *s, size_t n)
 
 semver_constraint *semver_constraint_parse(const char *s, buf *err)
 {
+    size_t len = strlen(s);
+    if (len > SEMVER_CONSTRAINT_MAX) {
+        buf_printf(err, "constraint of %zu bytes is longer than %d (the limit)", len,
+                   SEMVER_CONSTRAINT_MAX);
+        return NULL;
+    }
     buf text = {0};
     semver_constraint *c = calloc(1, sizeof *c);
     if (!c || rewrite_ranges(s, &text) < 0)

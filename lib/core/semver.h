@@ -35,9 +35,13 @@ int semver_compare(const semver *a, const semver *b);
 
 typedef struct semver_constraint semver_constraint;
 
+/* Longest constraint read: the scan is linear, but a request's Tag may be
+ * megabytes and a constraint has no use for them. */
+#define SEMVER_CONSTRAINT_MAX 1024
+
 /* Masterminds' NewConstraint. Returns the constraint, or NULL with the
- * reason appended to err: Masterminds' words, "improper constraint: X" (or
- * "out of memory"). */
+ * reason appended to err: Masterminds' words, "improper constraint: X",
+ * or that it is longer than SEMVER_CONSTRAINT_MAX (or "out of memory"). */
 semver_constraint *semver_constraint_parse(const char *s, buf *err);
 /* Whether v satisfies c. */
 int semver_constraint_check(const semver_constraint *c, const semver *v);

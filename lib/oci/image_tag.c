@@ -8,6 +8,9 @@
 #include "oci/image_ref.h"
 
 /* kpt's words for a literal that is no tag (distribution's TagRegexp) */
+/* of a peer's image or tag in a message */
+#define SHOWN 200
+
 #define TAG_RULE "must start with an alphanumeric character or underscore, followed by at " \
                  "most 127 alphanumeric characters, underscores, periods, or dashes"
 
@@ -42,7 +45,7 @@ int image_tag_apply(const char *image, const char *tag, buf *out, buf *err)
     buf why = {0};
     if (image_ref_check(image, &why) < 0) {
         buf_append_str(err, "failed to parse image ");
-        go_quote(image, err);
+        go_quote_at_most(image, strlen(image), SHOWN, err);
         buf_printf(err, " as reference: %s", why.data ? why.data : "");
         buf_free(&why);
         return -1;
@@ -60,7 +63,7 @@ int image_tag_apply(const char *image, const char *tag, buf *out, buf *err)
     /* an exact version, or a word used literally (kpt warns and goes on) */
     if (!valid_tag(tag)) {
         buf_append_str(err, "`function.tag` ");
-        go_quote(tag, err);
+        go_quote_at_most(tag, strlen(tag), SHOWN, err);
         buf_append_str(err, " must be a valid image tag: " TAG_RULE);
         return -1;
     }

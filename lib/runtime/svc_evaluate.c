@@ -195,9 +195,7 @@ static int eval_refuse_nul(rpc_call *c, eval_state *st, const char *field, const
     eval_cancel(c, st);   /* a function started early must not answer */
     buf text = {0};
     buf_printf(&text, "%s ", field);
-    go_quote_bytes(s, len < SHOWN ? len : SHOWN, &text);
-    if (len > SHOWN)
-        buf_printf(&text, "... (%zu bytes)", len);
+    go_quote_at_most(s, len, SHOWN, &text);
     buf_printf(&text, " has a NUL byte (\\x00) at offset %zu: not %s", (size_t)(nul - s), what);
     rpc_fail(c, GRPC_INVALID_ARGUMENT, text.data ? text.data : "a NUL byte in the request");
     buf_free(&text);

@@ -124,3 +124,14 @@ Test(semver, highest_match_among_tags)
     semver_constraint_free(c);
     buf_free(&err);
 }
+
+Test(semver, a_constraint_past_the_limit_is_refused_unread)
+{
+    char long_one[SEMVER_CONSTRAINT_MAX + 2];
+    memset(long_one, '1', sizeof long_one - 1);
+    long_one[sizeof long_one - 1] = '\0';
+    buf err = {0};
+    cr_assert_null(semver_constraint_parse(long_one, &err));
+    cr_assert_str_eq(err.data, "constraint of 1025 bytes is longer than 1024 (the limit)");
+    buf_free(&err);
+}
