@@ -292,7 +292,7 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c lib/core/spawn.c \
                      lib/runtime/svc_reflection.c lib/runtime/proto_index.c \
                      lib/kube/kubeconfig.c lib/kube/exec_credential.c lib/kube/pod_id.c lib/krm/yaml_node.c lib/core/base64.c \
-                     lib/core/fdio.c lib/core/header_value.c lib/oci/oci_manifest.c lib/oci/www_auth.c) \
+                     lib/core/fdio.c lib/core/header_value.c lib/oci/oci_manifest.c lib/oci/www_auth.c lib/core/semver.c) \
                    $(PROTOS:%=$(FUZZ)/gen/%.pb-c.o) $(FUZZ)/gen/descriptor_set.o \
                    $(patsubst $(FUZZ_DEPS_SRC)/%.c,$(FUZZ)/ext/%.o,$(FUZZ_EXT_SRCS))
 
