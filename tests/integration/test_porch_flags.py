@@ -3,9 +3,18 @@ yet: a Porch Deployment's args that would make it do something else are
 refused at start, naming the flag and what to do; those that, as given,
 change nothing in Porch either are taken (the runner then serves)."""
 
+import os
+
 import pytest
 
 from krmtest import CLIENT_BIN, run_cli
+from test_registry import DEAD_KUBECONFIG
+
+# The function runner's command line in Porch's manifest
+# (deployments/porch/2-function-runner.yaml), after the binary's path.
+PORCH_RUNNER_ARGS = ["--pod-namespace=porch-fn-system", "--max-request-body-size=6291456",
+                     "--max-parallel-pods-per-function=2", "--max-waitlist-length=1",
+                     "--warm-up-pod-cache=true", "--functions={functions}"]
 
 REFUSED = [
     (["--config=/config.yaml"], "--config is a flag of Porch releases before the FunctionConfig CRD "
@@ -35,16 +44,25 @@ def test_porch_flags_not_served_are_refused_at_start(args, message):
     assert r.stderr.decode().startswith("runner-client serve: " + message), r.stderr
 
 
-def test_porch_flags_that_change_nothing_are_taken(start_server):
-    srv = start_server([], binary=CLIENT_BIN, argv=[
-        "serve", "--port", "{port}", "--disable-runtimes=pod", "--enable-private-registries=false",
-        "--registry-auth-secret-path=/var/tmp/config-secret/.dockerconfigjson",
-        "--registry-auth-secret-name=auth-secret", "--enable-private-registries-tls=false",
-        "--tls-secret-path=/var/tmp/tls-secret/", "--config=", "--pod-cache-config="])
-    assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
-
-
 def test_help_names_them():
     r = run_cli([CLIENT_BIN, "serve", "--help"])
     assert r.returncode == 0
     assert b"--enable-private-registries" in r.stdout and b"--skip-template-creation" in r.stdout
+
+
+def test_porchs_command_line_serves(start_server, tmp_path):
+    """Porch's Deployment args as they are, with its WRAPPER_SERVER_IMAGE
+    env (the cluster here answers nothing; the runner serves meanwhile), and
+    the Porch flags that change nothing as given."""
+    (tmp_path / "functions").mkdir()
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(DEAD_KUBECONFIG)
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    env.update(KUBECONFIG=str(kc), WRAPPER_SERVER_IMAGE="docker.io/nephio/porch-wrapper-server:latest")
+    args = [a.format(functions=tmp_path / "functions") for a in PORCH_RUNNER_ARGS] + [
+        "--enable-private-registries=false",
+        "--registry-auth-secret-path=/var/tmp/config-secret/.dockerconfigjson",
+        "--registry-auth-secret-name=auth-secret", "--enable-private-registries-tls=false",
+        "--tls-secret-path=/var/tmp/tls-secret/", "--config=", "--pod-cache-config="]
+    srv = start_server([], binary=CLIENT_BIN, env=env, argv=["serve", "--port", "{port}", *args])
+    assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
