@@ -15,13 +15,21 @@ struct registry_tags_op {
     reg_client *client;
     image_ref ref;
     char *image;
-    char **tags;
-    size_t n, cap;
+    char **tags;               /* this page's, handed to page() */
+    size_t n, cap, total;
     int pages;
     buf path, err;
+    registry_tags_page_fn *page;
     registry_tags_fn *done;
     void *ctx;
 };
+
+static void drop_page(registry_tags_op *op)
+{
+    for (size_t i = 0; i < op->n; i++)
+        free(op->tags[i]);
+    op->n = 0;
+}
 
 void registry_tags_cancel(registry_tags_op *op)
 {
@@ -29,8 +37,7 @@ void registry_tags_cancel(registry_tags_op *op)
         return;
     reg_client_free(op->client);
     image_ref_free(&op->ref);
-    for (size_t i = 0; i < op->n; i++)
-        free(op->tags[i]);
+    drop_page(op);
     free(op->tags);
     buf_free(&op->path);
     buf_free(&op->err);
@@ -40,14 +47,13 @@ void registry_tags_cancel(registry_tags_op *op)
 
 static void finish(registry_tags_op *op, int rc)
 {
-    op->done(rc, op->tags, rc < 0 ? 0 : op->n,
-             rc < 0 ? (op->err.data ? op->err.data : "out of memory") : NULL, op->ctx);
+    op->done(rc, op->total, rc < 0 ? (op->err.data ? op->err.data : "out of memory") : NULL, op->ctx);
     registry_tags_cancel(op);
 }
 
 static int add_tag(registry_tags_op *op, const char *tag)
 {
-    if (op->n == REGISTRY_TAGS_MAX)
+    if (op->total == REGISTRY_TAGS_MAX)
         return buf_printf(&op->err, "the repository of image \"%s\" has more than %d tags (the "
                           "limit)", op->image, REGISTRY_TAGS_MAX), -1;
     if (op->n == op->cap) {
@@ -61,6 +67,7 @@ static int add_tag(registry_tags_op *op, const char *tag)
     if (!(op->tags[op->n] = strdup(tag)))
         return buf_printf(&op->err, "out of memory"), -1;
     op->n++;
+    op->total++;
     return 0;
 }
 
@@ -137,6 +144,8 @@ static void on_page(int rc, reg_response *r, const buf *err, void *ctx)
     }
     if (read_page(op, r) < 0)
         return finish(op, -1);
+    op->page(op->tags, op->n, op->ctx);
+    drop_page(op);
     int next = next_page(op, r->link);
     if (next < 0 || (next > 0 && page_start(op) < 0))
         return finish(op, -1);
@@ -145,19 +154,21 @@ static void on_page(int rc, reg_response *r, const buf *err, void *ctx)
 }
 
 registry_tags_op *registry_tags_start(http_multi *m, const char *image, const registry_opts *opts,
-                                      registry_tags_fn *done, void *ctx, buf *err)
+                                      registry_tags_page_fn *page, registry_tags_fn *done, void *ctx,
+                                      buf *err)
 {
     registry_tags_op *op = calloc(1, sizeof *op);
     if (!op || !(op->image = strdup(image))) {
         free(op);
         return buf_printf(err, "out of memory"), NULL;
     }
+    op->page = page;
     op->done = done;
     op->ctx = ctx;
     if (image_ref_parse(image, &op->ref, err) < 0 ||
         !(op->client = reg_client_new(m, image, &op->ref, opts, err)))
         goto fail;
-    if (buf_append_str(&op->path, "tags/list") < 0 || page_start(op) < 0) {
+    if (buf_append_str(&op->path, "tags/list?n=1000") < 0 || page_start(op) < 0) {
         buf_append_str(err, op->err.data ? op->err.data : "out of memory");
         goto fail;
     }

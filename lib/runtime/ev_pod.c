@@ -77,7 +77,10 @@ struct pod_call {
     char *addr;
     buf packed;                /* the request message */
     registry_tags_op *listing; /* the repository's tags, for a Tag constraint */
-    char *constraint;          /* that Tag, while listing */
+    char *constraint;          /* that Tag, while listing, */
+    semver_constraint *want;   /* as read */
+    char *best;                /* the highest tag matching it so far, */
+    semver best_v;             /* as read */
     loop_timer *deferred;      /* a failure delivered from the loop: */
     int deferred_code;         /* its status, */
     buf deferred_why;          /* and its message */
@@ -404,19 +407,32 @@ static int not_a_release_tag(const char *tag)
     return !strncmp(tag, "sha256-", 7) || strstr(tag, "-git-") != NULL;
 }
 
+/* A page of the repository's tags: its highest match kept if it is the
+ * highest yet (the pages are not kept). */
+static void on_tag_page(char *const *tags, size_t n, void *ctx)
+{
+    pod_call *c = ctx;
+    const char *page_best = semver_highest(c->want, tags, n, not_a_release_tag);
+    semver v;
+    if (!page_best || semver_parse(page_best, &v, NULL) < 0 ||
+        (c->best && semver_compare(&v, &c->best_v) <= 0))
+        return;
+    char *copy = strdup(page_best);
+    if (!copy)
+        return;   /* out of memory: a lower match (or none) is named */
+    free(c->best);
+    c->best = copy;
+    c->best_v = v;
+}
+
 /* The repository's tags are listed: the call goes on with the highest match. */
-static void on_tags(int rc, char *const *tags, size_t n, const char *err, void *ctx)
+static void on_tags(int rc, size_t n, const char *err, void *ctx)
 {
     pod_call *c = ctx;
     c->listing = NULL;   /* freed after this returns */
-    buf why = {0};
-    semver_constraint *want = rc == 0 ? semver_constraint_parse(c->constraint, &why) : NULL;
-    const char *best = want ? semver_highest(want, tags, n, not_a_release_tag) : NULL;
-    semver_constraint_free(want);
-    buf_free(&why);
-    if (best) {
+    if (rc == 0 && c->best) {
         buf image = {0};
-        if (buf_printf(&image, "%s:%s", c->image, best) < 0)
+        if (buf_printf(&image, "%s:%s", c->image, c->best) < 0)
             return finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         log_info("Tag \"%s\" on \"%s\": runs %s (the highest of %zu tags)", c->constraint,
                  c->image, image.data, n);
@@ -461,10 +477,13 @@ static int apply_tag(pod_call *c, const ev_request *req)
     if (rc == 0 && p->o.tags_multi) {
         c->image = tagged.data;   /* the repository, until a tag is picked */
         c->deferred_code = GRPC_RESOURCE_EXHAUSTED;   /* out of memory, unless told below */
-        if (!(c->constraint = strdup(req->tag)))
+        buf why = {0};
+        c->want = semver_constraint_parse(req->tag, &why);   /* image_tag_apply read it */
+        buf_free(&why);
+        if (!c->want || !(c->constraint = strdup(req->tag)))
             return -1;
-        c->listing = registry_tags_start(p->o.tags_multi, c->image, p->o.tags_registry, on_tags, c,
-                                         &c->deferred_why);
+        c->listing = registry_tags_start(p->o.tags_multi, c->image, p->o.tags_registry, on_tag_page,
+                                         on_tags, c, &c->deferred_why);
         c->deferred_code = GRPC_FAILED_PRECONDITION;   /* a Docker config it cannot read */
         return c->listing ? 1 : -1;
     }
@@ -519,6 +538,7 @@ oom:
         free(c->image);
         buf_free(&c->packed);
         buf_free(&c->deferred_why);
+        semver_constraint_free(c->want);
         free(c->constraint);
     }
     free(c);
@@ -540,6 +560,8 @@ static void call_release(ev_call *base)
     buf_free(&c->message);
     buf_free(&c->deferred_why);
     registry_tags_cancel(c->listing);
+    semver_constraint_free(c->want);
+    free(c->best);
     free(c->constraint);
     free(c->image);
     free(c->pod);

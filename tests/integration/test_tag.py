@@ -106,7 +106,7 @@ class TagRegistry:
     def __init__(self):
         self.pages = []
         self.link = lambda i: f"</v2/fn/tags/list?n=2&last={i}>; rel=\"next\"" if i + 1 < len(self.pages) else None
-        self.requests = 0
+        self.paths = []
         reg = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -114,7 +114,7 @@ class TagRegistry:
                 pass
 
             def do_GET(self):
-                reg.requests += 1
+                reg.paths.append(self.path)
                 if not self.path.startswith("/v2/fn/tags/list"):
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -159,6 +159,8 @@ def test_pod_runtime_runs_the_highest_tag_of_the_repository(start_server, tmp_pa
     assert f'Tag "^1 || 1.11.0-git-1" on "{reg.addr}/fn": runs {reg.addr}/fn:v1.10.0 (the highest of 8 tags)' \
         in srv.stderr(), srv.describe()
     assert f"{reg.addr}/fn:v1.10.0" in err.details(), err.details()
+    assert reg.paths[:3] == ["/v2/fn/tags/list?n=1000", "/v2/fn/tags/list?n=2&last=0",
+                             "/v2/fn/tags/list?n=2&last=1"], reg.paths   # pages of 1,000 asked for
     err = srv.evaluate_error(RL, image=f"{reg.addr}/fn", tag="^3")
     assert err.code() == grpc.StatusCode.NOT_FOUND, err
     assert err.details() == (f'failed to resolve tag for image "{reg.addr}/fn" with constraint "^3": no tag '
