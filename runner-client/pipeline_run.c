@@ -101,7 +101,7 @@ static int run_step(rl_doc *state, const step_ctx *c, eval_run *run)
         return fail_step_unseen(state, c, why);
     }
     eval_step s;
-    int rc = eval_step_run(run, c->step->image, request.data, request.len, &s);
+    int rc = eval_step_run(run, c->step->image, c->step->tag, request.data, request.len, &s);
     buf_free(&request);
     if (rc == 0)
         rc = take_output(state, c, &s);

@@ -14,7 +14,7 @@ import urllib.parse
 import grpc
 import pytest
 
-from krmtest import resource_list, serve_example_fn
+from krmtest import explain, pkg, resource_list, runner_client as client, serve_example_fn
 from test_debug_pods import get, serve as serve_pods, silent_registry  # noqa: F401 (fixture)
 
 RL = resource_list("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
@@ -196,3 +196,24 @@ def test_a_huge_tag_costs_little_and_is_named_briefly(serve_tags, start_server, 
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
     assert err.details().startswith('`function.tag` "' + "1" * 200 + f'"... ({len(tag)} bytes) must be'), \
         err.details()[:300]
+
+
+def test_a_kptfile_steps_tag_goes_with_the_call(serve_tags, tmp_path):
+    """kpt's Kptfile `tag` on a pipeline step: `eval --pipeline` sends it as
+    the request's Tag (as Porch's engine does), and the runner picks by it."""
+    kptfile = tmp_path / "Kptfile"
+    kptfile.write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n"
+                       "  mutators:\n  - image: example.com/fn\n    tag: \"~1.2\"\n")
+    res = client("eval", "--addr", f"127.0.0.1:{serve_tags.port}", "--pipeline", str(kptfile),
+                 "-o", "stdout", pkg("app"))
+    assert res.returncode == 0, explain(res)
+    assert picked(serve_tags, "~1.2") == "example.com/fn:v1.2.0"
+    kptfile.write_text(kptfile.read_text().replace('"~1.2"', '"^3"'))
+    res = client("eval", "--addr", f"127.0.0.1:{serve_tags.port}", "--pipeline", str(kptfile),
+                 "-o", "stdout", pkg("app"))
+    assert res.returncode == 1, explain(res)
+    assert ('Error: NOT_FOUND: function "example.com/fn" not found; no binaryExecutor tag of '
+            'example.com/fn satisfies Tag "^3"') in res.err, explain(res)
+    kptfile.write_text(kptfile.read_text().replace('"^3"', "[1]"))
+    res = client("eval", "--addr", f"127.0.0.1:{serve_tags.port}", "--pipeline", str(kptfile), pkg("app"))
+    assert res.returncode == 2 and "pipeline.mutators[0]: tag is not a string" in res.err, explain(res)
