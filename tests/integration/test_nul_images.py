@@ -21,6 +21,7 @@ def write_kptfile(tmp_path, step):
     ('image: "example.com/fn:v1\\0/../other:v2"', "image", 17),
     ('{image: example.com/fn:v1, name: "a\\0b"}', "name", 1),
     ('{image: example.com/fn:v1, configPath: "fn.yaml\\0/../../x"}', "configPath", 7),
+    ('{image: example.com/fn:v1, tag: "^1\\0|| *"}', "tag", 2),
     ('{image: example.com/fn:v1, configMap: {k: "v\\0w"}}', "configMap.k", 1),
 ])
 def test_kptfile_step_with_nul_is_refused(binaries, tmp_path, step, field, offset):
