@@ -1,6 +1,7 @@
 """deploy/: every object of its kustomization applies (namespaces, the
-runner's account and Role, the CRD); and functionconfig-crd.yaml, Porch's
-FunctionConfig schema, as the API server takes it. The CRD is created (or found: Porch's own may be
+runner's account and Role, the CRDs); functionconfig-crd.yaml, Porch's
+FunctionConfig schema, and servicetemplate-crd.yaml, its ServiceTemplate
+schema, as the API server takes them. The CRD is created (or found: Porch's own may be
 installed), becomes Established, the FunctionConfigs the runner reads from
 files (examples/function-configs) are accepted as they are, with their
 status subresource, and objects Porch's schema refuses are refused."""
@@ -23,9 +24,11 @@ def load(path):
         return [d for d in yaml.safe_load_all(f) if d]
 
 
-@pytest.fixture
-def crd(api):
-    (doc,) = load("deploy/functionconfig-crd.yaml")
+def establish(api, path):
+    """Creates the CRD of that file (or finds it: Porch's may be installed),
+    waits until it is Established; returns (it, whether it was created)."""
+    (doc,) = load(path)
+    name = doc["metadata"]["name"]
     created = False
     try:
         api.request("POST", CRDS, doc)
@@ -35,12 +38,17 @@ def crd(api):
             raise
     deadline = time.monotonic() + 30 * SLOW
     while True:
-        got = api.request("GET", f"{CRDS}/{NAME}")
+        got = api.request("GET", f"{CRDS}/{name}")
         if any(c["type"] == "Established" and c["status"] == "True"
                for c in (got.get("status") or {}).get("conditions") or []):
-            break
+            return got, created
         assert time.monotonic() < deadline, f"the CRD is not Established: {got.get('status')}"
         time.sleep(0.1)
+
+
+@pytest.fixture
+def crd(api):
+    got, created = establish(api, "deploy/functionconfig-crd.yaml")
     yield got
     if created:
         api.request("DELETE", f"{CRDS}/{NAME}")
@@ -123,3 +131,25 @@ def test_the_kustomization_applies(api):
             api.delete("namespaces", None, name)
         for name in made:   # gone, so that the next run can make them again
             api.wait_gone("namespaces", None, name, timeout=60)
+
+
+def test_a_base_service_template_as_porch_keeps_one(api, namespace):
+    """Porch's base-service-template: a Service spec under template.spec."""
+    got, created = establish(api, "deploy/servicetemplate-crd.yaml")
+    try:
+        doc = {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "ServiceTemplate",
+               "metadata": {"name": "base-service-template"},
+               "template": {"spec": {"ports": [{"port": 9446, "protocol": "TCP", "targetPort": 9446}],
+                                     "selector": {"fn.kpt.dev/image": "to-be-replaced"},
+                                     "type": "ClusterIP"}}}
+        path = f"/apis/config.porch.kpt.dev/v1alpha1/namespaces/{namespace}/servicetemplates"
+        made = api.request("POST", path, doc)
+        assert made["template"] == doc["template"], made   # nothing pruned
+        doc["metadata"]["name"] = "bad"
+        doc["template"]["spec"]["ports"][0]["port"] = "nine"
+        with pytest.raises(ApiError) as e:
+            api.request("POST", path, doc)
+        assert e.value.status == 422 and "template.spec.ports" in e.value.body, e.value.body
+    finally:
+        if created:
+            api.request("DELETE", f"{CRDS}/{got['metadata']['name']}")
