@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/semver.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
-#include "core/semver.h"
 #include "oci/image_tag.h"
 #include "oci/registry_tags.h"
 #include "evaluator.pb-c.h"
