@@ -194,11 +194,11 @@ typedef struct grpc_caller {
     gc_unary_opts call;
 } grpc_caller;
 
-static int call_grpc(void *ctx, const char *image, const char *rl, size_t len,
+static int call_grpc(void *ctx, const char *image, const char *tag, const char *rl, size_t len,
                      fn_call_result *out)
 {
     const grpc_caller *g = ctx;
-    return fn_call(g->addr, image, rl, len, &g->call, out);
+    return fn_call(g->addr, image, tag, rl, len, &g->call, out);
 }
 
 /* render: the package's own Kptfile is the pipeline, so the flags that

@@ -45,7 +45,8 @@ static void judge(eval_step *s)
     }
 }
 
-int eval_step_run(eval_run *run, const char *image, const char *rl, size_t len, eval_step *s)
+int eval_step_run(eval_run *run, const char *image, const char *tag, const char *rl, size_t len,
+                  eval_step *s)
 {
     *s = (eval_step){ 0 };
     const char *name = image && *image ? image : run->unnamed;
@@ -54,7 +55,7 @@ int eval_step_run(eval_run *run, const char *image, const char *rl, size_t len, 
         return buf_free(&text), -1;
     say(&text);
     int64_t t0 = now_ns();
-    if (run->call(run->call_ctx, image ? image : "", rl, len, &s->answer) < 0) {
+    if (run->call(run->call_ctx, image ? image : "", tag, rl, len, &s->answer) < 0) {
         buf_free(&text);
         return -1;
     }
@@ -91,7 +92,7 @@ void eval_step_free(eval_step *s)
 int eval_run_single(eval_run *run, const char *image, const buf *input, const eval_output *o)
 {
     eval_step s;
-    if (eval_step_run(run, image, input->data, input->len, &s) < 0) {
+    if (eval_step_run(run, image, NULL, input->data, input->len, &s) < 0) {
         eval_step_free(&s);
         term_printf(stderr, "runner-client %s: out of memory\n", eval_command);
         return 1;

@@ -21,10 +21,11 @@
 #include "fn_call.h"
 #include "results_file.h"
 
-/* Calls the function `image` with ResourceList rl; fills *out as fn_call
- * does. Returns 0, or -1 when out of memory. */
-typedef int (*eval_call_fn)(void *ctx, const char *image, const char *rl, size_t len,
-                            fn_call_result *out);
+/* Calls the function `image` (with the request's Tag `tag`: "" or NULL for
+ * none) with ResourceList rl; fills *out as fn_call does. Returns 0, or -1
+ * when out of memory. */
+typedef int (*eval_call_fn)(void *ctx, const char *image, const char *tag, const char *rl,
+                            size_t len, fn_call_result *out);
 
 typedef struct eval_run {
     eval_call_fn call;
@@ -45,7 +46,8 @@ typedef struct eval_step {
 
 /* Runs one step: progress, call, judgement, results entry. Returns 0 with
  * *s filled (release with eval_step_free), or -1 when out of memory. */
-int eval_step_run(eval_run *run, const char *image, const char *rl, size_t len, eval_step *s);
+int eval_step_run(eval_run *run, const char *image, const char *tag, const char *rl, size_t len,
+                  eval_step *s);
 void eval_step_free(eval_step *s);
 
 /* One call with `image` on the input ResourceList; its answer, verbatim,

@@ -179,8 +179,10 @@ static int run_call(exec_caller *c, const char *image, const char *rl, size_t le
     return 0;
 }
 
-int exec_call(void *ctx, const char *image, const char *rl, size_t len, fn_call_result *out)
+int exec_call(void *ctx, const char *image, const char *tag, const char *rl, size_t len,
+              fn_call_result *out)
 {
+    (void)tag;
     exec_caller *c = ctx;
     *out = (fn_call_result){ 0 };
     c->out = out;

@@ -21,7 +21,9 @@ typedef struct exec_caller exec_caller;
 exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout_ns, buf *err);
 void exec_caller_free(exec_caller *c);
 
-/* eval_call_fn: runs the command on rl; the image is only a name here. */
-int exec_call(void *ctx, const char *image, const char *rl, size_t len, fn_call_result *out);
+/* eval_call_fn: runs the command on rl; the image is only a name here, and
+ * a tag has nothing to choose (the command is the function). */
+int exec_call(void *ctx, const char *image, const char *tag, const char *rl, size_t len,
+              fn_call_result *out);
 
 #endif

@@ -9,12 +9,15 @@
 #include "peer_hint.h"
 
 /* Packs the request into packed; -1 when out of memory. */
-static int pack_request(const char *image, const char *rl, size_t len, buf *packed)
+static int pack_request(const char *image, const char *tag, const char *rl, size_t len,
+                        buf *packed)
 {
     Evaluator__EvaluateFunctionRequest req = EVALUATOR__EVALUATE_FUNCTION_REQUEST__INIT;
     req.resource_list.data = (uint8_t *)rl;
     req.resource_list.len = len;
     req.image = (char *)image;
+    if (tag && *tag)
+        req.tag = (char *)tag;
     size_t size = evaluator__evaluate_function_request__get_packed_size(&req);
     if (buf_reserve(packed, size) < 0)
         return -1;
@@ -42,12 +45,12 @@ static int unpack_response(const gc_unary_result *r, fn_call_result *out)
     return rc == 0 && out->message ? 0 : -1;
 }
 
-int fn_call(const char *addr, const char *image, const char *rl, size_t len,
+int fn_call(const char *addr, const char *image, const char *tag, const char *rl, size_t len,
             const gc_unary_opts *opts, fn_call_result *out)
 {
     *out = (fn_call_result){ 0 };
     buf packed = { 0 };
-    if (pack_request(image, rl, len, &packed) < 0)
+    if (pack_request(image, tag, rl, len, &packed) < 0)
         return -1;
     gc_unary_result r;
     int called = gc_unary(addr, "/evaluator.FunctionEvaluator/EvaluateFunction", packed.data,

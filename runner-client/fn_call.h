@@ -17,12 +17,13 @@ typedef struct fn_call_result {
     buf log;            /* status OK: the function's stderr */
 } fn_call_result;
 
-/* Calls EvaluateFunction on addr with `image` and the ResourceList rl.
+/* Calls EvaluateFunction on addr with `image`, Tag `tag` (NULL or "": none)
+ * and the ResourceList rl.
  * Returns 0 with *out filled (check out->status; an answer that is not
  * valid protobuf becomes INTERNAL; a failure that points at a peer that
  * is not a gRPC server carries peer_hint's hint), or -1 when out of memory. Release *out
  * with fn_call_result_free. */
-int fn_call(const char *addr, const char *image, const char *rl, size_t len,
+int fn_call(const char *addr, const char *image, const char *tag, const char *rl, size_t len,
             const gc_unary_opts *opts, fn_call_result *out);
 void fn_call_result_free(fn_call_result *r);
 

@@ -38,8 +38,9 @@ static const kpt_type package_info = { "v1.PackageInfo", (const kpt_field[]){
 static const kpt_type selector = { "v1.Selector", (const kpt_field[]){
     { "apiVersion" }, { "kind" }, { "name" }, { "namespace" }, { "labels" },
     { "annotations" }, END }, 1u << 5 };
+/* tag: the semver constraint Porch's engine sends with the call */
 static const kpt_type function = { "v1.Function", (const kpt_field[]){
-    { "image" }, { "exec" }, { "configPath" }, { "configMap" }, { "name" },
+    { "image" }, { "tag" }, { "exec" }, { "configPath" }, { "configMap" }, { "name" },
     { "selectors", &selector, 1 }, { "exclude", &selector, 1 }, END }, 1u << 6 };
 static const kpt_type pipeline = { "v1.Pipeline", (const kpt_field[]){
     { "mutators", &function, 1 }, { "validators", &function, 1 }, END }, 1u << 7 };

@@ -42,6 +42,7 @@ void pipeline_free(pipeline *p)
     for (size_t i = 0; i < p->n_steps; i++) {
         free(p->steps[i].image);
         free(p->steps[i].name);
+        free(p->steps[i].tag);
         rl_doc_free(p->steps[i].config);
     }
     free(p->steps);
@@ -332,7 +333,7 @@ static int optional_text(kptfile *k, const char *list, size_t i, int entry, cons
 
 static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i, int entry)
 {
-    const char *image, *name, *config_path;
+    const char *image, *name, *config_path, *tag;
     if (yaml_document_get_node((yaml_document_t *)k->y, entry)->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "not a mapping");
     if (!rl_yaml_is_null(k->y, rl_yaml_get(k->y, entry, "exec")))
@@ -355,13 +356,15 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         return -1;
     }
     if (optional_text(k, list, i, entry, "name", &name) < 0 ||
-        optional_text(k, list, i, entry, "configPath", &config_path) < 0)
+        optional_text(k, list, i, entry, "configPath", &config_path) < 0 ||
+        optional_text(k, list, i, entry, "tag", &tag) < 0)
         return -1;
     int config_map = rl_yaml_get(k->y, entry, "configMap");
     if (config_path && !rl_yaml_is_null(k->y, config_map))
         return step_error(k, list, i, "configMap and configPath cannot both be set");
     pl_step *s = new_step(p);
-    if (!s || !(s->image = strdup(image)) || (name && !(s->name = strdup(name))))
+    if (!s || !(s->image = strdup(image)) || (name && !(s->name = strdup(name))) ||
+        (tag && *tag && !(s->tag = strdup(tag))))
         return step_error(k, list, i, "out of memory");
     s->validator = strcmp(list, "validators") == 0;
     if (config_path)

@@ -14,6 +14,8 @@
 typedef struct pl_step {
     char *image;      /* sent as the request's image */
     char *name;       /* the Kptfile's `name`; NULL when not given */
+    char *tag;        /* the Kptfile's `tag` (kpt's semver constraint), sent as the
+                       * request's Tag; NULL when not given */
     rl_doc *config;   /* functionConfig; NULL: the step gets none */
     int validator;    /* its output items are not carried forward */
 } pl_step;

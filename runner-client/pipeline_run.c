@@ -140,7 +140,7 @@ static int run_step(buf *state, kept_results *k, const step_ctx *c, eval_run *ru
         return fail_step_unseen(k, c, why);
     }
     eval_step s;
-    int rc = eval_step_run(run, c->step->image, request.data, request.len, &s);
+    int rc = eval_step_run(run, c->step->image, c->step->tag, request.data, request.len, &s);
     buf_free(&request);
     if (rc == 0)
         rc = take_output(state, k, c, &s);

@@ -285,7 +285,7 @@ static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
     loop_stop(k->r->l);
 }
 
-static int call_kube(void *ctx, const char *image, const char *rl, size_t len,
+static int call_kube(void *ctx, const char *image, const char *tag, const char *rl, size_t len,
                      fn_call_result *out)
 {
     kube_caller *k = ctx;
@@ -293,7 +293,7 @@ static int call_kube(void *ctx, const char *image, const char *rl, size_t len,
     k->out = out;
     k->oom = 0;
     k->r->rc = 1;
-    ev_request req = {image, (const uint8_t *)rl, len};
+    ev_request req = {.image = image, .input = (const uint8_t *)rl, .input_len = len, .tag = tag};
     ev_call *c = ev_call_start(k->ev, &req, on_evaluated, k);
     if (!c)
         return -1;

@@ -35,7 +35,9 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/numparse.h"
+#include "core/semver.h"
 #include "krm/fnconfig.h"
+#include "oci/image_tag.h"
 #include "runtime/ev_exec.h"
 #include "runtime/ev_multi.h"
 #include "runtime/fn_job.h"
@@ -44,6 +46,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "offload.h"
+#include "porch_flags.h"
 #include "serve_pod.h"
 #include "serve_sandbox.h"
 #include "term_text.h"
@@ -86,6 +89,7 @@ static const char serve_usage[] =
     "                               processes; 0 never (default 1m)\n"
     SERVE_SANDBOX_FLAGS_HELP
     SERVE_POD_FLAGS_HELP
+    PORCH_FLAGS_HELP
     "  --log-level N, --verbosity N 2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
@@ -97,6 +101,7 @@ typedef struct serve_opts {
     serve_pod_flags pod;
     const char *pod_ns, *pod_ready;   /* Porch's --pod-namespace, --pod-ready-timeout */
     serve_sandbox_flags sandbox;
+    porch_flags porch;                /* Porch's flags refused until served */
 } serve_opts;
 
 typedef struct runner {
@@ -430,14 +435,44 @@ static void runner_describe_configured(const runner *r, buf *why)
         buf_printf(why, " and %zu more", total - shown);
 }
 
-/* ev_exec's lookup: the binary a FunctionConfig gives this image, opened
- * beneath --functions (inheritable: see ev_exec_lookup_fn). */
-static int runner_lookup(void *ctx, const char *image, buf *path, int *fd, buf *why)
+/* The FunctionConfig for image and a Tag, as Porch's executable evaluator
+ * picks it: the highest binaryExecutor tag satisfying the Tag as a semver
+ * constraint; NULL (not found: the pod runtime may have it) when none does
+ * or the Tag is no constraint ("latest"), with the reason in why. */
+static const fnconfig_entry *runner_match_tag(runner *r, const char *image, const char *tag,
+                                              buf *why)
+{
+    buf name = {0}, err = {0};
+    const fnconfig_entry *e = NULL;
+    semver_constraint *want = semver_constraint_parse(tag, &err);
+    if (!want) {
+        buf_printf(why, "; Tag: %s", err.data ? err.data : "out of memory");
+    } else if (fnconfig_resolve_image(r->prefix, image, &name) == 0 && name.data) {
+        name.data[image_tag_name_len(name.data)] = '\0';
+        const char *picked = NULL;
+        e = fnconfig_match_binary_version(&r->cfg, name.data, r->prefix, want, &picked);
+        if (e)
+            log_info("Tag \"%s\" picks %s:%s", tag, name.data, picked);
+        else
+            buf_printf(why, "; no binaryExecutor tag of %s satisfies Tag \"%s\"", name.data, tag);
+    }
+    semver_constraint_free(want);
+    buf_free(&name);
+    buf_free(&err);
+    return e;
+}
+
+/* ev_exec's lookup: the binary a FunctionConfig gives this image (and Tag),
+ * opened beneath --functions (inheritable: see ev_exec_lookup_fn). */
+static int runner_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
+                         buf *why)
 {
     runner *r = ctx;
     buf resolved = {0};
     const fnconfig_entry *e = NULL;
-    if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
+    if (tag && *tag)
+        e = runner_match_tag(r, image, tag, why);
+    else if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
         e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
     buf_free(&resolved);
     if (!e) {
@@ -658,6 +693,11 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         fputs(serve_usage, stdout);
         return 0;
     }
+    if (porch_flags_check(&o->porch, &err) < 0) {
+        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return 2;
+    }
     if (o->pod_ns) {   /* Porch's names win over ours */
         o->pod.ns = o->pod_ns;
         o->pod.ns_flag = "--pod-namespace";
@@ -702,7 +742,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_opts o = {.warm_up = 1, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
+    serve_opts o = {.warm_up = 1, .porch = PORCH_FLAGS_INIT, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
                             .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
         {"--port", &o.port}, {"--function-config", &o.config}, {"--functions", &o.functions},
@@ -729,6 +769,7 @@ int cmd_serve(int argc, char **argv)
         {"--sandbox-file-size", &o.sandbox.file_size},
         {"--sandbox-open-files", &o.sandbox.open_files}, {"--sandbox-read", &o.sandbox.read},
         {"--sandbox-write", &o.sandbox.write}, {"--sandbox-env", &o.sandbox.env},
+        PORCH_FLAG_DEFS(o.porch),
         {0},
     };
     registry_flags reg = {0};

@@ -9,6 +9,7 @@
 #include "core/numparse.h"
 #include "grpc/metrics.h"
 #include "kube/kube_client.h"
+#include "kube/kube_http.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/kubeconfig.h"
 #include "kube/pod_id.h"
@@ -27,6 +28,7 @@ struct serve_pod {
     loop *l;
     uint32_t max_message;
     int max_retries;
+    registry_opts registry;   /* the tag listing's (a request's Tag constraint) */
 };
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -101,19 +103,20 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
                          .limits_for = f->limits_for};
     if (f->registry)
-        po.registry = registry_flags_opts(f->registry, 0);
+        po.registry = p->registry = registry_flags_opts(f->registry, 0);
+    /* first, as Porch checks it */
+    if (!f->wrapper || !*f->wrapper) {
+        buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod function "
+                   "evaluator runtime (Porch's words; --wrapper-server-image is the same: the init "
+                   "container's image), or run without pods with --disable-runtimes=pod");
+        serve_pod_close(p);
+        return NULL;
+    }
     buf why = {0};
     if (kube_config_load(&o, &p->cfg, &why) < 0 || kube_config_exec_credential(&p->cfg, &why) < 0) {
         buf_printf(err, "the pod runtime needs a Kubernetes cluster: %s; give --kubeconfig, or run "
                    "without pods with --disable-runtimes=pod", why.data ? why.data : "out of memory");
         buf_free(&why);
-        serve_pod_close(p);
-        return NULL;
-    }
-    if (!f->wrapper || !*f->wrapper) {
-        buf_printf(err, "the pod runtime needs the wrapper server image: give --wrapper-server-image or "
-                   "WRAPPER_SERVER_IMAGE (the init container's image, as Porch's), or run without pods "
-                   "with --disable-runtimes=pod");
         serve_pod_close(p);
         return NULL;
     }
@@ -129,7 +132,9 @@ evaluator *serve_pod_evaluator(serve_pod *p)
 {
     /* the caller's deadline (grpc-timeout) bounds each call; the pod wait
      * has --ready-timeout */
-    ev_pod_opts eo = {.max_message = p->max_message, .max_retries = p->max_retries};
+    ev_pod_opts eo = {.max_message = p->max_message, .max_retries = p->max_retries,
+                      .tags_multi = kube_http_multi(kube_client_http(p->c)),
+                      .tags_registry = &p->registry};
     return ev_pod_new(p->l, p->pc, &eo);
 }
 

@@ -67,6 +67,13 @@ int go_quote_bytes(const char *s, size_t len, buf *out)
     return rc ? rc : buf_append(out, "\"", 1);
 }
 
+int go_quote_at_most(const char *s, size_t len, size_t shown, buf *out)
+{
+    if (go_quote_bytes(s, len < shown ? len : shown, out) < 0)
+        return -1;
+    return len > shown ? buf_printf(out, "... (%zu bytes)", len) : 0;
+}
+
 int go_quote(const char *s, buf *out)
 {
     return go_quote_bytes(s, strlen(s), out);

@@ -19,4 +19,8 @@ int go_quote_bytes(const char *s, size_t len, buf *out);
 /* The same for a NUL-terminated string. */
 int go_quote(const char *s, buf *out);
 
+/* go_quote_bytes of at most the first `shown` bytes, then "... (N bytes)"
+ * when there were more: a peer's megabytes named in a message. */
+int go_quote_at_most(const char *s, size_t len, size_t shown, buf *out);
+
 #endif

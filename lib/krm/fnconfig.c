@@ -867,6 +867,26 @@ static long last_slash(const char *s, size_t len)
     return p ? (long)(p - s) : -1;
 }
 
+/* The entry with a binary executor for the name image[0..name_len) (no tag
+ * or digest), or NULL. */
+static const fnconfig_entry *binary_entry(const fnconfig *c, const char *image, size_t name_len,
+                                          const char *default_prefix)
+{
+    long slash = last_slash(image, name_len);
+    size_t repo_len = slash < 0 ? 0 : (size_t)slash;
+    const char *short_name = image + (slash + 1);
+    size_t short_len = name_len - (size_t)(slash + 1);
+    for (size_t i = 0; i < c->n; i++) {
+        const fnconfig_entry *e = &c->entries[i];
+        if (!e->binary.present || strlen(e->image) != short_len ||
+            memcmp(e->image, short_name, short_len) != 0)
+            continue;
+        /* spec.image is unique: no other entry can match */
+        return entry_accepts_repo(e, image, repo_len, default_prefix) ? e : NULL;
+    }
+    return NULL;
+}
+
 const fnconfig_entry *fnconfig_match_binary(const fnconfig *c, const char *image,
                                             const char *default_prefix, const char **tag_out)
 {
@@ -880,22 +900,34 @@ const fnconfig_entry *fnconfig_match_binary(const fnconfig *c, const char *image
         name_len = (size_t)(colon - image);
         tag = colon + 1;
     }
-    size_t repo_len = slash < 0 ? 0 : (size_t)slash;
-    const char *short_name = image + (slash + 1);
-    size_t short_len = name_len - (size_t)(slash + 1);
-    for (size_t i = 0; i < c->n; i++) {
-        const fnconfig_entry *e = &c->entries[i];
-        if (!e->binary.present || strlen(e->image) != short_len ||
-            memcmp(e->image, short_name, short_len) != 0)
-            continue;
-        const char *t = find_tag(e->binary.tags, e->binary.n_tags, tag);
-        if (!t || !entry_accepts_repo(e, image, repo_len, default_prefix))
-            return NULL;   /* spec.image is unique: no other entry can match */
-        if (tag_out)
-            *tag_out = t;
-        return e;
-    }
-    return NULL;
+    const fnconfig_entry *e = binary_entry(c, image, name_len, default_prefix);
+    const char *t = e ? find_tag(e->binary.tags, e->binary.n_tags, tag) : NULL;
+    if (!t)
+        return NULL;
+    if (tag_out)
+        *tag_out = t;
+    return e;
+}
+
+/* Porch's keys are split at ":v": other tags are no versions to it */
+static int not_a_v_tag(const char *tag)
+{
+    return tag[0] != 'v';
+}
+
+const fnconfig_entry *fnconfig_match_binary_version(const fnconfig *c, const char *name,
+                                                    const char *default_prefix,
+                                                    const semver_constraint *want,
+                                                    const char **tag_out)
+{
+    const fnconfig_entry *e = binary_entry(c, name, strlen(name), default_prefix);
+    const char *best = e ? semver_highest(want, e->binary.tags, e->binary.n_tags, not_a_v_tag)
+                         : NULL;
+    if (!best)
+        return NULL;
+    if (tag_out)
+        *tag_out = best;
+    return e;
 }
 
 /* Porch's GetImageName: the last path segment without tag or digest. */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/semver.h"
 #include "core/strset.h"
 
 /* Largest file read; bigger files are refused (configs are small). */
@@ -107,6 +108,17 @@ int fnconfig_parse(const char *file, const char *data, size_t len, const char *f
  * fnconfig_resolve_image, as Porch does. */
 const fnconfig_entry *fnconfig_match_binary(const fnconfig *c, const char *image,
                                             const char *default_prefix, const char **tag_out);
+
+/* A request with a Tag, as Porch's executable evaluator serves it
+ * (FindBestSemverMatch): name is the image without tag or digest (resolved
+ * as above), and the entry is the one fnconfig_match_binary would pick for
+ * name:T, where T is the highest of its binaryExecutor.tags that satisfies
+ * want; only tags starting with "v" count (Porch's keys are split at ":v").
+ * tag_out gets T. NULL when no tag satisfies want. */
+const fnconfig_entry *fnconfig_match_binary_version(const fnconfig *c, const char *name,
+                                                    const char *default_prefix,
+                                                    const semver_constraint *want,
+                                                    const char **tag_out);
 
 /* The entry whose metadata.name is the short name of `image` (last path
  * segment, without tag or digest) and which has a podExecutor, or NULL.

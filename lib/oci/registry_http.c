@@ -217,6 +217,7 @@ void reg_response_free(reg_response *r)
     buf_free(&r->body);
     free(r->content_type);
     free(r->docker_digest);
+    free(r->link);
     memset(r, 0, sizeof *r);
 }
 
@@ -262,11 +263,14 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
     if (n >= 5 && !strncmp(line, "HTTP/", 5)) {   /* a new response (after a proxy's CONNECT) */
         free(t->resp.content_type), t->resp.content_type = NULL;
         free(t->resp.docker_digest), t->resp.docker_digest = NULL;
+        free(t->resp.link), t->resp.link = NULL;
         free(t->www_authenticate), t->www_authenticate = NULL;
     } else if (header_is(line, n, "Content-Type")) {
         keep_header(&t->resp.content_type, line, n, 12);
     } else if (header_is(line, n, "Docker-Content-Digest")) {
         keep_header(&t->resp.docker_digest, line, n, 21);
+    } else if (header_is(line, n, "Link")) {
+        keep_header(&t->resp.link, line, n, 4);
     } else if (header_is(line, n, "WWW-Authenticate")) {
         keep_header(&t->www_authenticate, line, n, 16);
     }

@@ -41,6 +41,7 @@ typedef struct reg_response {
     buf body;
     char *content_type;      /* headers of the final response, NULL when absent */
     char *docker_digest;     /* Docker-Content-Digest */
+    char *link;              /* Link (a tag list's next page) */
 } reg_response;
 
 /* A client for ref's registry and repository, its transfers run by m.

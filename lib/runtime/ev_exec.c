@@ -43,6 +43,7 @@ typedef struct exec_ev {
 typedef struct exec_call {
     ev_call base;
     char *image;
+    char *tag;                 /* the request's Tag, "" when none */
     ev_done_fn *done;
     void *ctx;
     fn_job *job;
@@ -168,7 +169,7 @@ static char *const *exec_resolve(exec_ev *e, exec_call *c)
     }
     buf why = {0};
     int fd = -1;
-    int found = e->cfg.lookup(e->cfg.lookup_ctx, c->image, &c->path, &fd, &why);
+    int found = e->cfg.lookup(e->cfg.lookup_ctx, c->image, c->tag, &c->path, &fd, &why);
     if (found > 0 && c->path.len) {
         c->argv[0] = c->path.data;
         if (fd >= 0) {
@@ -205,10 +206,14 @@ static void exec_close_binary(exec_call *c)
     c->exec_fd = -1;
 }
 
-static exec_call *exec_call_new(evaluator *base, const char *image, ev_done_fn *done, void *ctx)
+static exec_call *exec_call_new(evaluator *base, const ev_request *req, ev_done_fn *done,
+                                void *ctx)
 {
     exec_call *c = calloc(1, sizeof *c);
-    if (!c || !(c->image = strdup(image ? image : ""))) {
+    if (!c || !(c->image = strdup(req->image ? req->image : "")) ||
+        !(c->tag = strdup(req->tag ? req->tag : ""))) {
+        if (c)
+            free(c->image);
         free(c);
         return NULL;
     }
@@ -292,7 +297,7 @@ static void exec_refuse_busy(exec_call *c)
 static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
 {
     exec_ev *e = (exec_ev *)base;
-    exec_call *c = exec_call_new(base, req->image, done, ctx);
+    exec_call *c = exec_call_new(base, req, done, ctx);
     if (!c)
         return NULL;
     char *const *argv = exec_resolve(e, c);
@@ -323,6 +328,7 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
         fn_verdict_free(&c->verdict);
         buf_free(&c->path);
         free(c->image);
+        free(c->tag);
         free(c);
         return NULL;
     }
@@ -337,7 +343,7 @@ static ev_call *exec_start_streaming(evaluator *base, const ev_request *req, siz
         return NULL;   /* lookup mode needs the image; no entrypoint is answered at the end */
     if (!fn_slots_try_take())
         return NULL;   /* all busy: the complete request queues like any other */
-    exec_call *c = exec_call_new(base, req->image, done, ctx);
+    exec_call *c = exec_call_new(base, req, done, ctx);
     if (!c) {
         fn_slots_give_back();
         return NULL;
@@ -347,6 +353,7 @@ static ev_call *exec_start_streaming(evaluator *base, const ev_request *req, siz
     buf_free(&why);   /* the complete request tries again and reports it */
     if (!c->job) {
         free(c->image);
+        free(c->tag);
         free(c);
         return NULL;
     }
@@ -385,6 +392,7 @@ static void exec_free_call(ev_call *base)
     fn_verdict_free(&c->verdict);
     buf_free(&c->path);
     free(c->image);
+    free(c->tag);
     free(c);
 }
 

@@ -4,10 +4,11 @@
  * Two uses share it, so a function behaves the same wherever it runs:
  *   - the wrapper server: one fixed argv (everything after `--`) for every
  *     call, whatever image the request names;
- *   - the function runner's exec runtime: a lookup maps the image to a
- *     binary (FunctionConfig binaryExecutor), run with no arguments; an
- *     image without a binary is NOT_FOUND, so ev_multi can try the next
- *     runtime. */
+ *   - the function runner's exec runtime: a lookup maps the image (and the
+ *     request's Tag) to a binary (FunctionConfig binaryExecutor), run with
+ *     no arguments; an image without a binary is NOT_FOUND, so ev_multi can
+ *     try the next runtime. The wrapper server runs its one function
+ *     whatever the Tag, as Porch's does. */
 #ifndef KRM_EV_EXEC_H
 #define KRM_EV_EXEC_H
 
@@ -31,7 +32,8 @@
  *       found` (e.g. "; configured: ..." to show what would have matched);
  *   -1  there is one, but it may not or cannot run: why says so, and the
  *       call fails FAILED_PRECONDITION. */
-typedef int ev_exec_lookup_fn(void *ctx, const char *image, buf *path, int *fd, buf *why);
+typedef int ev_exec_lookup_fn(void *ctx, const char *image, const char *tag, buf *path, int *fd,
+                              buf *why);
 
 /* The stderr a call keeps (the rest is counted and dropped), the same
  * wherever a function runs: the wrapper server, serve's exec runtime, eval

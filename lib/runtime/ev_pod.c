@@ -24,8 +24,11 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/semver.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
+#include "oci/image_tag.h"
+#include "oci/registry_tags.h"
 #include "evaluator.pb-c.h"
 
 #define EVALUATE_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"
@@ -73,7 +76,14 @@ struct pod_call {
     char *pod;                 /* the pod dialed */
     char *addr;
     buf packed;                /* the request message */
-    loop_timer *deferred;      /* a failure delivered from the loop */
+    registry_tags_op *listing; /* the repository's tags, for a Tag constraint */
+    char *constraint;          /* that Tag, while listing, */
+    semver_constraint *want;   /* as read */
+    char *best;                /* the highest tag matching it so far, */
+    semver best_v;             /* as read */
+    loop_timer *deferred;      /* a failure delivered from the loop: */
+    int deferred_code;         /* its status, */
+    buf deferred_why;          /* and its message */
     ev_result res;
     buf message;
     Evaluator__EvaluateFunctionResponse *resp;
@@ -386,7 +396,116 @@ static void deliver_deferred(loop *l, void *ctx)
     (void)l;
     pod_call *c = ctx;
     c->deferred = NULL;
-    finish(c, GRPC_INVALID_ARGUMENT, "the pod runtime needs the function's image");
+    finish(c, c->deferred_code, c->deferred_why.data ? c->deferred_why.data : "out of memory");
+}
+
+static void start_on_pod(pod_call *c);
+
+/* kpt's filterParseTags: hash-like and git-build tags are no candidates */
+static int not_a_release_tag(const char *tag)
+{
+    return !strncmp(tag, "sha256-", 7) || strstr(tag, "-git-") != NULL;
+}
+
+/* A page of the repository's tags: its highest match kept if it is the
+ * highest yet (the pages are not kept). */
+static void on_tag_page(char *const *tags, size_t n, void *ctx)
+{
+    pod_call *c = ctx;
+    const char *page_best = semver_highest(c->want, tags, n, not_a_release_tag);
+    semver v;
+    if (!page_best || semver_parse(page_best, &v, NULL) < 0 ||
+        (c->best && semver_compare(&v, &c->best_v) <= 0))
+        return;
+    char *copy = strdup(page_best);
+    if (!copy)
+        return;   /* out of memory: a lower match (or none) is named */
+    free(c->best);
+    c->best = copy;
+    c->best_v = v;
+}
+
+/* The repository's tags are listed: the call goes on with the highest match. */
+static void on_tags(int rc, size_t n, const char *err, void *ctx)
+{
+    pod_call *c = ctx;
+    c->listing = NULL;   /* freed after this returns */
+    if (rc == 0 && c->best) {
+        buf image = {0};
+        if (buf_printf(&image, "%s:%s", c->image, c->best) < 0)
+            return finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        log_info("Tag \"%s\" on \"%s\": runs %s (the highest of %zu tags)", c->constraint,
+                 c->image, image.data, n);
+        free(c->image);
+        c->image = image.data;
+        return start_on_pod(c);
+    }
+    buf msg = {0};
+    buf_printf(&msg, "failed to resolve tag for image \"%s\" with constraint \"%s\": ", c->image,
+               c->constraint);
+    if (rc < 0)
+        buf_printf(&msg, "listing the repository's tags failed: %s", err ? err : "");
+    else
+        buf_printf(&msg, "no tag could be found matching the version constraint \"%s\" (of %zu "
+                   "tags)", c->constraint, n);
+    finish(c, rc < 0 ? GRPC_UNAVAILABLE : GRPC_NOT_FOUND, msg.data ? msg.data : "out of memory");
+    buf_free(&msg);
+}
+
+/* The image the pod runs: the request's, with its Tag applied as kpt
+ * applies a function's tag. 0; 1 when the repository's tags are being
+ * listed first (on_tags goes on); -1 with the call's failure set for
+ * deliver_deferred (out of memory included). */
+static int apply_tag(pod_call *c, const ev_request *req)
+{
+    const char *image = req->image ? req->image : "";
+    if (!*image) {
+        c->deferred_code = GRPC_INVALID_ARGUMENT;
+        buf_append_str(&c->deferred_why, "the pod runtime needs the function's image");
+        return -1;
+    }
+    if (!req->tag || !*req->tag)
+        return (c->image = strdup(image)) ? 0 : -1;
+    buf tagged = {0};
+    int rc = image_tag_apply(image, req->tag, &tagged, &c->deferred_why);
+    if (rc > 0) {
+        c->image = tagged.data;   /* handed over */
+        log_info("Tag \"%s\" on \"%s\": runs %s", req->tag, image, c->image);
+        return 0;
+    }
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (rc == 0 && p->o.tags_multi) {
+        c->image = tagged.data;   /* the repository, until a tag is picked */
+        c->deferred_code = GRPC_RESOURCE_EXHAUSTED;   /* out of memory, unless told below */
+        buf why = {0};
+        c->want = semver_constraint_parse(req->tag, &why);   /* image_tag_apply read it */
+        buf_free(&why);
+        if (!c->want || !(c->constraint = strdup(req->tag)))
+            return -1;
+        c->listing = registry_tags_start(p->o.tags_multi, c->image, p->o.tags_registry, on_tag_page,
+                                         on_tags, c, &c->deferred_why);
+        c->deferred_code = GRPC_FAILED_PRECONDITION;   /* a Docker config it cannot read */
+        return c->listing ? 1 : -1;
+    }
+    buf_free(&tagged);
+    c->deferred_code = GRPC_INVALID_ARGUMENT;
+    if (rc == 0) {
+        /* Porch's words, and why: a constraint is resolved against the
+         * registry's tags, which the pod runtime does not list yet */
+        c->deferred_code = GRPC_UNIMPLEMENTED;
+        buf_printf(&c->deferred_why, "failed to resolve tag for image \"%s\" with constraint "
+                   "\"%s\": the pod runtime does not list a registry's tags yet; give an exact "
+                   "version or tag", image, req->tag);
+    }
+    return -1;
+}
+
+/* The image is known: the call asks the cache for a pod of it. */
+static void start_on_pod(pod_call *c)
+{
+    pod_ev *p = (pod_ev *)c->base.ev;
+    if (pack(c) < 0 || !(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
+        finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }
 
 static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
@@ -396,16 +515,21 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
     if (!c)
         return NULL;
     c->req = *req;   /* before pack(), which reads the input */
-    if (!(c->image = strdup(req->image ? req->image : "")) || pack(c) < 0)
-        goto oom;
     c->base.ev = base;
     c->done = done;
     c->ctx = ctx;
-    if (!*c->image) {
+    int tagged = apply_tag(c, req);
+    if (tagged > 0)
+        return &c->base;   /* on_tags goes on */
+    if (tagged < 0) {
+        if (!c->image && !(c->image = strdup("")))
+            goto oom;
         if (!(c->deferred = loop_timer_add(p->l, 0, deliver_deferred, c)))
             goto oom;
         return &c->base;
     }
+    if (pack(c) < 0)
+        goto oom;
     if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
         goto oom;
     return &c->base;
@@ -413,6 +537,9 @@ oom:
     if (c) {
         free(c->image);
         buf_free(&c->packed);
+        buf_free(&c->deferred_why);
+        semver_constraint_free(c->want);
+        free(c->constraint);
     }
     free(c);
     return NULL;
@@ -431,6 +558,11 @@ static void call_release(ev_call *base)
         evaluator__evaluate_function_response__free_unpacked(c->resp, NULL);
     buf_free(&c->packed);
     buf_free(&c->message);
+    buf_free(&c->deferred_why);
+    registry_tags_cancel(c->listing);
+    semver_constraint_free(c->want);
+    free(c->best);
+    free(c->constraint);
     free(c->image);
     free(c->pod);
     free(c->addr);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "kube/kube_pod_cache.h"
+#include "oci/registry.h"
 #include "runtime/evaluator.h"
 
 typedef struct ev_pod_opts {
@@ -33,6 +34,12 @@ typedef struct ev_pod_opts {
                                      connection, at most this often (serve's
                                      --max-grpc-retries); each waits for the cache's
                                      check of the pod that failed it */
+    /* A request's Tag that is a semver constraint is resolved against the
+     * repository's tags, listed with these (kpt's rule: the highest match);
+     * NULL: such a Tag is refused UNIMPLEMENTED. Both must outlive the
+     * evaluator. */
+    http_multi *tags_multi;
+    const registry_opts *tags_registry;
 } ev_pod_opts;
 
 #define EV_POD_DEFAULT_RETRIES 2   /* Porch's --max-grpc-retries */

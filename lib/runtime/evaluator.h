@@ -29,6 +29,8 @@ typedef struct ev_request {
     const char *image;         /* as the caller sent it; may be "" */
     const uint8_t *input;      /* the ResourceList; valid until done or cancel */
     size_t input_len;
+    const char *tag;           /* the request's Tag (a semver constraint or a tag);
+                                * "" or NULL when none; valid as image is */
 } ev_request;
 
 typedef struct ev_result {

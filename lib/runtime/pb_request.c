@@ -67,12 +67,24 @@ static int fail(char *why, size_t why_len, const char *text, uint64_t field)
     return -1;
 }
 
+/* A NUL-terminated copy of a string field's n bytes (a NUL inside kept). */
+static char *copy_string(const uint8_t *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        if (n)
+            memcpy(s, p, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
 int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out, char *why,
                            size_t why_len)
 {
     const uint8_t *p = msg, *end = msg + len;
-    const uint8_t *image = NULL;
-    size_t image_len = 0;
+    const uint8_t *text[2] = {NULL, NULL};   /* image, Tag */
+    size_t text_len[2] = {0, 0};
     *out = (pb_eval_request){0};
     while (p < end) {
         uint64_t key, n;
@@ -84,7 +96,7 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
         unsigned wire = (unsigned)(key & 7);
         if (field == 0 || field > 536870911)   /* 1 .. 2^29-1 */
             return fail(why, why_len, "illegal field number", field);
-        if (field != 1 && field != 2) {
+        if (field < 1 || field > 3) {
             if (skip_value(&p, end, wire) < 0)
                 return fail(why, why_len, "bad or truncated value", field);
             continue;
@@ -99,27 +111,27 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
         } else {
             if (!utf8_valid((const char *)p, (size_t)n))
                 return fail(why, why_len, "string field contains invalid UTF-8", field);
-            image = p;
-            image_len = (size_t)n;
+            text[field - 2] = p;
+            text_len[field - 2] = (size_t)n;
         }
         p += n;
     }
-    out->image = malloc(image_len + 1);
-    if (!out->image) {
+    if (!(out->image = copy_string(text[0], text_len[0])) ||
+        !(out->tag = copy_string(text[1], text_len[1]))) {
+        pb_eval_request_free(out);
         snprintf(why, why_len, "out of memory");
         return -1;
     }
-    if (image_len)
-        memcpy(out->image, image, image_len);
-    out->image[image_len] = '\0';
-    out->image_len = image_len;
+    out->image_len = text_len[0];
+    out->tag_len = text_len[1];
     return 0;
 }
 
 void pb_eval_request_free(pb_eval_request *r)
 {
     free(r->image);
-    r->image = NULL;
+    free(r->tag);
+    r->image = r->tag = NULL;
 }
 
 int pb_eval_request_peek_list(const uint8_t *msg, size_t have, size_t total, size_t *off,

@@ -181,24 +181,23 @@ static int eval_keep_streaming(rpc_call *c, eval_state *st)
     return 0;
 }
 
-/* An image with a NUL byte would name another image as a C string (the
+/* An image or Tag with a NUL byte would name another as a C string (the
  * function configured for "example.com/fn:v1" would run for
  * "example.com/fn:v1\0..."): INVALID_ARGUMENT, naming the byte. 1 when so
  * answered. */
-static int eval_refuse_nul_image(rpc_call *c, eval_state *st)
+static int eval_refuse_nul(rpc_call *c, eval_state *st, const char *field, const char *s,
+                           size_t len, const char *what)
 {
-    enum { SHOWN = 200 };   /* of the image in the message; it may be megabytes */
-    const char *nul = memchr(st->req.image, '\0', st->req.image_len);
+    enum { SHOWN = 200 };   /* of the text in the message; it may be megabytes */
+    const char *nul = memchr(s, '\0', len);
     if (!nul)
         return 0;
     eval_cancel(c, st);   /* a function started early must not answer */
     buf text = {0};
-    buf_append_str(&text, "image ");
-    go_quote_bytes(st->req.image, st->req.image_len < SHOWN ? st->req.image_len : SHOWN, &text);
-    if (st->req.image_len > SHOWN)
-        buf_printf(&text, "... (%zu bytes)", st->req.image_len);
-    buf_printf(&text, " has a NUL byte (\\x00) at offset %zu: not an image name", (size_t)(nul - st->req.image));
-    rpc_fail(c, GRPC_INVALID_ARGUMENT, text.data ? text.data : "image has a NUL byte");
+    buf_printf(&text, "%s ", field);
+    go_quote_at_most(s, len, SHOWN, &text);
+    buf_printf(&text, " has a NUL byte (\\x00) at offset %zu: not %s", (size_t)(nul - s), what);
+    rpc_fail(c, GRPC_INVALID_ARGUMENT, text.data ? text.data : "a NUL byte in the request");
     buf_free(&text);
     return 1;
 }
@@ -223,7 +222,8 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
         rpc_fail(c, GRPC_INTERNAL, text);
         return;
     }
-    if (eval_refuse_nul_image(c, st))
+    if (eval_refuse_nul(c, st, "image", st->req.image, st->req.image_len, "an image name") ||
+        eval_refuse_nul(c, st, "Tag", st->req.tag, st->req.tag_len, "a tag"))
         return;
     if (eval_keep_streaming(c, st)) {
         ev_call_input_done(st->call, eval_image(st));   /* may answer: nothing after it */
@@ -231,6 +231,7 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
     }
     ev_request req = {
         .image = eval_image(st),
+        .tag = st->req.tag,
         .input = st->req.resource_list,
         .input_len = st->req.resource_list_len,
     };

@@ -14,6 +14,7 @@ gives runner-client a kubeconfig holding only that token:
   `eval --kube` creates the pod and answers.
 """
 
+import os
 import re
 import time
 
@@ -23,14 +24,11 @@ import yaml
 from k8s import ApiError
 from test_pod_runtime import check_answer, eval_kube
 
-# What the pod runtime needs in the function pods' namespace (README,
-# "Function pods"): keep the two in step.
-RUNNER_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
-    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create", "delete"]},
-    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list"]},
-]
+# What the pod runtime needs in the function pods' namespace: the Role of
+# deploy/rbac.yaml (README, "Function pods", shows the same rules).
+with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "deploy", "rbac.yaml")) as _f:
+    RUNNER_RULES = next(d for d in yaml.safe_load_all(_f) if d["kind"] == "Role")["rules"]
 READ_PODS_ONLY = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
 
 

@@ -70,6 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(r.resource_list == NULL ||
                    (r.resource_list >= data && r.resource_list + r.resource_list_len <= data + size));
         FUZZ_CHECK(!strcmp(r.image, ref->image ? ref->image : ""));
+        FUZZ_CHECK(!strcmp(r.tag, ref->tag ? ref->tag : ""));
         pb_eval_request_free(&r);
     } else {
         FUZZ_CHECK(why[0] != '\0');

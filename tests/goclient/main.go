@@ -45,7 +45,7 @@ import (
 )
 
 type opts struct {
-	addr, image, in, out, service, sizes string
+	addr, image, tag, in, out, service, sizes string
 	timeout, after, idle, watchFor time.Duration
 	maxRecv, streams, calls      int
 }
@@ -59,6 +59,7 @@ func main() {
 	var o opts
 	fs.StringVar(&o.addr, "addr", "", "server address")
 	fs.StringVar(&o.image, "image", "example/fn:v1", "image in the request")
+	fs.StringVar(&o.tag, "tag", "", "Tag in the request (a semver constraint)")
 	fs.StringVar(&o.in, "in", "", "ResourceList file")
 	fs.StringVar(&o.out, "out", "", "write the answer's resource_list here")
 	fs.StringVar(&o.service, "service", "", "health service name")
@@ -151,7 +152,7 @@ func evalOnce(o opts) callResult {
 	defer cancel()
 	start := time.Now()
 	resp, err := pb.NewFunctionEvaluatorClient(cc).EvaluateFunction(ctx,
-		&pb.EvaluateFunctionRequest{ResourceList: readInput(o), Image: o.image})
+		&pb.EvaluateFunctionRequest{ResourceList: readInput(o), Image: o.image, Tag: o.tag})
 	if err == nil && o.out != "" {
 		if werr := ioutil.WriteFile(o.out, resp.ResourceList, 0o644); werr != nil {
 			fail(werr.Error())

@@ -95,6 +95,22 @@ def fn(name):
     return os.path.join(FUNCTIONS, name)
 
 
+def serve_example_fn(start_server, tmp_path, tags):
+    """runner-client serve (exec runtime only) with example.com/fn at these
+    binaryExecutor tags mapped to a search-replace that changes nothing."""
+    fns = tmp_path / "functions"
+    fns.mkdir()
+    (fns / "fn").write_text(f"#!/bin/sh\nexec sh {fn('search-replace.sh')} a a\n")
+    (fns / "fn").chmod(0o755)
+    cfg = tmp_path / "functions.yaml"
+    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: fn\n"
+                   "spec:\n  image: fn\n  prefixes: [\"example.com\"]\n"
+                   f"  binaryExecutor:\n    tags: [{', '.join(tags)}]\n    path: fn\n")
+    return start_server([], binary=CLIENT_BIN, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(fns),
+        "--disable-runtimes=pod"])
+
+
 def pkg(*parts):
     """Absolute path of a fixture package file or directory."""
     return os.path.join(PACKAGES, *parts)
@@ -353,17 +369,19 @@ class Server:
             response_deserializer=self.pb.evaluator.EvaluateFunctionResponse.FromString,
         )
 
-    def evaluate(self, resource_list=b"", image="", timeout=20, channel=None):
+    def evaluate(self, resource_list=b"", image="", timeout=20, channel=None, tag=None):
         fields = {"image": image}
+        if tag is not None:
+            fields["Tag"] = tag
         if resource_list is not None:  # None: leave the field unset (a nil ResourceList)
             fields["resource_list"] = resource_list
         req = self.pb.evaluator.EvaluateFunctionRequest(**fields)
         return self.evaluate_callable(channel)(req, timeout=timeout)
 
-    def evaluate_error(self, resource_list=b"", image="", timeout=20, channel=None):
+    def evaluate_error(self, resource_list=b"", image="", timeout=20, channel=None, tag=None):
         """Calls EvaluateFunction expecting a failure; returns the RpcError."""
         try:
-            resp = self.evaluate(resource_list, image, timeout, channel)
+            resp = self.evaluate(resource_list, image, timeout, channel, tag)
         except grpc.RpcError as e:
             return e
         raise AssertionError(

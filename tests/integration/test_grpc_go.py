@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from krmtest import CLIENT_BIN, FUNCTIONS, ROOT, BUILD_DIR, resource_list, simple_rl, SLOW
+from krmtest import CLIENT_BIN, FUNCTIONS, ROOT, BUILD_DIR, resource_list, serve_example_fn, simple_rl, SLOW
 
 EXAMPLES = os.path.join(ROOT, "examples")
 
@@ -195,3 +195,17 @@ def test_function_runner_with_the_example_configs(start_server, goclient, tmp_pa
     r = goclient("eval", "-addr", addr, "-image", "example/unknown:v1", "-in", write_rl(tmp_path, rl))
     assert r["code"] == "NotFound", r
     assert "example/search-replace:v1" in r["message"]
+
+
+def test_tag_from_grpc_go_picks_the_function(start_server, goclient, tmp_path):
+    """Porch's Go stubs carry Tag (field 3) as serve reads it."""
+    srv = serve_example_fn(start_server, tmp_path, ["v1.0.0", "v1.3.0", "v2.0.0"])
+    rl = write_rl(tmp_path, simple_rl())
+    r = goclient("eval", "-addr", f"127.0.0.1:{srv.port}", "-in", rl, "-image", "example.com/fn",
+                 "-tag", "~1.3")
+    assert r["code"] == "OK", r
+    assert 'Tag "~1.3" picks example.com/fn:v1.3.0' in srv.stderr(), srv.describe()
+    r = goclient("eval", "-addr", f"127.0.0.1:{srv.port}", "-in", rl, "-image", "example.com/fn",
+                 "-tag", "^3")
+    assert (r["code"], r["message"].split(";")[1].strip()) == \
+        ("NotFound", 'no binaryExecutor tag of example.com/fn satisfies Tag "^3"'), r

@@ -41,7 +41,7 @@ def kptfile(dir, body):
      "line 6: field mutator not found in type v1.Pipeline (it has: mutators, validators)"),
     # a misspelt configMap: the step ran without its config
     ("pipeline:\n  mutators:\n  - image: a\n    configmap: {op: fail}\n",
-     "line 8: field configmap not found in type v1.Function (it has: image, exec, "
+     "line 8: field configmap not found in type v1.Function (it has: image, tag, exec, "
      "configPath, configMap, name, selectors, exclude)"),
     ("pipelines:\n  mutators:\n  - image: a\n",
      "line 5: field pipelines not found in type v1.KptFile"),

@@ -7,7 +7,7 @@ the byte, before anything runs."""
 import grpc
 import pytest
 
-from krmtest import CLIENT_BIN, explain, fn, pkg, resource_list, runner_client as client, simple_rl
+from krmtest import explain, pkg, resource_list, runner_client as client, serve_example_fn, simple_rl
 
 
 def write_kptfile(tmp_path, step):
@@ -21,6 +21,7 @@ def write_kptfile(tmp_path, step):
     ('image: "example.com/fn:v1\\0/../other:v2"', "image", 17),
     ('{image: example.com/fn:v1, name: "a\\0b"}', "name", 1),
     ('{image: example.com/fn:v1, configPath: "fn.yaml\\0/../../x"}', "configPath", 7),
+    ('{image: example.com/fn:v1, tag: "^1\\0|| *"}', "tag", 2),
     ('{image: example.com/fn:v1, configMap: {k: "v\\0w"}}', "configMap.k", 1),
 ])
 def test_kptfile_step_with_nul_is_refused(binaries, tmp_path, step, field, offset):
@@ -35,17 +36,7 @@ def test_kptfile_step_with_nul_is_refused(binaries, tmp_path, step, field, offse
 @pytest.fixture
 def serve_with_fn(start_server, tmp_path):
     """runner-client serve with example.com/fn:v1 mapped to a cat."""
-    fns = tmp_path / "functions"
-    fns.mkdir()
-    (fns / "fn").write_text(f"#!/bin/sh\nexec sh {fn('search-replace.sh')} a a\n")
-    (fns / "fn").chmod(0o755)
-    cfg = tmp_path / "functions.yaml"
-    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: fn\n"
-                   "spec:\n  image: fn\n  prefixes: [\"example.com\"]\n"
-                   "  binaryExecutor:\n    tags: [v1]\n    path: fn\n")
-    return start_server([], binary=CLIENT_BIN, argv=[
-        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(fns),
-        "--disable-runtimes=pod"])
+    return serve_example_fn(start_server, tmp_path, ["v1"])
 
 
 def test_serve_refuses_an_image_with_nul(serve_with_fn):

@@ -56,7 +56,7 @@ def test_unknown_fields_and_repeated_fields_are_accepted(cat_server, pb):
     req = pb.evaluator.EvaluateFunctionRequest
     raw = (
         req(resource_list=first).SerializeToString()
-        + b"\x18\x96\x01"               # field 3, varint
+        + b"\x38\x96\x01"               # field 7, varint (3 is Tag)
         + b"\x25\x01\x02\x03\x04"       # field 4, fixed32
         + b"\x29" + b"\x00" * 8         # field 5, fixed64
         + b"\x32\x02hi"                 # field 6, bytes

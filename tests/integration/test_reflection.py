@@ -136,7 +136,7 @@ def test_describe_evaluate_function(servers, refl, which, version):
                    "evaluator.EvaluateFunctionRequest.image"]:
         assert file_proto(r.ask(file_containing_symbol=symbol)) == fd
     msg = {m.name: m for m in fd.message_type}["EvaluateFunctionRequest"]
-    assert [(f.name, f.number) for f in msg.field] == [("resource_list", 1), ("image", 2)]
+    assert [(f.name, f.number) for f in msg.field] == [("resource_list", 1), ("image", 2), ("Tag", 3)]
     assert file_proto(r.ask(file_by_filename="evaluator.proto")) == fd
     assert r.close()[1] == grpc.StatusCode.OK
 

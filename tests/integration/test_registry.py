@@ -507,6 +507,19 @@ DEAD_KUBECONFIG = ("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\
                    "    user: u\nusers:\n- name: u\n  user:\n    token: t\n")
 
 
+def serve_with_docker_config(start_server, tmp_path, addr, with_creds):
+    """serve with a cluster that cannot be reached and a config.json that
+    has the registry's credentials, or only another host's."""
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(DEAD_KUBECONFIG)
+    cfg = docker_config(tmp_path / "config.json", addr if with_creds else "other.example", USER, PASSWORD)
+    env = {k: v for k, v in os.environ.items() if k not in ("DOCKER_CONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    return start_server([], binary=CLIENT_BIN, env=env, argv=[
+        "serve", "--port", "{port}", "--kubeconfig", str(kc), "--docker-config", str(cfg),
+        "--wrapper-server-image", f"{addr}/wrapper-server:v1"])
+
+
 @pytest.mark.parametrize("with_creds", [True, False])
 def test_serve_looks_images_up_with_its_registry_flags(start_server, auth_registry, tmp_path, with_creds):
     """`serve --docker-config` reaches the pod runtime's registry lookup: with
@@ -514,17 +527,31 @@ def test_serve_looks_images_up_with_its_registry_flags(start_server, auth_regist
     cluster (here an API server that cannot be reached); without them the
     registry's 401 is the answer."""
     addr, _ = auth_registry
-    kc = tmp_path / "kubeconfig"
-    kc.write_text(DEAD_KUBECONFIG)
-    cfg = docker_config(tmp_path / "config.json", addr if with_creds else "other.example", USER, PASSWORD)
-    env = {k: v for k, v in os.environ.items() if k not in ("DOCKER_CONFIG", "KUBERNETES_SERVICE_HOST")}
-    env["HOME"] = str(tmp_path)
-    srv = start_server([], binary=CLIENT_BIN, env=env, argv=[
-        "serve", "--port", "{port}", "--kubeconfig", str(kc), "--docker-config", str(cfg),
-        "--wrapper-server-image", f"{addr}/wrapper-server:v1"])
+    srv = serve_with_docker_config(start_server, tmp_path, addr, with_creds)
     err = srv.evaluate_error(krmtest.simple_rl(), image=f"{addr}/private/fn:v1", timeout=30)
     if with_creds:
         assert "requires credentials" not in err.details(), err.details()
         assert "127.0.0.1:1" in err.details(), err.details()
     else:
         assert "requires credentials (Basic authentication)" in err.details(), err.details()
+
+
+@pytest.mark.parametrize("with_creds", [True, False])
+def test_serve_lists_tags_with_its_registry_flags(start_server, auth_registry, policy, tmp_path, with_creds):
+    """A request's Tag constraint lists the repository's tags with the same
+    credentials as the lookup: with them the highest match is run (then the
+    unreachable cluster is the answer); without them the registry's 401."""
+    addr, _ = auth_registry
+    layout = tmp_path / "img"
+    write_single(layout, "v1.2.0", ["/fn"])
+    for tag in ("v1.2.0", "v2.0.0"):
+        push(policy, layout, "v1.2.0", f"{addr}/private/tagged:{tag}", "--dest-creds", f"{USER}:{PASSWORD}")
+    srv = serve_with_docker_config(start_server, tmp_path, addr, with_creds)
+    err = srv.evaluate_error(krmtest.simple_rl(), image=f"{addr}/private/tagged", tag="^1", timeout=30)
+    if with_creds:
+        assert f"runs {addr}/private/tagged:v1.2.0 (the highest of 2 tags)" in srv.stderr(), srv.describe()
+        assert "127.0.0.1:1" in err.details(), err.details()
+    else:
+        assert err.details().startswith(f'failed to resolve tag for image "{addr}/private/tagged" with '
+                                        "constraint \"^1\": listing the repository's tags failed: registry "
+                                        f"{addr} requires credentials (Basic authentication)"), err.details()

@@ -119,7 +119,7 @@ def test_pod_runtime_without_a_cluster_fails_at_start(tmp_path, config_file, fun
     assert b"no Kubernetes configuration found" in r.stderr, r.stderr
     assert f"{tmp_path}/.kube/config does not exist".encode() in r.stderr, r.stderr
     assert b"--disable-runtimes=pod" in r.stderr, r.stderr
-    # a kubeconfig alone is not enough: the wrapper image is named
+    # a kubeconfig alone is not enough: the wrapper image is named, in Porch's words
     kc = tmp_path / "kc"
     kc.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n"
                   "    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: k\n"
@@ -127,7 +127,9 @@ def test_pod_runtime_without_a_cluster_fails_at_start(tmp_path, config_file, fun
     env.pop("WRAPPER_SERVER_IMAGE", None)
     r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--kubeconfig", str(kc)], env=env)
     assert r.returncode == 2, r.stderr
-    assert b"--wrapper-server-image or WRAPPER_SERVER_IMAGE" in r.stderr, r.stderr
+    assert (b"\nrunner-client serve: environment variable WRAPPER_SERVER_IMAGE must be set to use "
+            b"pod function evaluator runtime (") in b"\n" + r.stderr, r.stderr
+    assert b"--wrapper-server-image is the same" in r.stderr, r.stderr
 
 
 def test_all_runtimes_disabled(runner):

@@ -21,8 +21,10 @@
  * runner's lookup does; a path "refuse:WHY" is a binary that may not run. */
 typedef struct known { const char *image, *path, *opened; } known;
 
-static int table_lookup(void *ctx, const char *image, buf *path, int *fd, buf *why)
+static int table_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
+                        buf *why)
 {
+    (void)tag;
     for (const known *k = ctx; k->image; k++) {
         if (strcmp(k->image, image))
             continue;

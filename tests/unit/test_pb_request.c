@@ -21,6 +21,7 @@ static int decode_both(const uint8_t *msg, size_t len, pb_eval_request *r)
         if (ref->resource_list.len)
             cr_assert(!memcmp(r->resource_list, ref->resource_list.data, ref->resource_list.len));
         cr_assert_str_eq(r->image, ref->image ? ref->image : "");
+        cr_assert_str_eq(r->tag, ref->tag ? ref->tag : "");
         evaluator__evaluate_function_request__free_unpacked(ref, NULL);
     }
     return rc;
@@ -49,7 +50,7 @@ Test(pb_request, empty_message_is_a_request_with_nothing)
 
 Test(pb_request, last_occurrence_wins_and_unknown_fields_are_skipped)
 {
-    const uint8_t m[] = {0x0a, 1, 'x', 0x18, 0x96, 0x01, 0x21, 1, 2, 3, 4, 5, 6, 7, 8,
+    const uint8_t m[] = {0x0a, 1, 'x', 0x20, 0x96, 0x01, 0x21, 1, 2, 3, 4, 5, 6, 7, 8,
                          0x2d, 1, 2, 3, 4, 0x3a, 2, 'z', 'z', 0x0a, 1, 'y'};
     pb_eval_request r;
     cr_assert_eq(decode_both(m, sizeof m, &r), 0);
@@ -65,6 +66,8 @@ Test(pb_request, malformed_messages_are_refused)
         {MSG(0x0a), 1},                          /* length missing */
         {MSG(0x08, 1), 2},                       /* field 1 as a varint */
         {MSG(0x15, 1, 2, 3, 4), 5},              /* field 2 as fixed32 */
+        {MSG(0x18, 1), 2},                       /* field 3 (Tag) as a varint */
+        {MSG(0x1a, 3, 'v', '1'), 4},             /* Tag cut short */
         {MSG(0x1b), 1},                          /* start group */
         {MSG(0x1f), 1},                          /* wire type 7 */
         {MSG(0x19, 1, 2), 3},                    /* fixed64 cut short */
@@ -105,5 +108,23 @@ Test(pb_request, image_keeps_its_length_past_a_nul)
     cr_assert_eq(decode_both(m, sizeof m, &r), 0);
     cr_assert_eq(r.image_len, 5, "the NUL must not end the image: the service refuses it");
     cr_assert(!memcmp(r.image, "fn\0xy", 5));
+    pb_eval_request_free(&r);
+}
+
+Test(pb_request, tag_is_field_3_as_porch_numbers_it)
+{
+    const uint8_t m[] = {0x1a, 2, '^', '1', 0x12, 2, 'f', 'n', 0x1a, 4, '~', '1', '.', '2'};
+    pb_eval_request r;
+    cr_assert_eq(decode_both(m, sizeof m, &r), 0);
+    cr_assert_str_eq(r.image, "fn");
+    cr_assert_str_eq(r.tag, "~1.2", "the last Tag wins");
+    cr_assert_eq(r.tag_len, 4);
+    pb_eval_request_free(&r);
+    char why[128];
+    const uint8_t bad[] = {0x1a, 2, 0xc3, 'x'};
+    cr_assert_eq(pb_eval_request_decode(bad, sizeof bad, &r, why, sizeof why), -1);
+    cr_assert_str_eq(why, "field 3: string field contains invalid UTF-8");
+    cr_assert_eq(decode_both(MSG(0x12, 1, 'f'), 3, &r), 0);
+    cr_assert_str_eq(r.tag, "", "no Tag is an empty one");
     pb_eval_request_free(&r);
 }
