@@ -92,7 +92,7 @@ static int bind_back(const char *dir, int fd, const char **step)
     if (len >= sizeof path)
         return ENAMETOOLONG;
     memcpy(path, dir, len + 1);
-    *step = "namespaces: mkdir a --sandbox-write directory in the private /tmp";
+    *step = "namespaces: mkdir a directory the function may use in the private /tmp";
     for (char *p = path + 5;; p++)   /* each component after "/tmp/" */
         if (*p == '/' || !*p) {
             char was = *p;
@@ -111,7 +111,7 @@ static int bind_back(const char *dir, int fd, const char **step)
     for (int i = 0; i < n; i++)
         from[14 + i] = digits[n - 1 - i];
     from[14 + n] = '\0';
-    *step = "namespaces: bind a --sandbox-write directory";
+    *step = "namespaces: bind a directory the function may use into the private /tmp";
     int err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
     close(fd);
     return err;
@@ -133,20 +133,36 @@ static int child_namespaces(const sandbox *sb, const char **step)
         return err;
     FAIL_IF(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0,
             "namespaces: mount --make-rprivate /");
-    /* --sandbox-write directories beneath /tmp are bound back over the
-     * private one: held open before it hides them */
-    int held[SANDBOX_LANDLOCK_MAX_PATHS];
-    size_t n_held = 0;
-    for (size_t i = 0; i < sb->ll.n_write; i++)
-        if (!strncmp(sb->ll.write[i], "/tmp/", 5)) {
-            held[n_held] = open(sb->ll.write[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-            FAIL_IF(held[n_held] < 0, "namespaces: open a --sandbox-write directory");
-            n_held++;
+    /* The directories the function may use beneath /tmp (--functions,
+     * --sandbox-read, --sandbox-write: a checkout or a test's files may
+     * live there) are bound back over the private one, parents first:
+     * held open before it hides them. */
+    const char *back[2 * SANDBOX_LANDLOCK_MAX_PATHS];
+    int held[2 * SANDBOX_LANDLOCK_MAX_PATHS];
+    size_t n_back = 0;
+    const char *const *lists[2] = { sb->ll.read, sb->ll.write };
+    size_t counts[2] = { sb->ll.n_read, sb->ll.n_write };
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; i < counts[l]; i++) {
+            const char *dir = lists[l][i];
+            if (strncmp(dir, "/tmp/", 5) != 0)
+                continue;
+            size_t at = n_back;
+            while (at > 0 && strlen(back[at - 1]) > strlen(dir)) {
+                back[at] = back[at - 1];
+                at--;
+            }
+            back[at] = dir;
+            n_back++;
         }
+    for (size_t i = 0; i < n_back; i++) {
+        held[i] = open(back[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        FAIL_IF(held[i] < 0, "namespaces: open a directory beneath /tmp the function may use");
+    }
     FAIL_IF(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, sb->tmpfs_opts) < 0,
             "namespaces: mount tmpfs on /tmp");
-    for (size_t i = 0, k = 0; i < sb->ll.n_write; i++)
-        if (!strncmp(sb->ll.write[i], "/tmp/", 5) && (err = bind_back(sb->ll.write[i], held[k++], step)))
+    for (size_t i = 0; i < n_back; i++)
+        if ((err = bind_back(back[i], held[i], step)))
             return err;
     if (sb->layers & SANDBOX_PROC) {
         FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0,
