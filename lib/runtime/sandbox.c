@@ -84,8 +84,9 @@ static int write_proc(const char *path, const char *text)
 }
 
 /* Makes dir (absolute, beneath the fresh /tmp) and binds the directory
- * held open as fd over it. */
-static int bind_back(const char *dir, int fd, const char **step)
+ * held open as fd over it, read-only unless the function may write there
+ * (Landlock lets it write anywhere in its private /tmp). */
+static int bind_back(const char *dir, int fd, int read_only, const char **step)
 {
     char path[PATH_MAX], from[32];
     size_t len = strlen(dir);
@@ -114,6 +115,10 @@ static int bind_back(const char *dir, int fd, const char **step)
     *step = "namespaces: bind a directory the function may use into the private /tmp";
     int err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
     close(fd);
+    if (!err && read_only) {
+        *step = "namespaces: make a directory the function may read read-only";
+        err = mount("none", dir, "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0 ? errno : 0;
+    }
     return err;
 }
 
@@ -138,7 +143,7 @@ static int child_namespaces(const sandbox *sb, const char **step)
      * live there) are bound back over the private one, parents first:
      * held open before it hides them. */
     const char *back[2 * SANDBOX_LANDLOCK_MAX_PATHS];
-    int held[2 * SANDBOX_LANDLOCK_MAX_PATHS];
+    int read_only[2 * SANDBOX_LANDLOCK_MAX_PATHS], held[2 * SANDBOX_LANDLOCK_MAX_PATHS];
     size_t n_back = 0;
     const char *const *lists[2] = { sb->ll.read, sb->ll.write };
     size_t counts[2] = { sb->ll.n_read, sb->ll.n_write };
@@ -147,12 +152,21 @@ static int child_namespaces(const sandbox *sb, const char **step)
             const char *dir = lists[l][i];
             if (strncmp(dir, "/tmp/", 5) != 0)
                 continue;
+            size_t same = 0;
+            while (same < n_back && strcmp(back[same], dir) != 0)
+                same++;
+            if (same < n_back) {        /* named to read and to write: writable */
+                read_only[same] = 0;
+                continue;
+            }
             size_t at = n_back;
             while (at > 0 && strlen(back[at - 1]) > strlen(dir)) {
                 back[at] = back[at - 1];
+                read_only[at] = read_only[at - 1];
                 at--;
             }
             back[at] = dir;
+            read_only[at] = l == 0;
             n_back++;
         }
     for (size_t i = 0; i < n_back; i++) {
@@ -162,7 +176,7 @@ static int child_namespaces(const sandbox *sb, const char **step)
     FAIL_IF(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, sb->tmpfs_opts) < 0,
             "namespaces: mount tmpfs on /tmp");
     for (size_t i = 0; i < n_back; i++)
-        if ((err = bind_back(back[i], held[i], step)))
+        if ((err = bind_back(back[i], held[i], read_only[i], step)))
             return err;
     if (sb->layers & SANDBOX_PROC) {
         FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0,

@@ -121,8 +121,12 @@ def test_connects_to_a_loopback_port(start_server, tmp_path, mode):
 def test_writes_outside_its_temporary_directory(start_server, tmp_path, mode):
     target = tmp_path / "outside.txt"
     worked, log = attack(start_server, tmp_path, mode, f"echo pwned > {target}")
-    expect(mode, worked, log)
-    assert target.exists() == (mode == "off")
+    # Under the sandbox the path may exist in the function's private /tmp
+    # (the directories bound back into it are made there), so the write can
+    # succeed: what must not happen is the file on the host.
+    if mode == "off":
+        assert worked, log
+    assert target.exists() == (mode == "off"), log
 
 
 @pytest.mark.parametrize("mode", MODES)
