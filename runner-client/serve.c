@@ -685,6 +685,7 @@ int cmd_serve(int argc, char **argv)
         {"--max-parallel-pods-per-function", &o.pod.max_pods},
         {"--max-waitlist-length", &o.pod.waitlist}, {"--max-grpc-retries", &o.pod.max_retries},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
+        {"--replica-name", &o.pod.replica}, {"--lease-duration", &o.pod.lease},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
         {0},
     };

@@ -1,8 +1,10 @@
 /* serve_pod: the pod runtime of `runner-client serve`; see serve_pod.h. */
 #include "serve_pod.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/duration.h"
 #include "core/log.h"
@@ -27,6 +29,7 @@ struct serve_pod {
     loop *l;
     uint32_t max_message;
     int max_retries;
+    char replica[254];         /* --replica-name, $POD_NAME or the host name */
 };
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -64,6 +67,28 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
                           f->scan_interval), -1;
     if (f->wrapper && *f->wrapper && image_ref_check(f->wrapper, err) < 0)
         return -1;
+    if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
+        return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
+                          "to 1h, such as 15s", f->lease), -1;
+    return 0;
+}
+
+/* This replica's name: --replica-name, else $POD_NAME (the Deployment's
+ * downward API), else the host name; checked by pod_cache_new. */
+static int replica_name(const serve_pod_flags *f, char *out, size_t cap, buf *err)
+{
+    const char *name = f->replica && *f->replica ? f->replica : getenv("POD_NAME");
+    char host[256] = "";
+    if (!name || !*name) {
+        if (gethostname(host, sizeof host - 1) < 0)
+            return buf_printf(err, "cannot read the host name for this replica's name (give "
+                              "--replica-name): %s", strerror(errno)), -1;
+        name = host;
+    }
+    if (strlen(name) >= cap)
+        return buf_printf(err, "the replica name \"%.64s...\" is longer than %zu characters (give "
+                          "--replica-name)", name, cap - 1), -1;
+    memcpy(out, name, strlen(name) + 1);
     return 0;
 }
 
@@ -91,6 +116,13 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     if (f->max_retries)
         parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &retries);
     p->max_retries = (int)retries;
+    int64_t lease_ns = 0;
+    if (f->lease)
+        duration_parse(f->lease, &lease_ns);
+    if (replica_name(f, p->replica, sizeof p->replica, err) < 0) {
+        serve_pod_close(p);
+        return NULL;
+    }
     kube_config_opts o = {f->kubeconfig, f->context, f->ns};
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
@@ -99,7 +131,8 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
                          .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx,
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
-                         .limits_for = f->limits_for};
+                         .limits_for = f->limits_for, .owner = p->replica,
+                         .lease_ns = lease_ns};
     if (f->registry)
         po.registry = registry_flags_opts(f->registry, 0);
     buf why = {0};

@@ -24,6 +24,7 @@ typedef struct serve_pod_flags {
     const char *pod_ttl, *scan_interval;   /* idle pods reclaimed (Porch's flags) */
     const char *max_pods, *waitlist;       /* pods per image and when another starts */
     const char *max_retries;               /* --max-grpc-retries */
+    const char *replica, *lease;           /* --replica-name, --lease-duration */
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -62,6 +63,14 @@ typedef struct serve_pod_flags {
     "                               a call (default 30m, as Porch; a FunctionConfig's\n" \
     "                               podExecutor.timeToLive wins; 0: never)\n" \
     "  --scan-interval DUR          how often idle pods are looked for (default 1m)\n" \
+    "  --replica-name NAME          this runner among replicas sharing the pod namespace\n" \
+    "                               (default $POD_NAME, else the host name): held in its\n" \
+    "                               Lease fn-runner-NAME and annotated on its pods\n" \
+    "                               (fn.kpt.dev/owner); it calls, reclaims and deletes\n" \
+    "                               only its own pods, and takes over those of a replica\n" \
+    "                               whose Lease expired\n" \
+    "  --lease-duration DUR         the Lease's duration, renewed every third of it\n" \
+    "                               (default 15s)\n" \
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP

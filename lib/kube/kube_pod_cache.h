@@ -106,6 +106,14 @@ typedef struct pod_cache_opts {
     const pod_health_hook *health; /* POD_DIAL_POD: serve once the wrapper answers SERVING,
                                       before Ready; NULL: wait for Ready, as Porch */
     registry_opts registry;        /* strings must outlive the cache */
+    /* Replicas sharing the namespace (pod_owner): this one's name (a DNS
+     * subdomain), annotated on what it creates and held in its Lease,
+     * renewed every third of lease_ns (0: KUBE_LEASE_DURATION_NS). It
+     * adopts, reclaims and deletes only its own pods and those of replicas
+     * whose Lease expired. NULL: no Lease, every pod adopted (one-shot
+     * commands). */
+    const char *owner;
+    int64_t lease_ns;
 } pod_cache_opts;
 
 /* What a caller gets; strings live until the callback returns. */

@@ -19,7 +19,9 @@
 #define KRM_KUBE_POD_INTERNAL_H
 
 #include "kube/kube_pod_cache.h"
+#include "kube/kube_lease.h"
 #include "kube/kube_watch.h"
+#include "kube/pod_owner.h"
 #include "kube/pod_id.h"
 #include "kube/pod_status.h"
 #include "kube/svc_endpoints.h"
@@ -80,6 +82,8 @@ struct pod {
     char fail_container[254];
     int fail_previous;
     int said_endpoints_wait;   /* "waiting for the endpoints" logged */
+    int relists;               /* its podId's pods listed again (a claim lost, a podId
+                                  another live replica uses): bounded */
 };
 
 struct fn_entry {
@@ -105,6 +109,25 @@ typedef struct image_stats {
     int64_t start_ns_sum;
 } image_stats;
 
+/* Replicas sharing the namespace (kube_pod_owner): this one's Lease, the
+ * others' as last listed, and the scan under way. */
+#define OWNER_MAX_LEASES 256       /* more: the rest's owners count as live */
+typedef struct owner_scan owner_scan;
+typedef struct owner_state {
+    kube_lease *lease;
+    lease_view leases[OWNER_MAX_LEASES];   /* holders: copies */
+    int n_leases;
+    int leases_known;
+    owner_scan *scan;          /* its API calls in flight; outlives the cache when freed */
+    uint64_t claimed, collected, left_alone;
+} owner_state;
+
+/* A scan's view of the namespace's function pods. */
+typedef struct owner_listing {
+    pod_owner_pod *pods;
+    int n;
+} owner_listing;
+
 struct pod_cache {
     loop *l;
     kube_client *c;
@@ -121,6 +144,7 @@ struct pod_cache {
     image_stats stats[POD_METRICS_IMAGES];
     int n_stats;
     image_stats other;         /* images beyond POD_METRICS_IMAGES (label cardinality) */
+    owner_state own;           /* o.owner set: replicas share the namespace */
 };
 
 /* ---- kube_pod_life.c: one pod's life ---- */
@@ -185,5 +209,26 @@ void stats_free(pod_cache *pc);
 
 /* ---- kube_pod_reclaim.c ---- */
 void reclaim_scan(loop *l, void *ctx);
+/* The table's idle pods reclaimed; ls: the namespace's function pods as
+ * listed now (a pod another replica owns meanwhile leaves the table
+ * without a delete; its Service is deleted only when no other pod selects
+ * it), NULL: no replicas (every reclaimed pod's Service goes). */
+void reclaim_idle(pod_cache *pc, const owner_listing *ls);
+void reclaim_rearm(pod_cache *pc);
+/* image's time to live: its own (FunctionConfig), else the cache's; 0: never. */
+int64_t reclaim_ttl(const pod_cache *pc, const char *image);
+
+/* ---- kube_pod_owner.c: replicas sharing the namespace ---- */
+int owner_start(pod_cache *pc, buf *err);
+void owner_stop(pod_cache *pc);
+/* A listed pod's verdict, by the Leases last listed. */
+pod_owner_verdict owner_judge(pod_cache *pc, const json *obj);
+/* Makes obj this replica's (a merge patch conditional on its
+ * resourceVersion: of two replicas claiming it, one wins); done gets the
+ * patched pod. 0 when sent (p's API call counted). */
+int owner_claim(pod *p, const json *obj, kube_result_fn *done);
+/* The scan: Leases, then pods, then reclaim_idle with the listing and what
+ * is not in the table (claimed or collected); re-arms the scan. */
+void owner_scan_start(pod_cache *pc);
 
 #endif

@@ -137,4 +137,24 @@ void pod_cache_metrics(pod_cache *pc, buf *out)
         series(out, "krm_pod_runtime_pod_start_seconds_count", l.s[i]);
         buf_printf(out, "} %llu\n", (unsigned long long)l.s[i]->started);
     }
+    if (pc->o.owner) {   /* replicas sharing the namespace */
+        uint64_t renewed, failed;
+        kube_lease_counts(pc->own.lease, &renewed, &failed);
+        help(out, "krm_pod_runtime_lease_held", "gauge",
+             "1 while this replica's Lease was renewed within its duration (its pods are its own).");
+        buf_printf(out, "krm_pod_runtime_lease_held %d\n", kube_lease_held(pc->own.lease));
+        help(out, "krm_pod_runtime_lease_renewals_total", "counter", "Writes of this replica's Lease.");
+        buf_printf(out, "krm_pod_runtime_lease_renewals_total %llu\n", (unsigned long long)renewed);
+        help(out, "krm_pod_runtime_lease_failures_total", "counter",
+             "Writes of this replica's Lease the API server refused or did not answer.");
+        buf_printf(out, "krm_pod_runtime_lease_failures_total %llu\n", (unsigned long long)failed);
+        help(out, "krm_pod_runtime_pods_claimed_total", "counter",
+             "Pods of replicas whose Lease expired made this replica's.");
+        buf_printf(out, "krm_pod_runtime_pods_claimed_total %llu\n",
+                   (unsigned long long)pc->own.claimed);
+        help(out, "krm_pod_runtime_pods_collected_total", "counter",
+             "This replica's pods it did not hold (claimed, or an earlier process's) deleted idle.");
+        buf_printf(out, "krm_pod_runtime_pods_collected_total %llu\n",
+                   (unsigned long long)pc->own.collected);
+    }
 }

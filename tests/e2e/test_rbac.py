@@ -30,6 +30,7 @@ RUNNER_RULES = [
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "create", "delete"]},
     {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "patch", "list", "delete"]},
 ]
 READ_PODS_ONLY = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
 
