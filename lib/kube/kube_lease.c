@@ -78,7 +78,7 @@ static void on_written(const kube_result *r, void *ctx)
 
 static void write_lease(kube_lease *l)
 {
-    char now[32], body[1024];
+    char now[RFC3339_MICRO_MAX], body[1024];
     rfc3339_micro(wall_clock_us(), now);
     long long secs = (l->duration_ns + 999999999) / 1000000000;
     int n;

@@ -71,7 +71,7 @@ pod_owner_verdict owner_judge(pod_cache *pc, const json *obj)
 static int claim_patch(pod_cache *pc, const json *obj, buf *patch)
 {
     const char *rv = kube_path_str(obj, "metadata.resourceVersion");
-    char now[32];
+    char now[RFC3339_MICRO_MAX];
     rfc3339_micro(wall_clock_us(), now);
     now[19] = 'Z';   /* the last-call annotation has whole seconds */
     now[20] = 0;

@@ -86,12 +86,12 @@ int64_t wall_clock_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void rfc3339_micro(int64_t us, char out[32])
+void rfc3339_micro(int64_t us, char out[RFC3339_MICRO_MAX])
 {
     time_t t = (time_t)(us / 1000000);
     struct tm tm;
     char day[24] = "1970-01-01T00:00:00";
     if (gmtime_r(&t, &tm))
         strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 32, "%s.%06lldZ", day, (long long)(us % 1000000));
+    snprintf(out, RFC3339_MICRO_MAX, "%s.%06lldZ", day, (long long)(us % 1000000));
 }

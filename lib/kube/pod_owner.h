@@ -72,7 +72,8 @@ int pod_owner_service_in_use(const pod_owner_pod *pods, int n, const char *pod_i
 int64_t rfc3339_us(const char *s);
 /* The wall clock, µs since the epoch (what Leases and pods are stamped with). */
 int64_t wall_clock_us(void);
-/* The time as a Lease's MicroTime ("2026-01-02T03:04:05.123456Z"); out has 32 bytes. */
-void rfc3339_micro(int64_t us, char out[32]);
+/* The time as a Lease's MicroTime ("2026-01-02T03:04:05.123456Z"). */
+#define RFC3339_MICRO_MAX 48
+void rfc3339_micro(int64_t us, char out[RFC3339_MICRO_MAX]);
 
 #endif

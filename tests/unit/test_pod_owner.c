@@ -103,7 +103,7 @@ Test(pod_owner, kubernetes_times_read_and_written)
     cr_assert_eq(rfc3339_us("2027-01-15T08:00:00+02:00"), -1);
     cr_assert_eq(rfc3339_us("yesterday"), -1);
     cr_assert_eq(rfc3339_us(NULL), -1);
-    char out[32];
+    char out[RFC3339_MICRO_MAX];
     rfc3339_micro(1800000000LL * S + 42, out);
     cr_assert_str_eq(out, "2027-01-15T08:00:00.000042Z");
     cr_assert_eq(rfc3339_us(out), 1800000000LL * S + 42);
