@@ -30,6 +30,7 @@ struct serve_pod {
     uint32_t max_message;
     int max_retries;
     char replica[254];         /* --replica-name, $POD_NAME or the host name */
+    int min_ready;             /* --min-ready-pods */
 };
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -67,6 +68,9 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
                           f->scan_interval), -1;
     if (f->wrapper && *f->wrapper && image_ref_check(f->wrapper, err) < 0)
         return -1;
+    if (f->min_ready && parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &n) < 0)
+        return buf_printf(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
+                          f->min_ready, POD_MAX_PER_FUNCTION), -1;
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
         return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
                           "to 1h, such as 15s", f->lease), -1;
@@ -116,6 +120,10 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     if (f->max_retries)
         parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &retries);
     p->max_retries = (int)retries;
+    unsigned long long min_ready = 0;
+    if (f->min_ready)
+        parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &min_ready);
+    p->min_ready = (int)min_ready;
     int64_t lease_ns = 0;
     if (f->lease)
         duration_parse(f->lease, &lease_ns);
@@ -180,6 +188,19 @@ void serve_pod_warm(serve_pod *p, const char *image)
     log_info("warm-up: starting the pod for %s", image);
     if (!pod_cache_get(p->pc, image, on_warm, NULL))
         log_warn("warm-up of %s: out of memory", image);
+}
+
+int serve_pod_min_ready(const serve_pod *p, int annotated)
+{
+    return annotated >= 0 ? annotated : p->min_ready;
+}
+
+void serve_pod_keep_warm(serve_pod *p, pod_warm *images, int n)
+{
+    for (int i = 0; i < n; i++)
+        images[i].min = serve_pod_min_ready(p, images[i].min);
+    if (pod_cache_set_warm(p->pc, images, n) < 0)
+        log_warn("warm pods: out of memory; the images kept warm are unchanged");
 }
 
 int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r)

@@ -429,6 +429,7 @@ void pod_cache_free(pod_cache *pc)
         return;
     loop_timer_cancel(pc->l, pc->scan);
     owner_stop(pc);
+    warm_free(pc);   /* before the pods leave: none is started again */
     while (pc->pending) {
         pod_waiter *w = pc->pending;
         pc->pending = w->next;

@@ -196,6 +196,19 @@ void pod_cache_count_call(pod_cache *pc, const char *image, int code, const char
  * first seen; operators configure them), the rest under image="other". */
 void pod_cache_metrics(pod_cache *pc, buf *out);
 
+/* Warm pods (porch#956): each image given is kept at least `min` pods
+ * (at most POD_MAX_PER_FUNCTION), started before any call asks, re-started
+ * when one leaves (a second later; one that never served backs off to a
+ * minute), and that many serving pods are exempt from the idle time to
+ * live. Replaces the images kept before (an image left out is reclaimed as
+ * any other); the strings are copied. 0, or -1 when out of memory (the
+ * previous set kept). */
+typedef struct pod_warm {
+    const char *image;
+    int min;
+} pod_warm;
+int pod_cache_set_warm(pod_cache *pc, const pod_warm *images, int n);
+
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);
 

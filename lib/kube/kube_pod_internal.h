@@ -27,6 +27,7 @@
 #include "kube/svc_endpoints.h"
 
 typedef struct fn_entry fn_entry;
+typedef struct warm_entry warm_entry;
 typedef struct pod pod;
 
 struct pod_waiter {
@@ -145,6 +146,9 @@ struct pod_cache {
     int n_stats;
     image_stats other;         /* images beyond POD_METRICS_IMAGES (label cardinality) */
     owner_state own;           /* o.owner set: replicas share the namespace */
+    warm_entry *warm;          /* images kept warm (kube_pod_warm) */
+    int n_warm;
+    loop_timer *warm_timer;    /* their next look */
 };
 
 /* ---- kube_pod_life.c: one pod's life ---- */
@@ -217,6 +221,14 @@ void reclaim_idle(pod_cache *pc, const owner_listing *ls);
 void reclaim_rearm(pod_cache *pc);
 /* image's time to live: its own (FunctionConfig), else the cache's; 0: never. */
 int64_t reclaim_ttl(const pod_cache *pc, const char *image);
+
+/* ---- kube_pod_warm.c: warm pods ---- */
+int warm_min(const pod_cache *pc, const char *image);   /* 0: none kept */
+void warm_ensure(pod_cache *pc);
+/* A pod of image left the table; served: it had served (else its image's
+ * next warm pod waits longer). */
+void warm_pod_left(pod_cache *pc, const char *image, int served);
+void warm_free(pod_cache *pc);
 
 /* ---- kube_pod_owner.c: replicas sharing the namespace ---- */
 int owner_start(pod_cache *pc, buf *err);

@@ -90,14 +90,18 @@ void reclaim_idle(pod_cache *pc, const owner_listing *ls)
     int64_t now = loop_now_ns();
     for (fn_entry *f = pc->fns, *next_fn; f; f = next_fn) {
         next_fn = f->next;   /* f goes with its last pod */
+        int serving = 0, keep = warm_min(pc, f->image);   /* warm pods: exempt */
+        for (pod *p = f->pods; p; p = p->next)
+            serving += p->state == POD_SERVING;
         for (pod *p = f->pods, *next; p; p = next) {
             next = p->next;
             int64_t ttl = reclaim_ttl(pc, p->image);
             if (p->state != POD_SERVING || !p->name || (ls && taken_over(p, ls)))
                 continue;
-            if (!p->calls && ttl > 0 && now - p->last_used_ns >= ttl)
+            if (!p->calls && ttl > 0 && now - p->last_used_ns >= ttl && serving > keep) {
+                serving--;
                 reclaim(p, ttl, !ls || !pod_owner_service_in_use(ls->pods, ls->n, p->pod_id, p->name));
-            else if (p->last_used_ns != p->marked_ns)
+            } else if (p->last_used_ns != p->marked_ns)
                 mark_last_call(p, now);
         }
     }
@@ -115,6 +119,7 @@ void reclaim_scan(loop *l, void *ctx)
     (void)l;
     pod_cache *pc = ctx;
     pc->scan = NULL;
+    warm_ensure(pc);
     if (pc->o.owner)
         return owner_scan_start(pc);
     reclaim_idle(pc, NULL);
