@@ -99,6 +99,12 @@ struct fn_entry {
 };
 
 /* An image's figures for /metrics (kube_pod_metrics). */
+#define POD_METRICS_BUCKETS 12     /* histogram bounds, seconds: see kube_pod_metrics.c */
+typedef struct histogram {
+    uint64_t le[POD_METRICS_BUCKETS];   /* not cumulative: each bucket its own */
+    uint64_t count;
+    double sum;                /* seconds */
+} histogram;
 #define POD_METRICS_IMAGES 32      /* images with their own series; the rest: "other" */
 #define POD_METRICS_CODES 17       /* gRPC codes 0-16 */
 typedef struct image_stats {
@@ -108,6 +114,8 @@ typedef struct image_stats {
     uint64_t retries, evictions, created, adopted, reclaimed;
     uint64_t started;          /* pods that served: with start_ns_sum, from requested */
     int64_t start_ns_sum;
+    uint64_t severity[POD_SEVERITY_COUNT];
+    histogram duration, wait;  /* calls' whole time and their wait for a pod */
 } image_stats;
 
 /* Replicas sharing the namespace (kube_pod_owner): this one's Lease, the

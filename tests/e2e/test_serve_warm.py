@@ -1,11 +1,13 @@
 """Warm pods (issue 22, porch#956) on the cluster: a FunctionConfig's
 `fn.kpt.dev/min-ready-pods: "2"` gives its image two Ready pods before any
 call, kept through a pod's deletion (a new one replaces it) and through
-the idle time to live; after a SIGHUP that lowers it to 1, the TTL takes
-the extra pod."""
+the idle time to live (a call through them is on /metrics: its duration,
+its wait for a pod, its results' worst severity); after a SIGHUP that
+lowers it to 1, the TTL takes the extra pod."""
 
 import signal
 import time
+import urllib.request
 
 from k8s import SLOW, is_ready
 from test_serve_pods import Runner, check_answer, function_pods, pb  # noqa: F401  (pb: Runner's fixture)
@@ -53,6 +55,18 @@ def test_min_ready_pods_kept_through_deletion_and_ttl(pb, k8s, api, images, name
         assert ready_pods(api, namespace) == after
         assert len(function_pods(api, namespace, live_only=False)) == 2
         check_answer(r.evaluate(images.fn))
+        # the call's figures on /metrics: its duration, its (warm: short) wait for a pod, its
+        # results read from the pod's answer; this replica's Lease held
+        with urllib.request.urlopen(f"http://127.0.0.1:{r.port}/metrics", timeout=5 * SLOW) as m:
+            text = m.read().decode().splitlines()
+        label = f'image="{images.fn}"'
+        for line in (f"krm_pod_runtime_call_duration_seconds_count{{{label}}} 1",
+                     f"krm_pod_runtime_queue_wait_seconds_count{{{label}}} 1",
+                     f'krm_pod_runtime_queue_wait_seconds_bucket{{{label},le="0.1"}} 1',
+                     "krm_pod_runtime_lease_held 1"):
+            assert line in text, (line, [x for x in text if "pod_runtime" in x])
+        sev = [x for x in text if x.startswith(f"krm_pod_runtime_calls_by_severity_total{{{label}")]
+        assert len(sev) == 1 and sev[0].endswith(" 1") and 'severity="unknown"' not in sev[0], sev
         time.sleep(5)
         assert ready_pods(api, namespace) == after
         # SIGHUP with 1: the TTL takes the extra one

@@ -144,5 +144,17 @@ def test_metrics_per_image_with_bounded_images(start_server, silent_registry, tm
         assert calls == {**{f'{{image="127.0.0.1:1/fn{i}:v1",code="UNAVAILABLE"}}': 1 for i in range(31)},
                          '{image="other",code="UNAVAILABLE"}': 9}, calls
         assert "# TYPE krm_pod_runtime_calls_total counter" in metrics
+        # each call's duration and its wait for a pod (here: until its pod failed), by image;
+        # a failed call's results are not known
+        fn0 = '{image="127.0.0.1:1/fn0:v1"'
+        for name in ("krm_pod_runtime_call_duration_seconds", "krm_pod_runtime_queue_wait_seconds"):
+            assert f"# TYPE {name} histogram" in metrics
+            assert series(metrics, name + "_count")[fn0 + "}"] == 1, metrics
+            assert series(metrics, name + "_count")['{image="other"}'] == 9, metrics
+            buckets = series(metrics, name + "_bucket")
+            assert buckets[fn0 + ',le="+Inf"}'] == 1 and buckets[fn0 + ',le="60"}'] == 1, buckets
+            assert 0 <= series(metrics, name + "_sum")[fn0 + "}"] < 10
+        sev = series(metrics, "krm_pod_runtime_calls_by_severity_total")
+        assert sev[fn0 + ',severity="unknown"}'] == 1 and sev['{image="other",severity="unknown"}'] == 9, sev
     finally:
         call.join()

@@ -28,14 +28,14 @@ def stamp(ago_s, micro=False):
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
-def fn_pod(name, pod_id, owner=None, rv="1", last_call=None):
+def fn_pod(name, pod_id, owner=None, rv="1", last_call=None, age_s=3600):
     ann = {"fn.kpt.dev/template-version": "inline-v1"}
     if owner:
         ann["fn.kpt.dev/owner"] = owner
     if last_call:
         ann["fn.kpt.dev/last-call"] = last_call
     return {"metadata": {"name": name, "namespace": NS, "resourceVersion": rv,
-                         "creationTimestamp": stamp(3600), "labels": {"fn.kpt.dev/image": pod_id},
+                         "creationTimestamp": stamp(age_s), "labels": {"fn.kpt.dev/image": pod_id},
                          "annotations": ann},
             "spec": {"containers": [{"name": "function", "image": "example.com/fn:v1"}]},
             "status": {"phase": "Running"}}
@@ -55,6 +55,7 @@ THE_PODS = [
     fn_pod("live-1", "id-live", owner="runner-live"),
     fn_pod("dead-1", "id-dead", owner="runner-dead", rv="77"),
     fn_pod("none-1", "id-none"),
+    fn_pod("evil", "id-evil", owner="x\x1b[2Jy", age_s=-3600),   # a live owner (no Lease, young): left alone
 ]
 
 
@@ -190,3 +191,18 @@ def test_bad_replica_flags_refused(tmp_path, cluster, flag, value, message):
                          capture_output=True, timeout=30)
     assert res.returncode != 0
     assert message in res.stderr.decode(), res.stderr
+
+
+def test_pod_list_shows_each_pods_owner(tmp_path, cluster):
+    """`pod list` names the replica owning each pod (its fn.kpt.dev/owner),
+    escaped as every cell is; `-` for a pod no replica claims."""
+    from test_hostile_kube import rc
+    kc = kubeconfig(tmp_path, cluster.port, "    token: t\n")
+    r = rc(tmp_path, "pod", "list", "--kubeconfig", str(kc))
+    assert r.returncode == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0].split() == ["NAME", "STATE", "AGE", "IDLE", "OWNER", "IMAGE"]
+    owners = {line.split()[0]: line.split()[4] for line in lines[1:]}
+    assert owners == {"mine-old": "me", "mine-shared": "me", "live-2": "runner-live", "mine-fresh": "me",
+                      "live-1": "runner-live", "dead-1": "runner-dead", "none-1": "-",
+                      "evil": "x\\x1b[2Jy"}, owners
