@@ -179,11 +179,12 @@ static int next_postfix(pod *p)
     if (p->relists >= POD_MAX_RELISTS)
         return 0;
     unsigned next = p->postfix + 1;
-    for (pod *q = p->fn->pods; q; q = q->next)
-        if (q != p && q->postfix == next) {
-            next++;
-            q = p->fn->pods;   /* look again from the start */
-        }
+    for (int taken = 1; taken; ) {   /* until no other pod of the image has it */
+        taken = 0;
+        for (pod *q = p->fn->pods; q && !taken; q = q->next)
+            taken = q != p && q->postfix == next;
+        next += taken;
+    }
     log_info("%s: podId %s is another live replica's; taking postfix %u", p->image, p->pod_id, next);
     p->postfix = next;
     p->relists++;

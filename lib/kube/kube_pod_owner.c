@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_write.h"
 #include "core/log.h"
 #include "kube/pod_id.h"
 #include "kube/pod_template.h"
@@ -75,11 +76,13 @@ static int claim_patch(pod_cache *pc, const json *obj, buf *patch)
     rfc3339_micro(wall_clock_us(), now);
     now[19] = 'Z';   /* the last-call annotation has whole seconds */
     now[20] = 0;
-    if (!rv || strchr(rv, '"') || strchr(rv, '\\'))
+    if (!rv)
         return -1;
-    buf_printf(patch, "{\"metadata\":{\"resourceVersion\":\"%s\",\"annotations\":{\""
-               POD_OWNER_ANNOTATION "\":\"%s\",\"" POD_LAST_CALL_ANNOTATION "\":\"%s\"}}}", rv,
-               pc->o.owner, now);
+    /* the owner is a DNS name (pod_cache_new checks it); the version is the API server's */
+    buf_append_str(patch, "{\"metadata\":{\"resourceVersion\":");
+    json_write_string(patch, rv, strlen(rv));
+    buf_printf(patch, ",\"annotations\":{\"" POD_OWNER_ANNOTATION "\":\"%s\",\""
+               POD_LAST_CALL_ANNOTATION "\":\"%s\"}}}", pc->o.owner, now);
     return patch->data ? 0 : -1;
 }
 
