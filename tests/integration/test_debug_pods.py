@@ -66,7 +66,7 @@ def serve(start_server, tmp_path, *extra):
 
 
 def test_debug_pods_lists_a_pod_waiting_for_its_image(start_server, silent_registry, tmp_path):
-    srv = serve(start_server, tmp_path)
+    srv = serve(start_server, tmp_path, "--replica-name", "replica-x")
     status, ctype, body = get(srv.port, "/debug/pods")
     assert (status, ctype, json.loads(body)) == (200, "application/json", {"pods": []}), body
     image = f"{silent_registry}/fn:v1"
@@ -83,12 +83,14 @@ def test_debug_pods_lists_a_pod_waiting_for_its_image(start_server, silent_regis
         p = pods[0]
         assert (p["image"], p["state"], p["calls"], p["waiting"], p["created"]) == \
             (image, "requested", 0, 1, False), p
+        assert p["owner"] == "replica-x", p
         assert "pod" not in p and "node" not in p, p   # not named, not scheduled: left out
         status, ctype, text = get(srv.port, "/debug/pods?format=text")
         assert status == 200 and ctype.startswith("text/plain"), (status, ctype)
         head, row = text.splitlines()
         assert head.split() == ["IMAGE", "POD", "NODE", "STATE", "CALLS", "WAITING", "IDLE", "LAST",
-                                "TRANSITION", "ORIGIN"], head
+                                "TRANSITION", "ORIGIN", "OWNER"], head
+        assert row.split()[-1] == "replica-x", row   # the replica whose pods these are
         assert row.split()[:7] == [image, "-", "-", "requested", "0", "1", "0s"], row
         assert head.index("STATE") == row.index("requested"), (head, row)   # aligned
     finally:
