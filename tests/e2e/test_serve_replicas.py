@@ -112,6 +112,7 @@ def test_two_replicas_share_a_namespace(pb, k8s, api, images, namespace, tmp_pat
         # SIGKILL b: its pods are adopted by a (owner rewritten) or deleted, then its Lease goes
         b_pods = {p["metadata"]["name"] for p in function_pods(api, namespace)
                   if p["metadata"].get("annotations", {}).get(OWNER) == "replica-b"}
+        assert b_pods, "b held no pod when killed: nothing to adopt"
         b.proc.kill()
         b.proc.wait()
         b.channel.close()
@@ -125,6 +126,9 @@ def test_two_replicas_share_a_namespace(pb, k8s, api, images, namespace, tmp_pat
             time.sleep(0.5)
         assert not left, (left, a.stderr())
         taken = time.monotonic() - killed
+        # not before b's Lease expired: renewed at most a third of 4 s before the kill, then
+        # 4 s and the 5 s margin; and within a few scans of that
+        assert 7.0 <= taken <= 25 * SLOW, (taken, a.stderr())
         # a, idle, deletes everything after its TTL: nothing leaks
         deadline = time.monotonic() + 60 * SLOW
         while time.monotonic() < deadline:
