@@ -11,6 +11,7 @@
 #include "kube/kube_client.h"
 #include "kube/kubeconfig.h"
 #include "kube/pod_id.h"
+#include "kube/pod_owner.h"
 #include "kube/pod_template.h"
 #include "commands.h"
 #include "flags.h"
@@ -148,9 +149,10 @@ static const char *pod_state_text(const json *pod)
     return phase ? phase : "Unknown";
 }
 
-/* NAME, STATE, AGE, IDLE, IMAGE: every cell comes from the cluster, so
+/* NAME, STATE, AGE, IDLE, OWNER (the `serve` replica that made or adopted
+ * it, fn.kpt.dev/owner), IMAGE: every cell comes from the cluster, so
  * every cell is escaped (term_row). */
-static const int list_widths[] = {50, 18, 8, 8, 0};
+static const int list_widths[] = {50, 18, 8, 8, 20, 0};
 
 static void print_pod(const json *pod)
 {
@@ -164,8 +166,10 @@ static void print_pod(const json *pod)
         age_text(s, age, sizeof age);
     if ((s = since(last)) >= 0)
         age_text(s, idle, sizeof idle);
-    const char *row[] = {name ? name : "?", pod_state_text(pod), age, idle, image ? image : "?"};
-    term_row(stdout, row, list_widths, 5);
+    const char *owner = json_get_str(ann, POD_OWNER_ANNOTATION);
+    const char *row[] = {name ? name : "?", pod_state_text(pod), age, idle,
+                         owner && *owner ? owner : "-", image ? image : "?"};
+    term_row(stdout, row, list_widths, 6);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -201,8 +205,8 @@ static void on_list(const kube_result *res, void *ctx)
             fail(r, "list", err.data ? err.data : "out of memory");
         buf_free(&err);
     } else {
-        static const char *const head[] = {"NAME", "STATE", "AGE", "IDLE", "IMAGE"};
-        term_row(stdout, head, list_widths, 5);
+        static const char *const head[] = {"NAME", "STATE", "AGE", "IDLE", "OWNER", "IMAGE"};
+        term_row(stdout, head, list_widths, 6);
         for (size_t i = 0; i < items->len; i++)
             print_pod(items->items[i]);
     }

@@ -293,6 +293,8 @@ static void reload_work(void *ctx)
 
 static void runner_reload(void *ctx);
 
+static void runner_keep_warm(const runner *r);
+
 /* On the loop: the new FunctionConfigs replace the old ones in one step,
  * so a call sees either, whole; a failed load leaves the old ones. */
 static void reload_done(offload *o, void *ctx)
@@ -316,6 +318,8 @@ static void reload_done(offload *o, void *ctx)
         job->functions_fd = old_fd;   /* freed with the job */
         log_info("SIGHUP: loaded %zu FunctionConfigs from %s in %.2f s", r->cfg.n,
                  r->config_path, secs);
+        if (r->pods)
+            runner_keep_warm(r);
     }
     reload_job_free(job);
     if (r->reload_again) {
@@ -384,23 +388,58 @@ static void append_image_name(const runner *r, const fnconfig_entry *e, const ch
                out);
 }
 
+/* The image a FunctionConfig's pods run: its first prefix (or the default
+ * one), the short name and its first podExecutor tag; NULL (nothing
+ * appended) without tags or when the exec runtime serves it. */
+static int runner_pod_image(const runner *r, const fnconfig_entry *e, buf *image)
+{
+    if (!e->pod.present || !e->pod.n_tags)
+        return -1;
+    join_image(e->n_prefixes && e->prefixes[0][0] ? e->prefixes[0] : r->prefix, e->image,
+               e->pod.tags[0], image);
+    if (!image->data) {
+        log_warn("warm-up: out of memory");
+        return -1;
+    }
+    if (r->exec_enabled && fnconfig_match_binary(&r->cfg, image->data, r->prefix, NULL)) {
+        log_v(2, "warm-up: %s runs from its binary (exec runtime): no pod", image->data);
+        return -1;
+    }
+    return 0;
+}
+
+/* Warm pods: each FunctionConfig's minimum (its fn.kpt.dev/min-ready-pods,
+ * else --min-ready-pods), at start and after each SIGHUP. */
+static void runner_keep_warm(const runner *r)
+{
+    pod_warm *want = calloc(r->cfg.n ? r->cfg.n : 1, sizeof *want);
+    buf *names = calloc(r->cfg.n ? r->cfg.n : 1, sizeof *names);
+    int n = 0;
+    for (size_t i = 0; want && names && i < r->cfg.n; i++)
+        if (runner_pod_image(r, &r->cfg.entries[i], &names[n]) == 0) {
+            want[n].image = names[n].data;
+            want[n].min = r->cfg.entries[i].pod.min_ready;
+            n++;
+        }
+    if (!want || !names)
+        log_warn("warm pods: out of memory");
+    else
+        serve_pod_keep_warm(r->pods, want, n);
+    for (int i = 0; names && i < n; i++)
+        buf_free(&names[i]);
+    free(names);
+    free(want);
+}
+
 /* Porch's --warm-up-pod-cache: at start, one pod for each FunctionConfig with
- * podExecutor.tags, its image the first prefix (or the default one), the
- * short name and the first tag; images the exec runtime serves need none. */
+ * podExecutor.tags; images the exec runtime serves need none, and those
+ * kept warm have theirs already (runner_keep_warm). */
 static void runner_warm_up(const runner *r)
 {
     for (size_t i = 0; i < r->cfg.n; i++) {
-        const fnconfig_entry *e = &r->cfg.entries[i];
-        if (!e->pod.present || !e->pod.n_tags)
-            continue;
         buf image = {0};
-        join_image(e->n_prefixes && e->prefixes[0][0] ? e->prefixes[0] : r->prefix, e->image,
-                   e->pod.tags[0], &image);
-        if (!image.data)
-            log_warn("warm-up: out of memory");
-        else if (r->exec_enabled && fnconfig_match_binary(&r->cfg, image.data, r->prefix, NULL))
-            log_v(2, "warm-up: %s runs from its binary (exec runtime): no pod", image.data);
-        else
+        if (runner_pod_image(r, &r->cfg.entries[i], &image) == 0 &&
+            !serve_pod_min_ready(r->pods, r->cfg.entries[i].pod.min_ready))
             serve_pod_warm(r->pods, image.data);
         buf_free(&image);
     }
@@ -662,6 +701,8 @@ static int serve_run(runner *r)
     if (r->pods)
         log_info("pod runtime: function pods in namespace %s, dialed by %s", r->pod_flags->ns,
                  strcmp(r->pod_flags->dial, "pod") ? "their Service" : "pod IP");
+    if (r->pods)
+        runner_keep_warm(r);
     if (r->pods && r->warm_up)
         runner_warm_up(r);
     log_info("function runner: %zu FunctionConfigs%s%s", r->cfg.n,
@@ -763,6 +804,8 @@ int cmd_serve(int argc, char **argv)
         {"--max-parallel-pods-per-function", &o.pod.max_pods},
         {"--max-waitlist-length", &o.pod.waitlist}, {"--max-grpc-retries", &o.pod.max_retries},
         {"--pod-ttl", &o.pod.pod_ttl}, {"--scan-interval", &o.pod.scan_interval},
+        {"--replica-name", &o.pod.replica}, {"--lease-duration", &o.pod.lease},
+        {"--min-ready-pods", &o.pod.min_ready},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
         {"--sandbox", &o.sandbox.mode}, {"--sandbox-memory", &o.sandbox.memory},
         {"--sandbox-cpu", &o.sandbox.cpu}, {"--sandbox-processes", &o.sandbox.processes},

@@ -1,8 +1,10 @@
 /* serve_pod: the pod runtime of `runner-client serve`; see serve_pod.h. */
 #include "serve_pod.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/duration.h"
 #include "core/log.h"
@@ -29,6 +31,8 @@ struct serve_pod {
     uint32_t max_message;
     int max_retries;
     registry_opts registry;   /* the tag listing's (a request's Tag constraint) */
+    char replica[254];         /* --replica-name, $POD_NAME or the host name */
+    int min_ready;             /* --min-ready-pods */
 };
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -66,6 +70,31 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
                           f->scan_interval), -1;
     if (f->wrapper && *f->wrapper && image_ref_check(f->wrapper, err) < 0)
         return -1;
+    if (f->min_ready && parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &n) < 0)
+        return buf_printf(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
+                          f->min_ready, POD_MAX_PER_FUNCTION), -1;
+    if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
+        return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
+                          "to 1h, such as 15s", f->lease), -1;
+    return 0;
+}
+
+/* This replica's name: --replica-name, else $POD_NAME (the Deployment's
+ * downward API), else the host name; checked by pod_cache_new. */
+static int replica_name(const serve_pod_flags *f, char *out, size_t cap, buf *err)
+{
+    const char *name = f->replica && *f->replica ? f->replica : getenv("POD_NAME");
+    char host[256] = "";
+    if (!name || !*name) {
+        if (gethostname(host, sizeof host - 1) < 0)
+            return buf_printf(err, "cannot read the host name for this replica's name (give "
+                              "--replica-name): %s", strerror(errno)), -1;
+        name = host;
+    }
+    if (strlen(name) >= cap)
+        return buf_printf(err, "the replica name \"%.64s...\" is longer than %zu characters (give "
+                          "--replica-name)", name, cap - 1), -1;
+    memcpy(out, name, strlen(name) + 1);
     return 0;
 }
 
@@ -93,6 +122,17 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     if (f->max_retries)
         parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &retries);
     p->max_retries = (int)retries;
+    unsigned long long min_ready = 0;
+    if (f->min_ready)
+        parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &min_ready);
+    p->min_ready = (int)min_ready;
+    int64_t lease_ns = 0;
+    if (f->lease)
+        duration_parse(f->lease, &lease_ns);
+    if (replica_name(f, p->replica, sizeof p->replica, err) < 0) {
+        serve_pod_close(p);
+        return NULL;
+    }
     kube_config_opts o = {f->kubeconfig, f->context, f->ns};
     pod_cache_opts po = {.namespace = f->ns, .wrapper_image = f->wrapper,
                          .dial = f->dial && !strcmp(f->dial, "pod") ? POD_DIAL_POD : POD_DIAL_SERVICE,
@@ -101,7 +141,8 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
                          .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx,
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
-                         .limits_for = f->limits_for};
+                         .limits_for = f->limits_for, .owner = p->replica,
+                         .lease_ns = lease_ns};
     if (f->registry)
         po.registry = p->registry = registry_flags_opts(f->registry, 0);
     /* first, as Porch checks it */
@@ -152,6 +193,19 @@ void serve_pod_warm(serve_pod *p, const char *image)
     log_info("warm-up: starting the pod for %s", image);
     if (!pod_cache_get(p->pc, image, on_warm, NULL))
         log_warn("warm-up of %s: out of memory", image);
+}
+
+int serve_pod_min_ready(const serve_pod *p, int annotated)
+{
+    return annotated >= 0 ? annotated : p->min_ready;
+}
+
+void serve_pod_keep_warm(serve_pod *p, pod_warm *images, int n)
+{
+    for (int i = 0; i < n; i++)
+        images[i].min = serve_pod_min_ready(p, images[i].min);
+    if (pod_cache_set_warm(p->pc, images, n) < 0)
+        log_warn("warm pods: out of memory; the images kept warm are unchanged");
 }
 
 int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r)

@@ -13,6 +13,7 @@
 #include "core/buf.h"
 #include "core/loop.h"
 #include "grpc/http1.h"
+#include "kube/kube_pod_cache.h"
 #include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
 #include "runtime/evaluator.h"
 #include "registry_flags.h"
@@ -24,6 +25,8 @@ typedef struct serve_pod_flags {
     const char *pod_ttl, *scan_interval;   /* idle pods reclaimed (Porch's flags) */
     const char *max_pods, *waitlist;       /* pods per image and when another starts */
     const char *max_retries;               /* --max-grpc-retries */
+    const char *replica, *lease;           /* --replica-name, --lease-duration */
+    const char *min_ready;                 /* --min-ready-pods */
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -62,6 +65,18 @@ typedef struct serve_pod_flags {
     "                               a call (default 30m, as Porch; a FunctionConfig's\n" \
     "                               podExecutor.timeToLive wins; 0: never)\n" \
     "  --scan-interval DUR          how often idle pods are looked for (default 1m)\n" \
+    "  --replica-name NAME          this runner among replicas sharing the pod namespace\n" \
+    "                               (default $POD_NAME, else the host name): held in its\n" \
+    "                               Lease fn-runner-NAME and annotated on its pods\n" \
+    "                               (fn.kpt.dev/owner); it calls, reclaims and deletes\n" \
+    "                               only its own pods, and takes over those of a replica\n" \
+    "                               whose Lease expired\n" \
+    "  --lease-duration DUR         the Lease's duration, renewed every third of it\n" \
+    "                               (default 15s)\n" \
+    "  --min-ready-pods N           warm pods: each FunctionConfig with podExecutor.tags\n" \
+    "                               keeps N pods started, before any call and through\n" \
+    "                               the idle TTL, re-started when one goes (default 0;\n" \
+    "                               its annotation fn.kpt.dev/min-ready-pods: \"N\" wins)\n" \
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP
@@ -83,6 +98,11 @@ evaluator *serve_pod_evaluator(serve_pod *p);
 /* Starts image's pod now, before any call asks for it (Porch's
  * --warm-up-pod-cache); the outcome is logged. */
 void serve_pod_warm(serve_pod *p, const char *image);
+/* The images kept warm (pod_cache_set_warm), at start and after each
+ * SIGHUP; a min below 0 takes --min-ready-pods. */
+void serve_pod_keep_warm(serve_pod *p, pod_warm *images, int n);
+/* A FunctionConfig's warm minimum: annotated (its annotation, -1: none) or --min-ready-pods. */
+int serve_pod_min_ready(const serve_pod *p, int annotated);
 /* The server port's other HTTP/1.1 GETs (rpc_server_config.http_get, ctx
  * the serve_pod or NULL when the pod runtime is off): /debug/pods, the
  * pods the cache holds as JSON, or with ?format=text as a table. */

@@ -36,6 +36,7 @@
 #include "core/beneath.h"
 #include "core/duration.h"
 #include "core/fdio.h"
+#include "core/numparse.h"
 #include "krm/yaml_load.h"
 #include "krm/yaml_node.h"
 
@@ -437,15 +438,38 @@ static int parse_spec(const doc_ctx *x, const yaml_node_t *n, fnconfig_entry *e)
     return 0;
 }
 
+/* Ours among the annotations (Porch's CRD schema accepts any): the warm
+ * pods' minimum, a whole number in a string ("2"). */
+static int parse_annotations(const doc_ctx *x, const yaml_node_t *n, fnconfig_entry *e)
+{
+    static const char *const known[] = {FNCONFIG_MIN_READY_ANNOTATION};
+    yaml_node_t *v[COUNT(known)] = {0};
+    const char *path = "metadata.annotations." FNCONFIG_MIN_READY_ANNOTATION;
+    int has = want_mapping(x, n, "metadata.annotations");
+    if (has <= 0 || map_fields(x, n, "metadata.annotations", known, COUNT(known), v, 0) < 0 || !v[0])
+        return has < 0 ? -1 : 0;
+    if (yaml_node_kind(v[0]) != YV_STRING)
+        return type_error(x, path, "a string (annotations are strings: \"2\")", v[0]);
+    const char *text = yaml_node_text(v[0]);
+    unsigned long long min;
+    if (strlen(text) != v[0]->data.scalar.length ||
+        parse_uint(text, FNCONFIG_MAX_MIN_READY, &min) < 0)
+        return failf(x, path, "want a whole number 0-%d in a string, not \"%.40s\"",
+                     FNCONFIG_MAX_MIN_READY, text);
+    e->pod.min_ready = (int)min;
+    return 0;
+}
+
 static int parse_metadata(const doc_ctx *x, const yaml_node_t *n, fnconfig_entry *e)
 {
-    static const char *const known[] = {"name", "namespace"};
+    static const char *const known[] = {"name", "namespace", "annotations"};
     yaml_node_t *v[COUNT(known)] = {0};
     int has = want_mapping(x, n, "metadata");
     if (has < 0 || (has && map_fields(x, n, "metadata", known, COUNT(known), v, 0) < 0))
         return -1;
     if (read_required(x, v[0], "metadata.name", &e->name) < 0 ||
-        read_string(x, v[1], "metadata.namespace", &e->namespace) < 0)
+        read_string(x, v[1], "metadata.namespace", &e->namespace) < 0 ||
+        parse_annotations(x, v[2], e) < 0)
         return -1;
     return 0;
 }
@@ -618,7 +642,7 @@ static int check_duplicates(const doc_ctx *x, const fnconfig *c, const fnconfig_
 
 static int add_document(doc_ctx *x, const yaml_node_t *root, const char *functions_dir, fnconfig *c)
 {
-    fnconfig_entry e = {0};
+    fnconfig_entry e = {.pod.min_ready = -1};
     x->name = peek_name(x, root);
     e.doc = x->doc;
     e.file = strdup(x->file);

@@ -53,6 +53,8 @@ typedef struct fnconfig_entry {
         int queue_len;             /* preferredMaxQueueLength; 0 = default */
         int has_template_overrides;
         char *service_account;     /* templateOverrides.serviceAccountName */
+        int min_ready;             /* metadata.annotations fn.kpt.dev/min-ready-pods
+                                      (FNCONFIG_MAX_MIN_READY at most); -1: absent */
     } pod;
     struct {
         int present;
@@ -61,6 +63,9 @@ typedef struct fnconfig_entry {
         char *id;          /* NULL when absent */
     } go;
 } fnconfig_entry;
+
+#define FNCONFIG_MIN_READY_ANNOTATION "fn.kpt.dev/min-ready-pods"
+#define FNCONFIG_MAX_MIN_READY 64   /* the pod runtime's pods per function at most */
 
 typedef struct fnconfig {
     fnconfig_entry *entries;

@@ -103,7 +103,7 @@ static int create_one(pod *p, int which, const char *resource, kube_result_fn *d
         .wrapper_image = o->wrapper_image, .entrypoint = (const char *const *)meta->entrypoint,
         .n_entrypoint = meta->n_entrypoint, .max_request_body_size = o->max_request_body_size,
         .template_version = POD_DEFAULT_TEMPLATE_VERSION, .probe = POD_PROBE_EXEC,
-        .escape_dollar = 1,
+        .escape_dollar = 1, .owner = o->owner,
     };
     buf yaml = {0};
     char why[256];
@@ -165,6 +165,47 @@ static int adoptable(const pod *p, const json *obj)
     return ok;
 }
 
+static void list_pods(pod *p);
+
+/* At most this many listings of one pod's podId (a lost claim, a podId
+ * another live replica uses): then it is created under the last one. */
+#define POD_MAX_RELISTS 8
+
+/* Another live replica has pods under p's podId: p takes the next postfix
+ * its image's pods do not use, so that no two replicas share a Service
+ * (one deleting it would cut the other's calls off). */
+static int next_postfix(pod *p)
+{
+    if (p->relists >= POD_MAX_RELISTS)
+        return 0;
+    unsigned next = p->postfix + 1;
+    for (int taken = 1; taken; ) {   /* until no other pod of the image has it */
+        taken = 0;
+        for (pod *q = p->fn->pods; q && !taken; q = q->next)
+            taken = q != p && q->postfix == next;
+        next += taken;
+    }
+    log_info("%s: podId %s is another live replica's; taking postfix %u", p->image, p->pod_id, next);
+    p->postfix = next;
+    p->relists++;
+    return 1;
+}
+
+static void on_claimed(const kube_result *r, void *ctx)
+{
+    pod *p = ctx;
+    if (pod_api_end(p) || p->state != POD_REQUESTED)
+        return;
+    if (r->ok)
+        return adopt(p, r->obj);
+    log_info("pod for %s (podId %s): its claim was refused (another replica was first, or it "
+             "changed): %s; listing again", p->image, p->pod_id, r->error);
+    if (p->relists++ < POD_MAX_RELISTS)
+        list_pods(p);
+    else
+        create(p);
+}
+
 static void on_list(const kube_result *r, void *ctx)
 {
     pod *p = ctx;
@@ -173,20 +214,33 @@ static void on_list(const kube_result *r, void *ctx)
     if (!r->ok)
         return pod_fail(p, r->error, 0);
     const json *items = json_get(r->obj, "items"), *pick = NULL;
+    int pick_mine = 0, others_live = 0;
     for (size_t i = 0; items && items->type == JSON_ARRAY && i < items->len; i++) {
         pod_status st;
         pod_status_read(items->items[i], &st);
         if (st.verdict == POD_VERDICT_TERMINATING ||
-            fn_pod_named(p->pc, p->image, kube_path_str(items->items[i], "metadata.name")) ||
-            !adoptable(p, items->items[i]))
+            fn_pod_named(p->pc, p->image, kube_path_str(items->items[i], "metadata.name")))
             continue;
-        if (!pick || st.verdict == POD_VERDICT_READY)
+        pod_owner_verdict v = p->pc->o.owner ? owner_judge(p->pc, items->items[i]) : POD_OWNER_MINE;
+        if (v == POD_OWNER_LIVE) {   /* another replica's: never ours to call or delete */
+            others_live = 1;
+            continue;
+        }
+        if (!adoptable(p, items->items[i]))
+            continue;
+        if (!pick || st.verdict == POD_VERDICT_READY) {
             pick = items->items[i];
+            pick_mine = v == POD_OWNER_MINE;
+        }
         if (st.verdict == POD_VERDICT_READY)
             break;
     }
-    if (pick)
+    if (pick && pick_mine)
         adopt(p, pick);
+    else if (pick && owner_claim(p, pick, on_claimed) == 0)
+        return;   /* on_claimed adopts it */
+    else if (others_live && next_postfix(p))
+        list_pods(p);
     else
         create(p);
 }
@@ -356,8 +410,13 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         pc->o.max_pods = POD_MAX_PER_FUNCTION;
     if (pc->o.waitlist <= 0)
         pc->o.waitlist = POD_DEFAULT_WAITLIST;
-    if ((pc->o.ttl_ns > 0 || pc->o.ttl_for) &&
+    if (pc->o.owner && owner_start(pc, err) < 0) {
+        free(pc);
+        return NULL;
+    }
+    if ((pc->o.ttl_ns > 0 || pc->o.ttl_for || pc->o.owner) &&
         !(pc->scan = loop_timer_add(l, pc->o.scan_ns, reclaim_scan, pc))) {
+        owner_stop(pc);
         free(pc);
         return buf_printf(err, "out of memory"), NULL;
     }
@@ -370,6 +429,8 @@ void pod_cache_free(pod_cache *pc)
     if (!pc)
         return;
     loop_timer_cancel(pc->l, pc->scan);
+    owner_stop(pc);
+    warm_free(pc);   /* before the pods leave: none is started again */
     while (pc->pending) {
         pod_waiter *w = pc->pending;
         pc->pending = w->next;

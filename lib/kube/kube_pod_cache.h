@@ -106,6 +106,14 @@ typedef struct pod_cache_opts {
     const pod_health_hook *health; /* POD_DIAL_POD: serve once the wrapper answers SERVING,
                                       before Ready; NULL: wait for Ready, as Porch */
     registry_opts registry;        /* strings must outlive the cache */
+    /* Replicas sharing the namespace (pod_owner): this one's name (a DNS
+     * subdomain), annotated on what it creates and held in its Lease,
+     * renewed every third of lease_ns (0: KUBE_LEASE_DURATION_NS). It
+     * adopts, reclaims and deletes only its own pods and those of replicas
+     * whose Lease expired. NULL: no Lease, every pod adopted (one-shot
+     * commands). */
+    const char *owner;
+    int64_t lease_ns;
 } pod_cache_opts;
 
 /* What a caller gets; strings live until the callback returns. */
@@ -179,14 +187,43 @@ void pod_cache_settle(pod_cache *pc, int64_t max_ns);
  * 0, or -1 when out of memory. */
 int pod_cache_view(pod_cache *pc, int text, buf *out);
 
-/* A call for image ended with the gRPC status code (0-16; code_name: its
- * name, a string that outlives the cache): counted for /metrics. */
-void pod_cache_count_call(pod_cache *pc, const char *image, int code, const char *code_name);
+/* A call's figures for /metrics. */
+typedef enum pod_severity {
+    POD_SEVERITY_NONE,         /* no result */
+    POD_SEVERITY_INFO,
+    POD_SEVERITY_WARNING,
+    POD_SEVERITY_ERROR,
+    POD_SEVERITY_UNKNOWN,      /* not an OK call, or its ResourceList was not read */
+    POD_SEVERITY_COUNT,
+} pod_severity;
+typedef struct pod_call_figures {
+    int code;                  /* its gRPC status (0-16) */
+    const char *code_name;     /* its name, a string that outlives the cache */
+    int64_t duration_ns;       /* from its arrival to its end */
+    int64_t wait_ns;           /* of which it waited for a pod to take it (<0: not measured) */
+    pod_severity severity;     /* the worst of its results */
+} pod_call_figures;
+/* A call for image ended: counted for /metrics. */
+void pod_cache_count_call(pod_cache *pc, const char *image, const pod_call_figures *f);
 /* The per-image series (krm_pod_runtime_*) in Prometheus' text format: pods
  * by state, calls by code, pods created, adopted and reclaimed, pod start
- * time, retries, evictions. At most POD_METRICS_IMAGES images by name (the
+ * time, retries, evictions, call duration and queue wait (histograms),
+ * calls by their results' worst severity. At most POD_METRICS_IMAGES images by name (the
  * first seen; operators configure them), the rest under image="other". */
 void pod_cache_metrics(pod_cache *pc, buf *out);
+
+/* Warm pods (porch#956): each image given is kept at least `min` pods
+ * (at most POD_MAX_PER_FUNCTION), started before any call asks, re-started
+ * when one leaves (a second later; one that never served backs off to a
+ * minute), and that many serving pods are exempt from the idle time to
+ * live. Replaces the images kept before (an image left out is reclaimed as
+ * any other); the strings are copied. 0, or -1 when out of memory (the
+ * previous set kept). */
+typedef struct pod_warm {
+    const char *image;
+    int min;
+} pod_warm;
+int pod_cache_set_warm(pod_cache *pc, const pod_warm *images, int n);
 
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);

@@ -19,12 +19,15 @@
 #define KRM_KUBE_POD_INTERNAL_H
 
 #include "kube/kube_pod_cache.h"
+#include "kube/kube_lease.h"
 #include "kube/kube_watch.h"
+#include "kube/pod_owner.h"
 #include "kube/pod_id.h"
 #include "kube/pod_status.h"
 #include "kube/svc_endpoints.h"
 
 typedef struct fn_entry fn_entry;
+typedef struct warm_entry warm_entry;
 typedef struct pod pod;
 
 struct pod_waiter {
@@ -80,6 +83,8 @@ struct pod {
     char fail_container[254];
     int fail_previous;
     int said_endpoints_wait;   /* "waiting for the endpoints" logged */
+    int relists;               /* its podId's pods listed again (a claim lost, a podId
+                                  another live replica uses): bounded */
 };
 
 struct fn_entry {
@@ -94,6 +99,12 @@ struct fn_entry {
 };
 
 /* An image's figures for /metrics (kube_pod_metrics). */
+#define POD_METRICS_BUCKETS 12     /* histogram bounds, seconds: see kube_pod_metrics.c */
+typedef struct histogram {
+    uint64_t le[POD_METRICS_BUCKETS];   /* not cumulative: each bucket its own */
+    uint64_t count;
+    double sum;                /* seconds */
+} histogram;
 #define POD_METRICS_IMAGES 32      /* images with their own series; the rest: "other" */
 #define POD_METRICS_CODES 17       /* gRPC codes 0-16 */
 typedef struct image_stats {
@@ -103,7 +114,28 @@ typedef struct image_stats {
     uint64_t retries, evictions, created, adopted, reclaimed;
     uint64_t started;          /* pods that served: with start_ns_sum, from requested */
     int64_t start_ns_sum;
+    uint64_t severity[POD_SEVERITY_COUNT];
+    histogram duration, wait;  /* calls' whole time and their wait for a pod */
 } image_stats;
+
+/* Replicas sharing the namespace (kube_pod_owner): this one's Lease, the
+ * others' as last listed, and the scan under way. */
+#define OWNER_MAX_LEASES 256       /* more: the rest's owners count as live */
+typedef struct owner_scan owner_scan;
+typedef struct owner_state {
+    kube_lease *lease;
+    lease_view leases[OWNER_MAX_LEASES];   /* holders: copies */
+    int n_leases;
+    int leases_known;
+    owner_scan *scan;          /* its API calls in flight; outlives the cache when freed */
+    uint64_t claimed, collected, left_alone;
+} owner_state;
+
+/* A scan's view of the namespace's function pods. */
+typedef struct owner_listing {
+    pod_owner_pod *pods;
+    int n;
+} owner_listing;
 
 struct pod_cache {
     loop *l;
@@ -121,6 +153,10 @@ struct pod_cache {
     image_stats stats[POD_METRICS_IMAGES];
     int n_stats;
     image_stats other;         /* images beyond POD_METRICS_IMAGES (label cardinality) */
+    owner_state own;           /* o.owner set: replicas share the namespace */
+    warm_entry *warm;          /* images kept warm (kube_pod_warm) */
+    int n_warm;
+    loop_timer *warm_timer;    /* their next look */
 };
 
 /* ---- kube_pod_life.c: one pod's life ---- */
@@ -185,5 +221,34 @@ void stats_free(pod_cache *pc);
 
 /* ---- kube_pod_reclaim.c ---- */
 void reclaim_scan(loop *l, void *ctx);
+/* The table's idle pods reclaimed; ls: the namespace's function pods as
+ * listed now (a pod another replica owns meanwhile leaves the table
+ * without a delete; its Service is deleted only when no other pod selects
+ * it), NULL: no replicas (every reclaimed pod's Service goes). */
+void reclaim_idle(pod_cache *pc, const owner_listing *ls);
+void reclaim_rearm(pod_cache *pc);
+/* image's time to live: its own (FunctionConfig), else the cache's; 0: never. */
+int64_t reclaim_ttl(const pod_cache *pc, const char *image);
+
+/* ---- kube_pod_warm.c: warm pods ---- */
+int warm_min(const pod_cache *pc, const char *image);   /* 0: none kept */
+void warm_ensure(pod_cache *pc);
+/* A pod of image left the table; served: it had served (else its image's
+ * next warm pod waits longer). */
+void warm_pod_left(pod_cache *pc, const char *image, int served);
+void warm_free(pod_cache *pc);
+
+/* ---- kube_pod_owner.c: replicas sharing the namespace ---- */
+int owner_start(pod_cache *pc, buf *err);
+void owner_stop(pod_cache *pc);
+/* A listed pod's verdict, by the Leases last listed. */
+pod_owner_verdict owner_judge(pod_cache *pc, const json *obj);
+/* Makes obj this replica's (a merge patch conditional on its
+ * resourceVersion: of two replicas claiming it, one wins); done gets the
+ * patched pod. 0 when sent (p's API call counted). */
+int owner_claim(pod *p, const json *obj, kube_result_fn *done);
+/* The scan: Leases, then pods, then reclaim_idle with the listing and what
+ * is not in the table (claimed or collected); re-arms the scan. */
+void owner_scan_start(pod_cache *pc);
 
 #endif

@@ -158,6 +158,7 @@ void pod_leave(pod *p, const char *why)
     p->fn = NULL;
     route_hand_off(p, f, why);
     fn_release(f);
+    warm_pod_left(pc, p->image, p->last_used_ns != 0);
     pod_health_stop(p);
     for (int i = 0; p->name && i < POD_DROP_HOOKS; i++)
         if (pc->drop_hooks[i].fn)

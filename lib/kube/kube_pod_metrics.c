@@ -8,6 +8,7 @@
 #include "kube/kube_pod_internal.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,13 +34,37 @@ void stats_free(pod_cache *pc)
     pc->n_stats = 0;
 }
 
-void pod_cache_count_call(pod_cache *pc, const char *image, int code, const char *code_name)
+/* The buckets' upper bounds (seconds): a warm call is milliseconds, one
+ * that waits for a cold pod seconds, the ready timeout a minute. */
+static const double bounds[POD_METRICS_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                   0.1, 0.25, 0.5, 1, 5, 60};
+static const char *const severity_names[POD_SEVERITY_COUNT] = {"none", "info", "warning", "error",
+                                                               "unknown"};
+
+static void observe(histogram *h, int64_t ns)
 {
-    if (code < 0 || code >= POD_METRICS_CODES)
+    double s = (double)(ns > 0 ? ns : 0) / 1e9;
+    int i = 0;
+    while (i < POD_METRICS_BUCKETS && s > bounds[i])
+        i++;
+    if (i < POD_METRICS_BUCKETS)
+        h->le[i]++;
+    h->count++;
+    h->sum += s;
+}
+
+void pod_cache_count_call(pod_cache *pc, const char *image, const pod_call_figures *f)
+{
+    if (f->code < 0 || f->code >= POD_METRICS_CODES || f->severity < 0 ||
+        f->severity >= POD_SEVERITY_COUNT)
         return;
     image_stats *s = stats_for(pc, image);
-    s->calls[code]++;
-    s->code_names[code] = code_name;
+    s->calls[f->code]++;
+    s->code_names[f->code] = f->code_name;
+    s->severity[f->severity]++;
+    observe(&s->duration, f->duration_ns);
+    if (f->wait_ns >= 0)
+        observe(&s->wait, f->wait_ns);
 }
 
 /* ---- rendering ---------------------------------------------------------- */
@@ -76,6 +101,31 @@ static void each_stats(pod_cache *pc, stats_list *l)
     for (int i = 0; i < pc->n_stats; i++)
         l->s[l->n++] = &pc->stats[i];
     l->s[l->n++] = &pc->other;
+}
+
+static void histograms(buf *out, const stats_list *l, const char *name, const char *text,
+                       size_t offset)
+{
+    char bucket[96], sum[96], count[96];
+    snprintf(bucket, sizeof bucket, "%s_bucket", name);
+    snprintf(sum, sizeof sum, "%s_sum", name);
+    snprintf(count, sizeof count, "%s_count", name);
+    help(out, name, "histogram", text);
+    for (int i = 0; i < l->n; i++) {
+        const histogram *h = (const histogram *)((const char *)l->s[i] + offset);
+        uint64_t below = 0;
+        for (int b = 0; b < POD_METRICS_BUCKETS; b++) {
+            below += h->le[b];
+            series(out, bucket, l->s[i]);
+            buf_printf(out, ",le=\"%g\"} %llu\n", bounds[b], (unsigned long long)below);
+        }
+        series(out, bucket, l->s[i]);
+        buf_printf(out, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->count);
+        series(out, sum, l->s[i]);
+        buf_printf(out, "} %.6f\n", h->sum);
+        series(out, count, l->s[i]);
+        buf_printf(out, "} %llu\n", (unsigned long long)h->count);
+    }
 }
 
 static void counter(buf *out, const stats_list *l, const char *name, const char *text,
@@ -129,6 +179,22 @@ void pod_cache_metrics(pod_cache *pc, buf *out)
     counter(out, &l, "krm_pod_runtime_evictions_total",
             "Pods dropped after the check that follows a failed call (gone, not Running, "
             "being deleted), by image.", offsetof(image_stats, evictions));
+    histograms(out, &l, "krm_pod_runtime_call_duration_seconds",
+               "Calls through function pods, from their arrival to their end (waits and retries "
+               "included), by image.", offsetof(image_stats, duration));
+    histograms(out, &l, "krm_pod_runtime_queue_wait_seconds",
+               "Time calls waited for a pod of their image to take them (a cold start, a pod "
+               "coming up), by image.", offsetof(image_stats, wait));
+    help(out, "krm_pod_runtime_calls_by_severity_total", "counter",
+         "Calls through function pods by the worst severity among their results (none: no "
+         "result; unknown: the call failed, or its ResourceList was not read), by image.");
+    for (int i = 0; i < l.n; i++)
+        for (int k = 0; k < POD_SEVERITY_COUNT; k++)
+            if (l.s[i]->severity[k]) {
+                series(out, "krm_pod_runtime_calls_by_severity_total", l.s[i]);
+                buf_printf(out, ",severity=\"%s\"} %llu\n", severity_names[k],
+                           (unsigned long long)l.s[i]->severity[k]);
+            }
     help(out, "krm_pod_runtime_pod_start_seconds", "summary",
          "From a pod's request (lookup, create or adopt) to its first serving, by image.");
     for (int i = 0; i < l.n; i++) {
@@ -136,5 +202,25 @@ void pod_cache_metrics(pod_cache *pc, buf *out)
         buf_printf(out, "} %.3f\n", (double)l.s[i]->start_ns_sum / 1e9);
         series(out, "krm_pod_runtime_pod_start_seconds_count", l.s[i]);
         buf_printf(out, "} %llu\n", (unsigned long long)l.s[i]->started);
+    }
+    if (pc->o.owner) {   /* replicas sharing the namespace */
+        uint64_t renewed, failed;
+        kube_lease_counts(pc->own.lease, &renewed, &failed);
+        help(out, "krm_pod_runtime_lease_held", "gauge",
+             "1 while this replica's Lease was renewed within its duration (its pods are its own).");
+        buf_printf(out, "krm_pod_runtime_lease_held %d\n", kube_lease_held(pc->own.lease));
+        help(out, "krm_pod_runtime_lease_renewals_total", "counter", "Writes of this replica's Lease.");
+        buf_printf(out, "krm_pod_runtime_lease_renewals_total %llu\n", (unsigned long long)renewed);
+        help(out, "krm_pod_runtime_lease_failures_total", "counter",
+             "Writes of this replica's Lease the API server refused or did not answer.");
+        buf_printf(out, "krm_pod_runtime_lease_failures_total %llu\n", (unsigned long long)failed);
+        help(out, "krm_pod_runtime_pods_claimed_total", "counter",
+             "Pods of replicas whose Lease expired made this replica's.");
+        buf_printf(out, "krm_pod_runtime_pods_claimed_total %llu\n",
+                   (unsigned long long)pc->own.claimed);
+        help(out, "krm_pod_runtime_pods_collected_total", "counter",
+             "This replica's pods it did not hold (claimed, or an earlier process's) deleted idle.");
+        buf_printf(out, "krm_pod_runtime_pods_collected_total %llu\n",
+                   (unsigned long long)pc->own.collected);
     }
 }

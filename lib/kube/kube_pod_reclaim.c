@@ -14,19 +14,21 @@
 #include "core/log.h"
 #include "kube/pod_template.h"
 
-static int64_t ttl_of(const pod_cache *pc, const pod *p)
+int64_t reclaim_ttl(const pod_cache *pc, const char *image)
 {
-    int64_t own = pc->o.ttl_for ? pc->o.ttl_for(p->image, pc->o.config_ctx) : 0;
+    int64_t own = pc->o.ttl_for ? pc->o.ttl_for(image, pc->o.config_ctx) : 0;
     return own > 0 ? own : pc->o.ttl_ns;
 }
 
-static void reclaim(pod *p, int64_t ttl)
+static void reclaim(pod *p, int64_t ttl, int delete_service)
 {
     log_info("pod %s for %s: no call for %.0f s (time to live %.0f s): deleting it and its Service",
              p->name, p->image, (double)(loop_now_ns() - p->last_used_ns) / 1e9, (double)ttl / 1e9);
     pod_set(p, POD_EV_TTL_EXPIRED);
     stats_for(p->pc, p->image)->reclaimed++;
-    p->delete_service = 1;
+    p->delete_service = delete_service;
+    if (!delete_service)
+        log_info("pod %s: its Service %s stays: another pod selects it", p->name, p->pod_id);
     pod_delete(p);
     pod_leave(p, "its pod was reclaimed");
 }
@@ -60,23 +62,66 @@ static void mark_last_call(pod *p, int64_t now)
     buf_free(&err);
 }
 
-void reclaim_scan(loop *l, void *ctx)
+static const pod_owner_pod *listed(const owner_listing *ls, const char *name)
 {
-    pod_cache *pc = ctx;
+    for (int i = 0; i < ls->n; i++)
+        if (ls->pods[i].name && !strcmp(ls->pods[i].name, name))
+            return &ls->pods[i];
+    return NULL;
+}
+
+/* A pod the listing shows another replica owns now (this one's Lease
+ * lapsed and it was claimed): no longer this replica's to call or delete. */
+static int taken_over(pod *p, const owner_listing *ls)
+{
+    const pod_owner_pod *seen = listed(ls, p->name);
+    if (!seen || !seen->owner || !strcmp(seen->owner, p->pc->o.owner))
+        return 0;
+    log_warn("pod %s for %s: now owned by %s (this replica's Lease had lapsed): dropped from the "
+             "cache, not deleted", p->name, p->image, seen->owner);
+    pod_set(p, POD_EV_FAILED);
+    pod_set(p, POD_EV_RELEASED);
+    pod_leave(p, "another replica took it over");
+    return 1;
+}
+
+void reclaim_idle(pod_cache *pc, const owner_listing *ls)
+{
     int64_t now = loop_now_ns();
     for (fn_entry *f = pc->fns, *next_fn; f; f = next_fn) {
         next_fn = f->next;   /* f goes with its last pod */
+        int serving = 0, keep = warm_min(pc, f->image);   /* warm pods: exempt */
+        for (pod *p = f->pods; p; p = p->next)
+            serving += p->state == POD_SERVING;
         for (pod *p = f->pods, *next; p; p = next) {
             next = p->next;
-            int64_t ttl = ttl_of(pc, p);
-            if (p->state != POD_SERVING || !p->name)
+            int64_t ttl = reclaim_ttl(pc, p->image);
+            if (p->state != POD_SERVING || !p->name || (ls && taken_over(p, ls)))
                 continue;
-            if (!p->calls && ttl > 0 && now - p->last_used_ns >= ttl)
-                reclaim(p, ttl);
-            else if (p->last_used_ns != p->marked_ns)
+            if (!p->calls && ttl > 0 && now - p->last_used_ns >= ttl && serving > keep) {
+                serving--;
+                reclaim(p, ttl, !ls || !pod_owner_service_in_use(ls->pods, ls->n, p->pod_id, p->name));
+            } else if (p->last_used_ns != p->marked_ns)
                 mark_last_call(p, now);
         }
     }
-    if (!(pc->scan = loop_timer_add(l, pc->o.scan_ns, reclaim_scan, pc)))
+}
+
+void reclaim_rearm(pod_cache *pc)
+{
+    if (!(pc->scan = loop_timer_add(pc->l, pc->o.scan_ns, reclaim_scan, pc)))
         log_warn("out of memory: idle function pods are no longer reclaimed");
+}
+
+/* With replicas, the scan lists the namespace first (kube_pod_owner). */
+void reclaim_scan(loop *l, void *ctx)
+{
+    (void)l;
+    pod_cache *pc = ctx;
+    pc->scan = NULL;
+    warm_ensure(pc);
+    if (pc->o.owner)
+        return owner_scan_start(pc);
+    reclaim_idle(pc, NULL);
+    reclaim_rearm(pc);
 }

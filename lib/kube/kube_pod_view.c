@@ -55,6 +55,7 @@ static int view_json(pod_cache *pc, buf *out)
             o.rc |= buf_printf(out, "%.1f", seconds(now - p->changed_ns));
             json_obj_key(&o, "created");
             o.rc |= buf_append_str(out, p->created ? "true" : "false");
+            json_obj_string(&o, "owner", pc->o.owner);   /* replicas: every pod held is its own */
             rc |= json_obj_end(&o);
         }
     return rc | buf_append_str(out, "]}\n");
@@ -62,7 +63,7 @@ static int view_json(pod_cache *pc, buf *out)
 
 /* ---- the text table ------------------------------------------------------ */
 
-#define VIEW_COLUMNS 9
+#define VIEW_COLUMNS 10
 #define VIEW_CELL 320   /* an escaped image reference, a pod name */
 
 typedef char view_row[VIEW_COLUMNS][VIEW_CELL];
@@ -83,7 +84,7 @@ static void fill(view_row row, const pod *p, int64_t now)
              seconds(now - p->changed_ns));
     const char *text[VIEW_COLUMNS] = {p->image, p->name, p->node, pod_state_name(p->state),
                                       num[0], num[1], num[2], num[3],
-                                      p->created ? "created" : "adopted"};
+                                      p->created ? "created" : "adopted", p->pc->o.owner};
     for (int i = 0; i < VIEW_COLUMNS; i++)
         cell(row[i], text[i]);
 }
@@ -99,7 +100,8 @@ static int put_row(buf *out, const size_t *width, const char *const *cells)
 static int view_text(pod_cache *pc, buf *out)
 {
     static const char *const head[VIEW_COLUMNS] = {"IMAGE", "POD", "NODE", "STATE", "CALLS",
-                                                   "WAITING", "IDLE", "LAST TRANSITION", "ORIGIN"};
+                                                   "WAITING", "IDLE", "LAST TRANSITION", "ORIGIN",
+                                                   "OWNER"};
     size_t width[VIEW_COLUMNS];
     for (int i = 0; i < VIEW_COLUMNS; i++)
         width[i] = strlen(head[i]);

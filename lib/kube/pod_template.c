@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "kube/pod_owner.h"
+
 #define TOOLS_DIR "/wrapper-server-tools"
 #define TOOLS_VOLUME "wrapper-server-tools"
 #define IMAGE_LABEL "fn.kpt.dev/image"
@@ -153,6 +155,8 @@ static void pod_metadata(yw *w, const pod_template_opts *o, const char *generate
     map_begin(w);
     kv(w, "cluster-autoscaler.kubernetes.io/safe-to-evict", "true");
     kv(w, "fn.kpt.dev/template-version", o->template_version);
+    if (o->owner)
+        kv(w, POD_OWNER_ANNOTATION, o->owner);
     map_end(w);
     map_end(w);
 }
@@ -318,6 +322,12 @@ static void service_doc(yw *w, const pod_template_opts *o)
     map_begin(w);
     kv(w, "name", o->pod_id);
     kv(w, "namespace", o->namespace);
+    if (o->owner) {
+        str(w, "annotations");
+        map_begin(w);
+        kv(w, POD_OWNER_ANNOTATION, o->owner);
+        map_end(w);
+    }
     map_end(w);
     str(w, "spec");
     map_begin(w);

@@ -70,6 +70,8 @@ typedef struct pod_template_opts {
     const char *template_version;  /* fn.kpt.dev/template-version */
     pod_probe probe;
     int escape_dollar;             /* protect the entrypoint from $(VAR) / $$ expansion */
+    const char *owner;             /* the runner replica making it (pod_owner), annotated on
+                                      the Pod and the Service; NULL: none */
 } pod_template_opts;
 
 enum { POD_TEMPLATE_POD = 1, POD_TEMPLATE_SERVICE = 2 };

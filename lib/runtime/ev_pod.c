@@ -29,6 +29,7 @@
 #include "grpc/grpc_status.h"
 #include "oci/image_tag.h"
 #include "oci/registry_tags.h"
+#include "krm/resourcelist.h"
 #include "evaluator.pb-c.h"
 
 #define EVALUATE_PATH "/evaluator.FunctionEvaluator/EvaluateFunction"
@@ -88,6 +89,9 @@ struct pod_call {
     buf message;
     Evaluator__EvaluateFunctionResponse *resp;
     int ended;
+    int64_t arrived_ns;        /* for /metrics: its duration */
+    int64_t wait_ns;           /* its first wait for a pod; -1: none yet */
+    pod_severity severity;     /* its results' worst (unknown until read) */
 };
 
 static void link_submit(pod_ev *p, pod_call *c);
@@ -107,11 +111,38 @@ static void count_in_pod(pod_call *c, int begin)
     }
 }
 
-/* krm_pod_runtime_calls_total (the pod cache keeps the figures per image) */
+/* krm_pod_runtime_calls_total and the calls' figures (the pod cache keeps
+ * them per image) */
 static void count_call(pod_call *c, int code)
 {
+    pod_call_figures f = {.code = code, .code_name = grpc_code_name(code),
+                          .duration_ns = loop_now_ns() - c->arrived_ns, .wait_ns = c->wait_ns,
+                          .severity = code == GRPC_OK ? c->severity : POD_SEVERITY_UNKNOWN};
     if (*c->image)
-        pod_cache_count_call(((pod_ev *)c->base.ev)->pc, c->image, code, grpc_code_name(code));
+        pod_cache_count_call(((pod_ev *)c->base.ev)->pc, c->image, &f);
+}
+
+/* The worst severity among the results of a function's ResourceList, read
+ * as the runner reads one (its items skipped by rl_scan, not parsed: the
+ * cost is the results'); unknown when it is not in rl_scan's subset. */
+static pod_severity worst_severity(const uint8_t *data, size_t len)
+{
+    rl_list rl;
+    char err[256];
+    if (rl_parse_with((const char *)data, len, RL_PARSE_SCAN_ONLY, &rl, err, sizeof err) != 0)
+        return POD_SEVERITY_UNKNOWN;
+    pod_severity worst = rl.n_results || rl.n_results_omitted ? POD_SEVERITY_INFO : POD_SEVERITY_NONE;
+    for (size_t i = 0; i < rl.n_results; i++) {
+        const char *sev = rl.results[i].severity ? rl.results[i].severity : "";
+        pod_severity v = !strcmp(sev, "error") ? POD_SEVERITY_ERROR
+                         : !strcmp(sev, "warning") ? POD_SEVERITY_WARNING : POD_SEVERITY_INFO;
+        if (v > worst)
+            worst = v;
+    }
+    if (rl.n_results_omitted && worst < POD_SEVERITY_ERROR)
+        worst = POD_SEVERITY_UNKNOWN;   /* results not kept may hold a worse one */
+    rl_free(&rl);
+    return worst;
 }
 
 static void finish(pod_call *c, int code, const char *message)
@@ -238,6 +269,7 @@ static void on_answer(const gc_result *r, void *ctx)
     c->res = (ev_result){.code = GRPC_OK, .out = c->resp->resource_list.data,
                          .out_len = c->resp->resource_list.len, .log = c->resp->log.data,
                          .log_len = c->resp->log.len};
+    c->severity = worst_severity(c->resp->resource_list.data, c->resp->resource_list.len);
     finish(c, GRPC_OK, NULL);
 }
 
@@ -358,6 +390,8 @@ static void on_pod(const pod_answer *a, void *ctx)
     pod_call *c = ctx;
     pod_ev *p = (pod_ev *)c->base.ev;
     c->waiter = NULL;
+    if (c->wait_ns < 0)
+        c->wait_ns = loop_now_ns() - c->arrived_ns;
     if (a->error)
         return finish(c, GRPC_UNAVAILABLE, a->error);
     snprintf(p->last.pod, sizeof p->last.pod, "%s", a->pod);
@@ -518,6 +552,9 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
     c->base.ev = base;
     c->done = done;
     c->ctx = ctx;
+    c->arrived_ns = loop_now_ns();
+    c->wait_ns = -1;
+    c->severity = POD_SEVERITY_UNKNOWN;
     int tagged = apply_tag(c, req);
     if (tagged > 0)
         return &c->base;   /* on_tags goes on */

@@ -160,7 +160,8 @@ class Api:
     # Paths of the core objects the tests use.
     @staticmethod
     def path(kind, ns=None, name=None):
-        groups = {"endpointslices": "/apis/discovery.k8s.io/v1beta1", "deployments": "/apis/apps/v1"}
+        groups = {"endpointslices": "/apis/discovery.k8s.io/v1beta1", "deployments": "/apis/apps/v1",
+                  "leases": "/apis/coordination.k8s.io/v1"}
         p = groups.get(kind, "/api/v1")
         if ns:
             p += f"/namespaces/{ns}"

@@ -92,12 +92,12 @@ def test_list_then_delete(namespace):
     r = rc("pod", "list", "--namespace", namespace)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "AGE", "IDLE", "IMAGE"]
+    assert lines[0].split() == ["NAME", "STATE", "AGE", "IDLE", "OWNER", "IMAGE"]
     assert len(lines) == 2, r.stdout
     cols = lines[1].split()
     assert cols[0] == name
     assert cols[-1] == "127.0.0.1:1/fn/missing:v1"
-    assert cols[3] == "-"
+    assert cols[3] == "-" and cols[4] == "-"   # no call yet; made by no serve replica
     assert cols[1] in ("Pending", "Init:0/1", "ErrImagePull", "ImagePullBackOff", "PodInitializing"), cols
 
     r = rc("pod", "delete", name, "--namespace", namespace)

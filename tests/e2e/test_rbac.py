@@ -21,8 +21,10 @@ import time
 import pytest
 import yaml
 
-from k8s import ApiError
+from k8s import SLOW, ApiError
 from test_pod_runtime import check_answer, eval_kube
+from test_serve_pods import Runner, pb  # noqa: F401  (pb: Runner's fixture)
+from test_serve_pods import check_answer as check_served
 
 # What the pod runtime needs in the function pods' namespace: the Role of
 # deploy/rbac.yaml (README, "Function pods", shows the same rules).
@@ -113,3 +115,37 @@ def test_the_documented_role_is_enough(api, k8s, runner, images, namespace, tmp_
     r, _ = eval_kube(runner, tmp_path, namespace, images.fn, "--kubeconfig", kubeconfig)
     check_answer(r)
     assert "created" in r.stderr, r.stderr
+
+
+def test_the_documented_role_is_enough_for_serve_replicas(api, k8s, pb, images, namespace, tmp_path):
+    """`serve` as a replica (its Lease, its scans, reclaim) with exactly the
+    documented rules: a call answered, its Lease written and renewed, an
+    expired replica's Lease deleted, the idle pod and its Service deleted,
+    and no request refused."""
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+    kubeconfig, token = account(api, namespace, "fn-runner", RUNNER_RULES, k8s, tmp_path)
+    require_rbac(api, token)
+    old = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    api.request("POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+                {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": "fn-runner-gone", "labels": {"fn.kpt.dev/runner-lease": "true"}},
+                 "spec": {"holderIdentity": "gone", "leaseDurationSeconds": 15, "renewTime": old}})
+    r = Runner(pb, SimpleNamespace(kubeconfig=kubeconfig), namespace, tmp_path, "--replica-name", "rbac",
+               "--scan-interval", "1s", "--pod-ttl", "2s", "--lease-duration", "3s")
+    try:
+        check_served(r.evaluate(images.fn))
+        deadline = time.monotonic() + 30 * SLOW
+        while time.monotonic() < deadline:
+            pods = [p for p in api.list("pods", namespace) if "fn.kpt.dev/image" in p["metadata"].get("labels", {})]
+            if not pods and not api.list("services", namespace) and \
+                    api.get_or_none("leases", namespace, "fn-runner-gone") is None:
+                break
+            time.sleep(0.3)
+        log = r.log.read_text(errors="replace")
+        assert not pods and api.get_or_none("leases", namespace, "fn-runner-gone") is None, log[-3000:]
+        lease = api.get("leases", namespace, "fn-runner-rbac")
+        assert lease["spec"]["holderIdentity"] == "rbac" and lease["spec"]["leaseDurationSeconds"] == 3
+        assert "forbidden" not in log, log[-3000:]
+    finally:
+        r.stop()

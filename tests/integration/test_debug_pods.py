@@ -66,7 +66,7 @@ def serve(start_server, tmp_path, *extra):
 
 
 def test_debug_pods_lists_a_pod_waiting_for_its_image(start_server, silent_registry, tmp_path):
-    srv = serve(start_server, tmp_path)
+    srv = serve(start_server, tmp_path, "--replica-name", "replica-x")
     status, ctype, body = get(srv.port, "/debug/pods")
     assert (status, ctype, json.loads(body)) == (200, "application/json", {"pods": []}), body
     image = f"{silent_registry}/fn:v1"
@@ -83,12 +83,14 @@ def test_debug_pods_lists_a_pod_waiting_for_its_image(start_server, silent_regis
         p = pods[0]
         assert (p["image"], p["state"], p["calls"], p["waiting"], p["created"]) == \
             (image, "requested", 0, 1, False), p
+        assert p["owner"] == "replica-x", p
         assert "pod" not in p and "node" not in p, p   # not named, not scheduled: left out
         status, ctype, text = get(srv.port, "/debug/pods?format=text")
         assert status == 200 and ctype.startswith("text/plain"), (status, ctype)
         head, row = text.splitlines()
         assert head.split() == ["IMAGE", "POD", "NODE", "STATE", "CALLS", "WAITING", "IDLE", "LAST",
-                                "TRANSITION", "ORIGIN"], head
+                                "TRANSITION", "ORIGIN", "OWNER"], head
+        assert row.split()[-1] == "replica-x", row   # the replica whose pods these are
         assert row.split()[:7] == [image, "-", "-", "requested", "0", "1", "0s"], row
         assert head.index("STATE") == row.index("requested"), (head, row)   # aligned
     finally:
@@ -144,5 +146,17 @@ def test_metrics_per_image_with_bounded_images(start_server, silent_registry, tm
         assert calls == {**{f'{{image="127.0.0.1:1/fn{i}:v1",code="UNAVAILABLE"}}': 1 for i in range(31)},
                          '{image="other",code="UNAVAILABLE"}': 9}, calls
         assert "# TYPE krm_pod_runtime_calls_total counter" in metrics
+        # each call's duration and its wait for a pod (here: until its pod failed), by image;
+        # a failed call's results are not known
+        fn0 = '{image="127.0.0.1:1/fn0:v1"'
+        for name in ("krm_pod_runtime_call_duration_seconds", "krm_pod_runtime_queue_wait_seconds"):
+            assert f"# TYPE {name} histogram" in metrics
+            assert series(metrics, name + "_count")[fn0 + "}"] == 1, metrics
+            assert series(metrics, name + "_count")['{image="other"}'] == 9, metrics
+            buckets = series(metrics, name + "_bucket")
+            assert buckets[fn0 + ',le="+Inf"}'] == 1 and buckets[fn0 + ',le="60"}'] == 1, buckets
+            assert 0 <= series(metrics, name + "_sum")[fn0 + "}"] < 10
+        sev = series(metrics, "krm_pod_runtime_calls_by_severity_total")
+        assert sev[fn0 + ',severity="unknown"}'] == 1 and sev['{image="other",severity="unknown"}'] == 9, sev
     finally:
         call.join()

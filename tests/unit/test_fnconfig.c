@@ -311,6 +311,31 @@ Test(fnconfig, opaque_metadata_and_status_are_accepted)
     fnconfig_free(&c);
 }
 
+Test(fnconfig, min_ready_pods_annotation)
+{
+    fnconfig c = parse_ok(HEAD "metadata:\n  name: fn\n  annotations: {fn.kpt.dev/min-ready-pods: \"3\", "
+                          "x: y}\nspec: {image: fn, podExecutor: {tags: [v1]}}\n"
+                          "---\n" HEAD "metadata: {name: other}\nspec: {image: other, podExecutor: {}}\n");
+    cr_assert_eq(c.entries[0].pod.min_ready, 3);
+    cr_assert_eq(c.entries[1].pod.min_ready, -1);   /* absent: the runner's flag */
+    fnconfig_free(&c);
+    const char *bad[] = {"\"-1\"", "\"65\"", "\"two\"", "\"\"", "\" 2\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char yaml[512], want[512];
+        snprintf(yaml, sizeof yaml, HEAD "metadata:\n  name: fn\n  annotations: "
+                 "{fn.kpt.dev/min-ready-pods: %s}\nspec: {image: fn, podExecutor: {}}\n", bad[i]);
+        char shown[16];
+        snprintf(shown, sizeof shown, "%.*s", (int)strlen(bad[i]) - 2, bad[i] + 1);
+        snprintf(want, sizeof want, "fc.yaml: document 1 (FunctionConfig \"fn\"): metadata.annotations."
+                 "fn.kpt.dev/min-ready-pods: want a whole number 0-64 in a string, not \"%s\"", shown);
+        expect_error(yaml, want);
+    }
+    expect_error(HEAD "metadata:\n  name: fn\n  annotations: {fn.kpt.dev/min-ready-pods: 2}\n"
+                 "spec: {image: fn, podExecutor: {}}\n",
+                 "fc.yaml: document 1 (FunctionConfig \"fn\"): metadata.annotations.fn.kpt.dev/"
+                 "min-ready-pods: must be a string (annotations are strings: \"2\"), not a number");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Validation errors                                                         */
 

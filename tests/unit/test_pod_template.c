@@ -285,6 +285,27 @@ Test(pod_template, service)
     release(&r);
 }
 
+/* A serve replica names itself on what it makes (pod_owner); without one,
+ * the objects are Porch's exactly. */
+Test(pod_template, owner_annotated_on_pod_and_service)
+{
+    pod_template_opts o = base_opts();
+    o.owner = "runner-7f9c-abcde";
+    rendered r;
+    render(&o, POD_TEMPLATE_POD | POD_TEMPLATE_SERVICE, &r);
+    cr_assert_eq(r.n, 2);
+    cr_assert_str_eq(label(&r.docs[0], "metadata.annotations", "fn.kpt.dev/owner"), "runner-7f9c-abcde");
+    cr_assert_eq(length(&r.docs[0], "metadata.annotations"), 3);
+    cr_assert_str_eq(label(&r.docs[1], "metadata.annotations", "fn.kpt.dev/owner"), "runner-7f9c-abcde");
+    cr_assert_eq(length(&r.docs[1], "metadata.annotations"), 1);
+    release(&r);
+    o.owner = NULL;
+    render(&o, POD_TEMPLATE_POD | POD_TEMPLATE_SERVICE, &r);
+    cr_assert_eq(length(&r.docs[0], "metadata.annotations"), 2);
+    cr_assert_eq(node_at(&r.docs[1], 1, "metadata.annotations"), 0);
+    release(&r);
+}
+
 Test(pod_template, empty_entrypoint_and_odd_text)
 {
     static const char *const odd[] = {"", "a: b", "#x", "line\nbreak", "ünï", "- x", "~", "null", "Yes",

@@ -1,0 +1,34 @@
+/* kube_lease: this runner replica's coordination.k8s.io/v1 Lease in the
+ * pod namespace, which tells the other replicas it is alive (pod_owner).
+ *
+ * Named fn-runner-<holder>, labelled fn.kpt.dev/runner-lease=true (the
+ * scan lists them), holderIdentity <holder>. Created at start (one that
+ * exists, left by an earlier process of the same name, is taken over),
+ * then its renewTime written every third of its duration by a merge patch,
+ * from the loop timer: never a blocking call. A Lease deleted meanwhile is
+ * created again. RBAC: leases create, patch and list. */
+#ifndef KRM_KUBE_LEASE_H
+#define KRM_KUBE_LEASE_H
+
+#include <stdint.h>
+
+#include "kube/kube_client.h"
+
+#define KUBE_LEASE_PREFIX "fn-runner-"
+#define KUBE_LEASE_DURATION_NS (15LL * 1000000000)   /* as leader election's default */
+
+typedef struct kube_lease kube_lease;
+
+/* Starts at once (from the loop). c, ns and holder outlive it. NULL: out of memory. */
+kube_lease *kube_lease_start(kube_client *c, const char *ns, const char *holder,
+                             int64_t duration_ns);
+/* Stops renewing; what is in flight finishes on its own. */
+void kube_lease_stop(kube_lease *l);
+/* Written within its duration (by the loop's clock): this replica's own
+ * pods are still its own to delete. */
+int kube_lease_held(const kube_lease *l);
+int64_t kube_lease_duration_ns(const kube_lease *l);
+/* Counters for /metrics: renewals written and refused. */
+void kube_lease_counts(const kube_lease *l, uint64_t *renewed, uint64_t *failed);
+
+#endif
