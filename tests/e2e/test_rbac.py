@@ -10,7 +10,7 @@ gives runner-client a kubeconfig holding only that token:
 - an account that may do everything but watch pods: the same, for the
   watch (the list before it is allowed), within seconds, not at the end of
   the ready timeout;
-- an account with the rules the README lists for the runner: the same
+- an account with the rules docs/pods.md lists for the runner: the same
   `eval --kube` creates the pod and answers.
 """
 
@@ -23,8 +23,8 @@ import yaml
 from k8s import ApiError
 from test_pod_runtime import check_answer, eval_kube
 
-# What the pod runtime needs in the function pods' namespace (README,
-# "Function pods"): keep the two in step.
+# What the pod runtime needs in the function pods' namespace (docs/pods.md,
+# "RBAC: the Role the pod runtime needs"): keep the two in step.
 RUNNER_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
