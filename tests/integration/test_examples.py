@@ -169,3 +169,14 @@ def test_readme_quick_start(block, tmp_path):
             background.wait()
     # the Quick start works on a copy: the repository's example is as it was
     assert {f: open(os.path.join(PACKAGE, f), "rb").read() for f in os.listdir(PACKAGE)} == package_before
+
+
+def test_serve_flags_reference_is_the_help():
+    """docs/serve.md's "## Flags" block is `runner-client help serve`, word for
+    word: a flag added or changed shows in the reference or fails here."""
+    text = open(os.path.join(ROOT, "docs", "serve.md"), encoding="utf-8").read()
+    block = re.search(r"^## Flags\n.*?^```\n(.*?)^```", text, re.M | re.S)
+    assert block, "docs/serve.md has no '## Flags' block"
+    res = client("help", "serve")
+    assert res.returncode == 0, explain(res)
+    assert block.group(1) == res.out, explain(res)
