@@ -29,6 +29,10 @@ need() {
 }
 need musl-tools dpkg-dev make file binutils
 
+# Progress on stderr: the first run fetches and compiles three libraries,
+# which takes a while; say what is happening rather than stay silent.
+say() { echo "static: $*" >&2; }
+
 apt_private() {
     apt-get -q -o Dir::Etc::SourceList="$APT/sources.list" -o Dir::Etc::SourceParts=/dev/null \
         -o Dir::State::Lists="$APT/lists" -o Dir::Cache="$APT/cache" "$@"
@@ -45,8 +49,10 @@ fetch_source() {
                  sed -n 's#^\(http[^ ]*\) \([^/]*\)/.*#deb-src \1 \2 main#p')
         [ -n "$suites" ] || suites="deb-src http://deb.debian.org/debian bookworm main"
         echo "$suites" > "$APT/sources.list"
+        say "reading the Debian source index (apt-get update, private lists in $APT)..."
         apt_private update >/dev/null
     fi
+    say "fetching the source of $name (apt-get source, cached in $SRC)..."
     (cd "$SRC/dl-$name" && apt_private source --download-only "$name" >/dev/null 2>&1 ||
         { echo "static-build: apt-get source $name failed" >&2; exit 1; })
     dsc=$(ls "$SRC/dl-$name"/*.dsc | head -n 1)
@@ -59,6 +65,7 @@ fetch_source() {
 build_libyaml() {
     [ -f "$PREFIX/lib/libyaml.a" ] && return 0
     fetch_source libyaml
+    say "building libyaml against musl..."
     version=$(dpkg-parsechangelog -l "$SRC/libyaml/debian/changelog" -S Version | sed 's/-[^-]*$//')
     major=${version%%.*}; rest=${version#*.}; minor=${rest%%.*}; patch=${rest#*.}
     mkdir -p "$PREFIX/lib" "$PREFIX/include" "$DEPS/obj/yaml"
@@ -78,6 +85,7 @@ build_libyaml() {
 build_nghttp2() {
     [ -f "$PREFIX/lib/libnghttp2.a" ] && return 0
     fetch_source nghttp2
+    say "building nghttp2 against musl..."
     lib=$SRC/nghttp2/lib
     version=$(sed -n 's/^AC_INIT(\[nghttp2\], \[\([0-9.]*\)\].*/\1/p' "$SRC/nghttp2/configure.ac")
     num=$(echo "$version" | awk -F. '{printf "0x%02x%02x%02x", $1, $2, $3}')
@@ -98,6 +106,7 @@ build_nghttp2() {
 build_protobuf_c() {
     [ -f "$PREFIX/lib/libprotobuf-c.a" ] && return 0
     fetch_source protobuf-c
+    say "building protobuf-c against musl..."
     mkdir -p "$PREFIX/lib" "$PREFIX/include/protobuf-c" "$DEPS/obj"
     musl-gcc -Os -ffunction-sections -fdata-sections -c -o "$DEPS/obj/protobuf-c.o" \
         "$SRC/protobuf-c/protobuf-c/protobuf-c.c"
@@ -113,6 +122,7 @@ BINS=wrapper-server
 ls "$ROOT"/copier/*.c >/dev/null 2>&1 && BINS="$BINS copier"
 targets=""
 for bin in $BINS; do targets="$targets build/static-obj/bin/$bin"; done
+say "building$(for b in $BINS; do printf ' %s' "$b"; done) (static, musl) in build/static-obj..."
 # shellcheck disable=SC2086
 make -s -C "$ROOT" BUILD=build/static-obj STATIC_PREFIX="$PREFIX" $targets
 mkdir -p "$OUT"

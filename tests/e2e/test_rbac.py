@@ -10,7 +10,7 @@ gives runner-client a kubeconfig holding only that token:
 - an account that may do everything but watch pods: the same, for the
   watch (the list before it is allowed), within seconds, not at the end of
   the ready timeout;
-- an account with the rules the README lists for the runner: the same
+- an account with the rules docs/pods.md lists for the runner: the same
   `eval --kube` creates the pod and answers.
 """
 
@@ -27,7 +27,7 @@ from test_serve_pods import Runner, pb  # noqa: F401  (pb: Runner's fixture)
 from test_serve_pods import check_answer as check_served
 
 # What the pod runtime needs in the function pods' namespace: the Role of
-# deploy/rbac.yaml (README, "Function pods", shows the same rules).
+# deploy/rbac.yaml (docs/pods.md, "RBAC: the Role the pod runtime needs", shows the same rules).
 with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                        "deploy", "rbac.yaml")) as _f:
     RUNNER_RULES = next(d for d in yaml.safe_load_all(_f) if d["kind"] == "Role")["rules"]

@@ -2,15 +2,25 @@
 server running search-replace.sh with arguments, and the function runner
 (serve, examples/function-configs) rendering a copy of examples/package in
 place through its Kptfile pipeline (search-replace from its functionConfig,
-then the deny-latest validator, which fails the render on a :latest image)."""
+then the deny-latest validator, which fails the render on a :latest image).
+
+test_readme_quick_start runs the README's Quick start `console` blocks as
+written (each `$ ` line, in order) and checks that every line they print is
+the one the README shows, so the guide and the programs cannot drift apart;
+the other tests check the same steps' effects on the files."""
 
 import os
+import re
 import shutil
+import signal
+import socket
+import subprocess
+import time
 
 import pytest
 import yaml
 
-from krmtest import CLIENT_BIN, ROOT, explain, runner_client as client, serving
+from krmtest import BUILD_DIR, CLIENT_BIN, ROOT, explain, free_port, runner_client as client, serving
 
 EXAMPLES = os.path.join(ROOT, "examples")
 PACKAGE = os.path.join(EXAMPLES, "package")
@@ -70,3 +80,103 @@ def test_the_validator_fails_a_latest_image(runner, tmp_path):
     assert "apps/v1/Deployment/production/nginx" in res.err
     # a failed render writes nothing, as kpt
     assert {f: (pkg / f).read_bytes() for f in os.listdir(pkg)} == before
+
+
+# ---- the README's Quick start, run as written ----
+
+def quick_start_blocks():
+    """The ```console blocks of the README's "## Quick start" section, each a
+    list of (command, expected output lines)."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = re.search(r"^## Quick start\n(.*?)^## ", text, re.M | re.S)
+    assert section, "README.md has no '## Quick start' section"
+    blocks = []
+    for body in re.findall(r"^```console\n(.*?)^```", section.group(1), re.M | re.S):
+        steps = []
+        for line in body.splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            else:
+                assert steps, f"output before any command in a Quick start block: {line!r}"
+                steps[-1][1].append(line)
+        blocks.append(steps)
+    return blocks
+
+
+def wait_listening(proc, port, what):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"{what} exited {proc.returncode} before listening"
+        try:
+            socket.create_connection(("localhost", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"{what} did not listen on {port} within 10s")
+
+
+# A step's time is the call's, cut to 100ms: "in 0s" on a quiet machine.
+def steady(lines):
+    return [re.sub(r'^(\[(?:PASS|FAIL)\] ".*") in \S+$', r"\1 in T", line) for line in lines]
+
+
+BLOCKS = quick_start_blocks()
+
+
+def test_readme_quick_start_has_its_two_blocks():
+    assert len(BLOCKS) == 2, BLOCKS
+    assert all(any(out for _, out in block) for block in BLOCKS), "a block shows no expected output"
+
+
+@pytest.mark.parametrize("block", range(len(BLOCKS)), ids=["wrapper-server", "serve-render"][:len(BLOCKS)])
+def test_readme_quick_start(block, tmp_path):
+    steps = BLOCKS[block]
+    # The README's names, made this test's own: its binaries, a fresh port
+    # for each server, files in tmp_path instead of /tmp.
+    subst = [("build/bin/", os.path.join(BUILD_DIR, "bin") + "/")]
+    for port in sorted({p for cmd, _ in steps for p in re.findall(r"--port (\d+)", cmd)}):
+        subst.append((port, str(free_port())))
+    for name in sorted({n for cmd, out in steps for n in re.findall(r"/tmp/[\w.-]+", cmd + "\n".join(out))}):
+        subst.append((name, str(tmp_path / name[len("/tmp/"):])))
+
+    def local(text):
+        for a, b in subst:
+            text = text.replace(a, b)
+        return text
+
+    package_before = {f: open(os.path.join(PACKAGE, f), "rb").read() for f in os.listdir(PACKAGE)}
+    background = None
+    try:
+        for cmd, expected in steps:
+            if cmd == "kill %1":
+                assert background, "kill %1 with nothing in the background"
+                background.send_signal(signal.SIGTERM)
+                assert background.wait(timeout=20) == 0, "the server did not drain to exit 0 on SIGTERM"
+                background = None
+                continue
+            if cmd.endswith(" &"):
+                background = subprocess.Popen(["bash", "-c", "exec " + local(cmd[:-2])], cwd=ROOT)
+                wait_listening(background, int(re.search(r"--port (\d+)", local(cmd)).group(1)), cmd)
+                continue
+            res = subprocess.run(["bash", "-c", local(cmd)], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=60)
+            got = res.stdout.decode("utf-8", "replace").splitlines()
+            assert steady(got) == steady([local(x) for x in expected]), \
+                f"README step: $ {cmd}\nprinted:\n" + "\n".join(got)
+    finally:
+        if background:
+            background.kill()
+            background.wait()
+    # the Quick start works on a copy: the repository's example is as it was
+    assert {f: open(os.path.join(PACKAGE, f), "rb").read() for f in os.listdir(PACKAGE)} == package_before
+
+
+def test_serve_flags_reference_is_the_help():
+    """docs/serve.md's "## Flags" block is `runner-client help serve`, word for
+    word: a flag added or changed shows in the reference or fails here."""
+    text = open(os.path.join(ROOT, "docs", "serve.md"), encoding="utf-8").read()
+    block = re.search(r"^## Flags\n.*?^```\n(.*?)^```", text, re.M | re.S)
+    assert block, "docs/serve.md has no '## Flags' block"
+    res = client("help", "serve")
+    assert res.returncode == 0, explain(res)
+    assert block.group(1) == res.out, explain(res)

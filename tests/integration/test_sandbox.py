@@ -162,7 +162,7 @@ def test_fork_bomb_is_bounded(start_server, tmp_path, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_allocates_4_gib(start_server, tmp_path, mode):
     """Private memory (malloc, a Go heap): RLIMIT_DATA does not count shared
-    mappings (README says so)."""
+    mappings (docs/sandbox.md says so)."""
     script = f"{PY} -c \"import mmap; mmap.mmap(-1, 4 << 30, flags=mmap.MAP_PRIVATE)\""
     worked, log = attack(start_server, tmp_path, mode, script, "--sandbox-memory", "512")
     expect(mode, worked, log)
