@@ -22,15 +22,23 @@
 
 #define MAX_KPTFILE (64 * 1024)   /* 32,000 levels of "- " */
 
+static char empty[] = "/tmp/fuzz_kptfile.XXXXXX";
+
+static void remove_empty_dir(void)
+{
+    rmdir(empty);
+}
+
+/* One empty package for every input's configPath, removed at exit. */
 static const char *empty_dir(void)
 {
-    static char dir[] = "/tmp/fuzz_kptfile.XXXXXX";
     static int made;
     if (!made) {
-        FUZZ_CHECK(mkdtemp(dir) != NULL);
+        FUZZ_CHECK(mkdtemp(empty) != NULL);
+        atexit(remove_empty_dir);
         made = 1;
     }
-    return dir;
+    return empty;
 }
 
 /* A step's functionConfig is emitted into each request: it must emit, and
