@@ -200,7 +200,7 @@ static int exec_fail(const kube_config *cfg, buf *err, const char *fmt, const ch
 static int take_credential(kube_config *cfg, const char *text, size_t len, buf *err)
 {
     buf why = {0}, bad = {0};
-    json *j = json_parse(text, len, &why);
+    json *j = json_parse_max(text, len, 10000, &why);   /* a token or a key pair */
     int rc = -1;
     if (!j) {
         buf b = {0};

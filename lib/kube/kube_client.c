@@ -180,7 +180,7 @@ static void on_done(const kube_resp *resp, void *ctx)
     json *body = NULL;
     r.ok = resp->curl_code == 0 && resp->status >= 200 && resp->status < 300;
     if (resp->curl_code == 0 && resp->body->len && !(r.ok && k->text))
-        body = json_parse(resp->body->data, resp->body->len, &why);
+        body = json_parse_max(resp->body->data, resp->body->len, KUBE_JSON_MAX_VALUES, &why);
     r.obj = body;
     if (r.ok && k->text && resp->cut) {
         /* said where it is shown: the reader may not look at r.cut */

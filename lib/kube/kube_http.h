@@ -53,6 +53,12 @@ typedef struct kube_http_req {
 } kube_http_req;
 
 #define KUBE_HTTP_MAX_BODY (64u << 20)   /* a list of thousands of pods fits */
+/* JSON values one answer may hold (json_parse_max): a pod is a few hundred,
+ * so a list of thousands fits, where 64 MiB of "[1,1,...]" from a hostile
+ * server would be 32 million values (2.5 GB as a tree); this is 160 MB at
+ * most. A watch event is one object, its line bounded by KUBE_WATCH_MAX_LINE. */
+#define KUBE_JSON_MAX_VALUES 2000000u
+#define KUBE_EVENT_MAX_VALUES 200000u
 /* Requests (not streams: a watch holds its connection for minutes) in flight
  * at once; the others wait in order. Each one is a connection over HTTP/1.1,
  * so a command acting on thousands of pods stays within the descriptor

@@ -61,7 +61,7 @@ int kube_event_parse(const char *line, size_t len, kube_event *ev, buf *err)
 {
     memset(ev, 0, sizeof *ev);
     buf why = {0};
-    ev->doc = json_parse(line, len, &why);
+    ev->doc = json_parse_max(line, len, KUBE_EVENT_MAX_VALUES, &why);
     if (!ev->doc) {
         buf_printf(err, "watch event is not JSON (%s)", why.data ? why.data : "out of memory");
         buf_free(&why);
@@ -228,7 +228,7 @@ static int on_line(const char *line, size_t len, void *ctx)
     if (kube_event_parse(line, len, &ev, &err) < 0) {
         /* A refused watch (403, 404...) answers a Status, not events: keep
          * it for the error its end reports. */
-        json *doc = json_parse(line, len, NULL);
+        json *doc = json_parse_max(line, len, KUBE_EVENT_MAX_VALUES, NULL);
         const char *kind = json_get_str(doc, "kind");
         if (kind && !strcmp(kind, "Status") && !json_get(doc, "type")) {
             json_free(w->refusal);

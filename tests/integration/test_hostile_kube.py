@@ -338,6 +338,18 @@ def test_pod_list_escapes_every_cell(api, tmp_path):
     assert "p2\\u009b31m" in lines[2] and "Err\\x07" in lines[2] and "i\\nFAKE-ROW" in lines[2], repr(lines[2])
 
 
+def test_an_answer_of_millions_of_values_is_refused_not_built(api, tmp_path):
+    """A list whose items are 3 million one-byte numbers (6 MB on the wire)
+    would be a 240 MB tree; the client refuses past 2 million values,
+    naming the limit, before building more."""
+    body = b'{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[' + b"1," * 2999999 + b"1]}"
+    api.route("GET", "/api/v1/", lambda f, h, p, q: f.send(h, 200, body))
+    kc = kubeconfig(tmp_path, api.port, "    token: t\n")
+    r = rc(tmp_path, "pod", "list", "--kubeconfig", str(kc))
+    assert r.returncode != 0, krmtest.explain(r)
+    assert "more than 2000000 JSON values" in r.err, r.err
+
+
 # ------------------------------------------------------------------ pod create against the fake
 
 def pod_flow(api, pod_status, watch=None):
