@@ -47,16 +47,19 @@ def lease(holder, renewed_ago_s, duration=15):
                      "renewTime": stamp(renewed_ago_s, micro=True)}}
 
 
-THE_PODS = [
-    fn_pod("mine-old", "id-mine", owner="me", last_call=stamp(600)),    # idle 10 min: collected
-    fn_pod("mine-shared", "id-shared", owner="me"),                      # idle; its Service stays
-    fn_pod("live-2", "id-shared", owner="runner-live"),
-    fn_pod("mine-fresh", "id-fresh", owner="me", last_call=stamp(1)),   # used a second ago: kept
-    fn_pod("live-1", "id-live", owner="runner-live"),
-    fn_pod("dead-1", "id-dead", owner="runner-dead", rv="77"),
-    fn_pod("none-1", "id-none"),
-    fn_pod("evil", "id-evil", owner="x\x1b[2Jy", age_s=-3600),   # a live owner (no Lease, young): left alone
-]
+def the_pods():
+    """The namespace's pods, their times taken now: the module is imported
+    minutes before a full run reaches these tests."""
+    return [
+        fn_pod("mine-old", "id-mine", owner="me", last_call=stamp(600)),    # idle 10 min: collected
+        fn_pod("mine-shared", "id-shared", owner="me"),                      # idle; its Service stays
+        fn_pod("live-2", "id-shared", owner="runner-live"),
+        fn_pod("mine-fresh", "id-fresh", owner="me", last_call=stamp(1)),   # used a second ago: kept
+        fn_pod("live-1", "id-live", owner="runner-live"),
+        fn_pod("dead-1", "id-dead", owner="runner-dead", rv="77"),
+        fn_pod("none-1", "id-none"),
+        fn_pod("evil", "id-evil", owner="x\x1b[2Jy", age_s=-3600),   # a live owner (no Lease, young): left alone
+    ]
 
 
 @pytest.fixture
@@ -86,7 +89,7 @@ def cluster():
                                   lease("runner-over", 600)]})
 
     def pods(f, h, path, query):
-        f.send(h, 200, pod_list(THE_PODS))
+        f.send(h, 200, pod_list(the_pods()))
 
     def answer(f, h, path, query):
         keep(h)
