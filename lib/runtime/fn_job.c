@@ -673,9 +673,19 @@ static int fn_job_spoiled(fn_job *job)
     return fds[0].revents != 0 || (fds[1].revents && fn_job_read_waiting_stderr(job) < 0);
 }
 
+/* Dead but not yet reaped: its SIGCHLD waits in the same batch of events
+ * as the call about to be given to it, which would get no answer. Looked
+ * at without reaping it (WNOWAIT): the reaper still hears of it. */
+static int fn_job_died_unseen(const fn_job *job)
+{
+    siginfo_t info = {0};
+    return waitid(P_PID, job->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == job->pid;
+}
+
 int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx)
 {
-    if (!job->waiting || job->exited || job->fd_in < 0 || fn_job_spoiled(job))
+    if (!job->waiting || job->exited || job->fd_in < 0 || fn_job_spoiled(job) ||
+        fn_job_died_unseen(job))
         return -1;
     job->waiting = 0;
     /* its call starts now: only processes started from now on are its own */
