@@ -11,6 +11,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Under AddressSanitizer the child's frames poison the shadow of its stack
+ * (redzones), and nothing clears that when the stack is unmapped: the next
+ * mapping at that address (a connection's read buffer) would be reported
+ * as a stack overflow. The stack's shadow is cleared before the unmap. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_ASAN 1
+#endif
+#endif
+#ifdef SPAWN_ASAN
+#include <sanitizer/asan_interface.h>
+#define stack_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define stack_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 extern char **environ;
 
 int spawn_in_group(const char *path, int search_path, char *const *argv, char *const *envp,
@@ -122,6 +140,7 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
     if (child < 0 && setup->clone_flags)
         a.step = "clone";   /* namespaces refused */
     pthread_sigmask(SIG_SETMASK, &was, NULL);
+    stack_unpoison(stack, CHILD_STACK_SIZE);
     munmap(stack, CHILD_STACK_SIZE);
     if (child > 0 && err)   /* it has exited: reaped here, as posix_spawn does */
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
