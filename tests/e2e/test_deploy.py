@@ -51,7 +51,24 @@ def crd(api):
     got, created = establish(api, "deploy/functionconfig-crd.yaml")
     yield got
     if created:
-        api.request("DELETE", f"{CRDS}/{NAME}")
+        delete_crd(api, NAME)
+
+
+def delete_crd(api, name):
+    """Deletes a CRD and waits until it is gone: its deletion runs on (the
+    API server empties its objects first), and the next test's create would
+    otherwise meet the one going away (409, then 404 a moment later)."""
+    api.request("DELETE", f"{CRDS}/{name}")
+    deadline = time.monotonic() + 60 * SLOW
+    while True:
+        try:
+            api.request("GET", f"{CRDS}/{name}")
+        except ApiError as e:
+            if e.status == 404:
+                return
+            raise
+        assert time.monotonic() < deadline, f"the CRD {name} is still there 60 s after its delete"
+        time.sleep(0.1)
 
 
 def fc_path(ns, name=None):
@@ -152,4 +169,4 @@ def test_a_base_service_template_as_porch_keeps_one(api, namespace):
         assert e.value.status == 422 and "template.spec.ports" in e.value.body, e.value.body
     finally:
         if created:
-            api.request("DELETE", f"{CRDS}/{got['metadata']['name']}")
+            delete_crd(api, got["metadata"]["name"])
