@@ -5,21 +5,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct call call;
+
 struct kube_client {
     loop *l;
     const kube_config *cfg;
     kube_http *http;
+    call *calls;             /* in flight, for kube_cancel and the client's free */
 };
 
 /* One call in flight: what it was, for the error text. */
-typedef struct call {
+struct call {
     kube_client *c;
     char verb[16];
     int text;                /* kube_get_text: keep the body as text */
     char *api, *resource, *namespace, *name;
     kube_result_fn *fn;
     void *ctx;
-} call;
+    kube_req *req;
+    call *prev, *next;       /* in c->calls */
+};
 
 kube_client *kube_client_new(loop *l, const kube_config *cfg, buf *err)
 {
@@ -35,12 +40,42 @@ kube_client *kube_client_new(loop *l, const kube_config *cfg, buf *err)
     return c;
 }
 
+static void call_free(call *k);
+
 void kube_client_free(kube_client *c)
 {
     if (!c)
         return;
-    kube_http_free(c->http);
+    kube_http_free(c->http);   /* its requests: their on_done is not called */
+    while (c->calls) {
+        call *k = c->calls;
+        c->calls = k->next;
+        call_free(k);
+    }
     free(c);
+}
+
+static void call_unlink(call *k)
+{
+    if (k->prev)
+        k->prev->next = k->next;
+    else if (k->c->calls == k)
+        k->c->calls = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    k->prev = k->next = NULL;
+}
+
+void kube_cancel(kube_client *c, void *ctx)
+{
+    for (call *k = c->calls, *next; k; k = next) {
+        next = k->next;
+        if (k->ctx != ctx)
+            continue;
+        call_unlink(k);
+        kube_http_cancel(c->http, k->req);
+        call_free(k);
+    }
 }
 
 kube_http *kube_client_http(kube_client *c) { return c->http; }
@@ -175,6 +210,7 @@ static void call_free(call *k)
 static void on_done(const kube_resp *resp, void *ctx)
 {
     call *k = ctx;
+    call_unlink(k);   /* done: kube_cancel may no longer find it */
     kube_result r = {.status = resp->status};
     buf why = {0}, text = {0}, cut = {0};
     json *body = NULL;
@@ -267,11 +303,15 @@ static int start_as(kube_client *c, const char *verb, const char *method, const 
         buf_printf(&path, "%climitBytes=%u", ref->query && *ref->query ? '&' : '?', KUBE_TEXT_MAX);
     kube_http_req rq = {method, path.data, content_type, body, len, KUBE_CALL_TIMEOUT_MS,
                         NULL, on_done, k, text ? KUBE_TEXT_MAX : 0, text};
-    if (!kube_http_start(c->http, &rq, err)) {
+    if (!(k->req = kube_http_start(c->http, &rq, err))) {
         call_free(k);
         buf_free(&path);
         return -1;
     }
+    k->next = c->calls;
+    if (c->calls)
+        c->calls->prev = k;
+    c->calls = k;
     buf_free(&path);
     return 0;
 oom:

@@ -70,6 +70,9 @@ int kube_patch(kube_client *c, const kube_ref *ref, const char *patch, size_t le
                kube_result_fn *fn, void *ctx, buf *err);
 /* query may carry gracePeriodSeconds=N. */
 int kube_delete(kube_client *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err);
+/* Abandons every call in flight made with ctx: their fn is not called (an
+ * owner that goes away before its answers). Not from inside one of them. */
+void kube_cancel(kube_client *c, void *ctx);
 
 /* The user-facing text for an answer (exposed for tests): status and body
  * as received, or the curl failure. verb: "get", "list", "create"... */

@@ -50,7 +50,7 @@ void fn_release(fn_entry *f)
             break;
         }
     if (f->lk)   /* never inside the lookup's own done (cleared first) */
-        registry_lookup_cancel(f->lk);
+        f->pc->api->lookup_cancel(f->pc->api_ctx, f->lk);
     if (f->have_meta)
         registry_result_free(&f->meta);
     free(f->image);
@@ -112,7 +112,7 @@ static int create_one(pod *p, int which, const char *resource, kube_result_fn *d
         return -1;
     }
     kube_ref ref = {"/api/v1", resource, o->namespace, NULL, NULL};
-    int rc = kube_create(p->pc->c, &ref, "application/yaml", yaml.data, yaml.len, done, p, err);
+    int rc = p->pc->api->create(p->pc->api_ctx, &ref, "application/yaml", yaml.data, yaml.len, done, p, err);
     buf_free(&yaml);
     if (rc == 0)
         pod_api_begin(p);
@@ -254,7 +254,7 @@ static void list_pods(pod *p)
     buf q = {0}, err = {0};
     buf_printf(&q, "labelSelector=fn.kpt.dev%%2Fimage%%3D%s", p->pod_id);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, NULL, q.data};
-    if (q.data && kube_list(p->pc->c, &ref, on_list, p, &err) == 0)
+    if (q.data && p->pc->api->list(p->pc->api_ctx, &ref, on_list, p, &err) == 0)
         pod_api_begin(p);
     else
         pod_fail(p, err.data ? err.data : "out of memory", 0);
@@ -292,8 +292,7 @@ void fn_start_pod(pod *p)
     if (f->lk)
         return;   /* looked_up takes p on */
     buf err = {0};
-    http_multi *m = kube_http_multi(kube_client_http(p->pc->c));
-    f->lk = registry_lookup_start(m, f->image, &p->pc->o.registry, looked_up, f, &err);
+    f->lk = p->pc->api->lookup_start(p->pc->api_ctx, f->image, &p->pc->o.registry, looked_up, f, &err);
     if (!f->lk)
         pod_fail_fmt(p, 0, "%s", err.data ? err.data : "out of memory");
     buf_free(&err);
@@ -319,7 +318,7 @@ void pod_cache_call_begin(pod_cache *pc, const char *image, const char *name)
     pod *p = fn_pod_named(pc, image, name);
     if (p) {
         p->calls++;
-        p->last_used_ns = loop_now_ns();
+        p->last_used_ns = pod_now(pc);
     }
 }
 
@@ -328,7 +327,7 @@ void pod_cache_call_end(pod_cache *pc, const char *image, const char *name)
     pod *p = fn_pod_named(pc, image, name);
     if (p) {
         p->calls -= p->calls > 0;
-        p->last_used_ns = loop_now_ns();
+        p->last_used_ns = pod_now(pc);
     }
 }
 
@@ -395,6 +394,8 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         return buf_printf(err, "out of memory"), NULL;
     pc->l = l;
     pc->c = c;
+    pc->api = o->api ? o->api : &pod_api_kube;
+    pc->api_ctx = o->api ? o->api_ctx : c;
     pc->o = *o;
     if (!pc->o.namespace)
         pc->o.namespace = POD_DEFAULT_NAMESPACE;
@@ -423,7 +424,9 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
     return pc;
 }
 
-/* Callers still waiting are not answered: the server that asked is going. */
+/* Callers still waiting are not answered: the server that asked is going.
+ * API calls still in flight are cancelled (pod_cache_settle lets them end
+ * first). */
 void pod_cache_free(pod_cache *pc)
 {
     if (!pc)
@@ -457,15 +460,18 @@ void pod_cache_free(pod_cache *pc)
         /* the loop stops with the cache: stop the watch now, not from a timer */
         loop_timer_cancel(pc->l, p->unwatch);
         p->unwatch = NULL;
-        kube_watch_stop(p->watch);
+        pc->api->watch_stop(pc->api_ctx, p->watch);
         p->watch = NULL;
         if (p->state != POD_FAILED)
             pod_set(p, POD_EV_DRAIN);
         if (p->state != POD_GONE)
             pod_set(p, POD_EV_RELEASED);
-        pod_leave(p, "the pod cache is shutting down");   /* freed unless API calls are in
-                                                              flight (the client's free ends them) */
+        pod_leave(p, "the pod cache is shutting down");   /* held by its API calls */
     }
+    /* no answer may reach a pod once the cache is gone: the calls of the
+     * pods still held (their Deletes, a check, a log) are cancelled */
+    while (pc->held)
+        pod_abandon(pc->held);
     stats_free(pc);
     free(pc);
 }

@@ -114,6 +114,10 @@ typedef struct pod_cache_opts {
      * commands). */
     const char *owner;
     int64_t lease_ns;
+    /* The API calls, registry lookups and clock (kube_pod_api.h); NULL:
+     * the real ones, on the client given to pod_cache_new. */
+    const struct pod_api *api;
+    void *api_ctx;
 } pod_cache_opts;
 
 /* What a caller gets; strings live until the callback returns. */
@@ -136,7 +140,9 @@ typedef struct pod_waiter pod_waiter;
 
 /* c and the strings in o must outlive the cache. NULL with why in err. */
 pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *err);
-/* Stops watches and timers; callers still waiting are not answered. */
+/* Stops watches and timers and cancels the API calls in flight (their
+ * answers never reach it: pod_cache_settle first lets them end); callers
+ * still waiting are not answered. */
 void pod_cache_free(pod_cache *pc);
 
 /* The pod for image: fn runs once, from the loop (never inside this call).

@@ -66,7 +66,7 @@ static void check_now(loop *l, void *ctx)
     p->check_timer = NULL;
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, p->name, NULL};
-    if (kube_get(p->pc->c, &ref, on_checked, p, &err) == 0) {
+    if (p->pc->api->get(p->pc->api_ctx, &ref, on_checked, p, &err) == 0) {
         p->checking = 1;
         pod_api_begin(p);
     } else {

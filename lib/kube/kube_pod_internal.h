@@ -20,6 +20,7 @@
 
 #include "kube/kube_pod_cache.h"
 #include "kube/kube_lease.h"
+#include "kube/kube_pod_api.h"
 #include "kube/kube_watch.h"
 #include "kube/pod_owner.h"
 #include "kube/pod_id.h"
@@ -52,6 +53,7 @@ struct pod {
     pod_cache *pc;
     fn_entry *fn;              /* its image while in the table; NULL once it left */
     pod *next;                 /* in fn->pods */
+    pod *held_next;            /* in pc->held, once it left the table */
     char *image;               /* its own copy: a pod that left outlives its image's entry */
     unsigned postfix;          /* podId's postfix: 1, 2, ... among the image's pods */
     pod_state state;           /* only through pod_set */
@@ -139,10 +141,14 @@ typedef struct owner_listing {
 
 struct pod_cache {
     loop *l;
-    kube_client *c;
+    kube_client *c;            /* the Lease's (kube_lease); the rest goes through api */
+    const pod_api *api;
+    void *api_ctx;
     pod_cache_opts o;
     fn_entry *fns;
     pod_waiter *pending;       /* waiters not routed yet */
+    pod *held;                 /* pods that left the table, held by their API calls or watch
+                                  (a Delete in flight): pod_cache_free abandons them */
     int api_calls;             /* API requests of all pods, those that left included */
     svc_endpoints_api ep_api;  /* how Services' endpoints are read (asked once) */
     struct {
@@ -159,6 +165,12 @@ struct pod_cache {
     loop_timer *warm_timer;    /* their next look */
 };
 
+/* The cache's clock (pod_api's now_ns). */
+static inline int64_t pod_now(const pod_cache *pc)
+{
+    return pc->api->now_ns(pc->api_ctx);
+}
+
 /* ---- kube_pod_life.c: one pod's life ---- */
 /* The one way a pod's state changes: logged, and a transition the table
  * refuses is a bug (asserted). */
@@ -171,6 +183,9 @@ pod *pod_new(fn_entry *f, unsigned postfix);
 void pod_api_begin(pod *p);
 int pod_api_end(pod *p);
 void pod_maybe_free(pod *p);
+/* p (out of the table) freed now: its API calls cancelled (their callbacks
+ * never run), its timers and watch stopped. For pod_cache_free. */
+void pod_abandon(pod *p);
 void pod_serve(pod *p);
 /* p will not serve: message to its waiters (or they go to its image's
  * other pods), then it leaves; delete_pod: delete it too (fail fast). */

@@ -31,7 +31,7 @@ void pod_set(pod *p, pod_event ev)
           pod_event_name(ev), pod_state_name(next));
     if (next != p->state) {
         p->last_event = ev;
-        p->changed_ns = loop_now_ns();
+        p->changed_ns = pod_now(p->pc);
     }
     p->state = next;
 }
@@ -71,7 +71,7 @@ pod *pod_new(fn_entry *f, unsigned postfix)
     p->fn = f;
     p->postfix = postfix;
     p->state = POD_REQUESTED;
-    p->started_ns = p->changed_ns = loop_now_ns();
+    p->started_ns = p->changed_ns = pod_now(p->pc);
     p->last_event = POD_EVENT_COUNT;   /* none yet: "?" */
     p->deadline = loop_timer_add(p->pc->l, p->pc->o.ready_timeout_ns, on_deadline, p);
     p->next = f->pods;
@@ -81,6 +81,11 @@ pod *pod_new(fn_entry *f, unsigned postfix)
 
 static void pod_free(pod *p)
 {
+    for (pod **q = &p->pc->held; *q; q = &(*q)->held_next)
+        if (*q == p) {
+            *q = p->held_next;
+            break;
+        }
     free(p->image);
     free(p->name);
     free(p->uid);
@@ -129,7 +134,7 @@ static void unwatch_now(loop *l, void *ctx)
     (void)l;
     pod *p = ctx;
     p->unwatch = NULL;
-    kube_watch_stop(p->watch);
+    p->pc->api->watch_stop(p->pc->api_ctx, p->watch);
     p->watch = NULL;
     pod_maybe_free(p);
 }
@@ -169,7 +174,27 @@ void pod_leave(pod *p, const char *why)
     p->deadline = p->poll = p->check_timer = NULL;
     check_release_parked(p);   /* routed afresh: p is no longer a choice */
     pod_unwatch_later(p);
+    p->held_next = pc->held;
+    pc->held = p;
     pod_maybe_free(p);
+}
+
+void pod_abandon(pod *p)
+{
+    pod_cache *pc = p->pc;
+    assert(!pod_in_table(p));
+    pc->api->cancel(pc->api_ctx, p);
+    pc->api_calls -= p->api_calls;
+    p->api_calls = 0;
+    pod_health_stop(p);
+    loop_timer_cancel(pc->l, p->delete_timer);
+    loop_timer_cancel(pc->l, p->unwatch);
+    loop_timer_cancel(pc->l, p->deadline);
+    loop_timer_cancel(pc->l, p->poll);
+    loop_timer_cancel(pc->l, p->check_timer);
+    if (p->watch)
+        pc->api->watch_stop(pc->api_ctx, p->watch);
+    pod_free(p);
 }
 
 void pod_serve(pod *p)
@@ -182,11 +207,11 @@ void pod_serve(pod *p)
     if (!p->last_used_ns) {   /* its first serving (again after a lost readiness: not counted) */
         image_stats *s = stats_for(p->pc, p->image);
         s->started++;
-        s->start_ns_sum += loop_now_ns() - p->started_ns;
+        s->start_ns_sum += pod_now(p->pc) - p->started_ns;
     }
-    p->last_used_ns = loop_now_ns();
+    p->last_used_ns = pod_now(p->pc);
     log_info("pod %s serves %s at %s (%s, %.2f s%s)", p->name, p->image, p->shown,
-             p->created ? "created" : "adopted", (double)(loop_now_ns() - p->started_ns) / 1e9,
+             p->created ? "created" : "adopted", (double)(pod_now(p->pc) - p->started_ns) / 1e9,
              p->ready ? "" : "; its wrapper answered SERVING, the pod is not Ready yet");
     answer_waiters(p, NULL);
     if (!p->pc->o.keep_watching)
@@ -227,14 +252,14 @@ static void delete_now(loop *l, void *ctx)
     kube_ref svc = {"/api/v1", "services", p->pc->o.namespace, p->pod_id, NULL};
     if (p->delete_service) {
         pod_api_begin(p);
-        if (kube_delete(p->pc->c, &svc, on_service_deleted, p, &err) < 0) {
+        if (p->pc->api->del(p->pc->api_ctx, &svc, on_service_deleted, p, &err) < 0) {
             log_warn("deleting Service %s: %s", p->pod_id, err.data ? err.data : "out of memory");
             pod_api_end(p);   /* p is still held: not freed here */
             buf_reset(&err);
         }
     }
     pod_api_begin(p);
-    if (kube_delete(p->pc->c, &ref, on_pod_deleted, p, &err) < 0) {
+    if (p->pc->api->del(p->pc->api_ctx, &ref, on_pod_deleted, p, &err) < 0) {
         log_warn("deleting pod %s: %s", p->name, err.data ? err.data : "out of memory");
         pod_api_end(p);
     }
@@ -332,7 +357,7 @@ static void fetch_log(loop *l, void *ctx)
     snprintf(path, sizeof path, "%s/log", p->name);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, path, q.data};
     pod_api_begin(p);
-    if (!q.data || kube_get_text(p->pc->c, &ref, on_log, p, &err) < 0) {
+    if (!q.data || p->pc->api->get_text(p->pc->api_ctx, &ref, on_log, p, &err) < 0) {
         kube_result r = {.error = err.data ? err.data : "out of memory"};
         on_log(&r, p);
     }

@@ -92,7 +92,7 @@ int owner_claim(pod *p, const json *obj, kube_result_fn *done)
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, kube_path_str(obj, "metadata.name"),
                     NULL};
     int rc = ref.name && claim_patch(p->pc, obj, &patch) == 0 &&
-             kube_patch(p->pc->c, &ref, patch.data, patch.len, done, p, &err) == 0 ? 0 : -1;
+             p->pc->api->patch(p->pc->api_ctx, &ref, patch.data, patch.len, done, p, &err) == 0 ? 0 : -1;
     if (rc == 0)
         pod_api_begin(p);
     else
@@ -154,8 +154,8 @@ static void send(owner_scan *s, const char *verb, const kube_ref *ref, const cha
                  kube_result_fn *done)
 {
     buf err = {0};
-    int rc = patch ? kube_patch(s->pc->c, ref, patch, strlen(patch), done, s, &err)
-                   : kube_delete(s->pc->c, ref, done, s, &err);
+    int rc = patch ? s->pc->api->patch(s->pc->api_ctx, ref, patch, strlen(patch), done, s, &err)
+                   : s->pc->api->del(s->pc->api_ctx, ref, done, s, &err);
     if (rc == 0)
         scan_begin(s);
     else
@@ -290,7 +290,7 @@ static void list_pods_for_scan(owner_scan *s)
 {
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", s->pc->o.namespace, NULL, "labelSelector=fn.kpt.dev%2Fimage"};
-    if (kube_list(s->pc->c, &ref, on_pods, s, &err) == 0) {
+    if (s->pc->api->list(s->pc->api_ctx, &ref, on_pods, s, &err) == 0) {
         scan_begin(s);
     } else {
         log_warn("listing the function pods for the idle scan: %s", err.data ? err.data : "out of memory");
@@ -343,7 +343,7 @@ void owner_scan_start(pod_cache *pc)
     kube_ref ref = {"/apis/coordination.k8s.io/v1", "leases", pc->o.namespace, NULL,
                     "labelSelector=" POD_LEASE_LABEL_QUERY};
     s->running = 1;
-    if (kube_list(pc->c, &ref, on_leases, s, &err) == 0) {
+    if (pc->api->list(pc->api_ctx, &ref, on_leases, s, &err) == 0) {
         scan_begin(s);
     } else {
         log_warn("listing the runner replicas' Leases: %s", err.data ? err.data : "out of memory");

@@ -119,7 +119,7 @@ static void poll_endpoints(loop *l, void *ctx)
             log_info("pod %s: Ready; waiting for the %s of Service %s to list %s", p->name,
                      svc_endpoints_api_name(p->pc->ep_api), p->pod_id, p->ip);
     }
-    if (rc == 0 && (ref.name || fn != on_endpoints ? kube_get : kube_list)(p->pc->c, &ref, fn, p, &err) == 0)
+    if (rc == 0 && (ref.name || fn != on_endpoints ? p->pc->api->get : p->pc->api->list)(p->pc->api_ctx, &ref, fn, p, &err) == 0)
         pod_api_begin(p);
     else
         pod_fail(p, err.data ? err.data : "out of memory", 0);
@@ -282,7 +282,7 @@ void pod_watch(pod *p)
     buf q = {0}, err = {0};
     buf_printf(&q, "fieldSelector=metadata.name%%3D%s", p->name);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, NULL, q.data};
-    if (!q.data || !(p->watch = kube_watch_start(p->pc->c, &ref, &fns, p, &err)))
+    if (!q.data || !(p->watch = p->pc->api->watch_start(p->pc->api_ctx, &ref, &fns, p, &err)))
         pod_fail(p, err.data ? err.data : "out of memory", 0);
     buf_free(&q);
     buf_free(&err);

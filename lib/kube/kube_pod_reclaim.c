@@ -23,7 +23,7 @@ int64_t reclaim_ttl(const pod_cache *pc, const char *image)
 static void reclaim(pod *p, int64_t ttl, int delete_service)
 {
     log_info("pod %s for %s: no call for %.0f s (time to live %.0f s): deleting it and its Service",
-             p->name, p->image, (double)(loop_now_ns() - p->last_used_ns) / 1e9, (double)ttl / 1e9);
+             p->name, p->image, (double)(pod_now(p->pc) - p->last_used_ns) / 1e9, (double)ttl / 1e9);
     pod_set(p, POD_EV_TTL_EXPIRED);
     stats_for(p->pc, p->image)->reclaimed++;
     p->delete_service = delete_service;
@@ -55,7 +55,7 @@ static void mark_last_call(pod *p, int64_t now)
              "\":\"%s\"}}}", when);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, p->name, NULL};
     buf err = {0};
-    if (kube_patch(p->pc->c, &ref, patch, strlen(patch), on_marked, p, &err) == 0) {
+    if (p->pc->api->patch(p->pc->api_ctx, &ref, patch, strlen(patch), on_marked, p, &err) == 0) {
         pod_api_begin(p);
         p->marked_ns = p->last_used_ns;
     }
@@ -87,7 +87,7 @@ static int taken_over(pod *p, const owner_listing *ls)
 
 void reclaim_idle(pod_cache *pc, const owner_listing *ls)
 {
-    int64_t now = loop_now_ns();
+    int64_t now = pod_now(pc);
     for (fn_entry *f = pc->fns, *next_fn; f; f = next_fn) {
         next_fn = f->next;   /* f goes with its last pod */
         int serving = 0, keep = warm_min(pc, f->image);   /* warm pods: exempt */

@@ -17,7 +17,7 @@ static void answer(pod *p, pod_waiter *w, const char *error)
 {
     pod_answer a = {.error = error, .image = p->image, .pod = p->name, .uid = p->uid,
                     .addr = p->addr, .name = p->shown, .created = p->created, .ready = p->ready,
-                    .waited_ns = loop_now_ns() - p->started_ns};
+                    .waited_ns = pod_now(p->pc) - p->started_ns};
     w->fn(&a, w->ctx);
     free(w->image);
     free(w);

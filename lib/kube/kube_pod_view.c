@@ -30,7 +30,7 @@ static double idle_s(const pod *p, int64_t now)
 
 static int view_json(pod_cache *pc, buf *out)
 {
-    int64_t now = loop_now_ns();
+    int64_t now = pod_now(pc);
     int rc = buf_append_str(out, "{\"pods\":[");
     int first = 1;
     for (fn_entry *f = pc->fns; f; f = f->next)
@@ -105,7 +105,7 @@ static int view_text(pod_cache *pc, buf *out)
     size_t width[VIEW_COLUMNS];
     for (int i = 0; i < VIEW_COLUMNS; i++)
         width[i] = strlen(head[i]);
-    int64_t now = loop_now_ns();
+    int64_t now = pod_now(pc);
     view_row row;
     const char *cells[VIEW_COLUMNS];
     for (int i = 0; i < VIEW_COLUMNS; i++)

@@ -1,0 +1,325 @@
+/* pod_script: the scripted API; see pod_script.h. */
+#include "pod_script.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pod_script *of(void *ctx)
+{
+    return ctx;
+}
+
+static script_req *record(pod_script *s, const char *verb, const kube_ref *ref, kube_result_fn *fn,
+                          void *ctx)
+{
+    cr_assert_lt(s->n_reqs, SCRIPT_MAX_REQS, "too many API requests");
+    script_req *r = &s->reqs[s->n_reqs++];
+    *r = (script_req){.verb = verb, .fn = fn, .ctx = ctx};
+    snprintf(r->resource, sizeof r->resource, "%s", ref->resource);
+    snprintf(r->name, sizeof r->name, "%s", ref->name ? ref->name : "");
+    snprintf(r->query, sizeof r->query, "%s", ref->query ? ref->query : "");
+    return r;
+}
+
+static int get(void *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    (void)err;
+    record(of(c), "get", ref, fn, ctx);
+    return 0;
+}
+
+static int get_text(void *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    (void)err;
+    record(of(c), "text", ref, fn, ctx);
+    return 0;
+}
+
+static int list(void *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    (void)err;
+    record(of(c), "list", ref, fn, ctx);
+    return 0;
+}
+
+static int create(void *c, const kube_ref *ref, const char *content_type, const char *body,
+                  size_t len, kube_result_fn *fn, void *ctx, buf *err)
+{
+    (void)content_type, (void)body, (void)len, (void)err;
+    record(of(c), "create", ref, fn, ctx);
+    return 0;
+}
+
+static int patch(void *c, const kube_ref *ref, const char *body, size_t len, kube_result_fn *fn,
+                 void *ctx, buf *err)
+{
+    (void)body, (void)len, (void)err;
+    record(of(c), "patch", ref, fn, ctx);
+    return 0;
+}
+
+static int del(void *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf *err)
+{
+    (void)err;
+    record(of(c), "delete", ref, fn, ctx);
+    return 0;
+}
+
+static kube_watch *watch_start(void *c, const kube_ref *ref, const kube_watch_fns *fns, void *ctx,
+                               buf *err)
+{
+    (void)err;
+    pod_script *s = of(c);
+    cr_assert_lt(s->n_watches, SCRIPT_MAX_WATCHES, "too many watches");
+    script_watch *w = &s->watches[s->n_watches++];
+    *w = (script_watch){.fns = fns, .ctx = ctx};
+    const char *name = ref->query ? strstr(ref->query, "metadata.name%3D") : NULL;
+    cr_assert(name, "a pod's watch names it: %s", ref->query ? ref->query : "(no query)");
+    snprintf(w->pod, sizeof w->pod, "%s", name + strlen("metadata.name%3D"));
+    return (kube_watch *)w;
+}
+
+static void watch_stop(void *c, kube_watch *w)
+{
+    (void)c;
+    if (w)
+        ((script_watch *)w)->stopped = 1;
+}
+
+static registry_op *lookup_start(void *c, const char *image, const registry_opts *opts,
+                                 registry_done_fn *done, void *ctx, buf *err)
+{
+    (void)image, (void)opts, (void)err;
+    pod_script *s = of(c);
+    cr_assert_lt(s->n_lookups, SCRIPT_MAX_LOOKUPS, "too many lookups");
+    script_lookup *lk = &s->lookups[s->n_lookups++];
+    *lk = (script_lookup){.done = done, .ctx = ctx};
+    return (registry_op *)lk;
+}
+
+static void lookup_cancel(void *c, registry_op *op)
+{
+    (void)c;
+    ((script_lookup *)op)->cancelled = 1;
+}
+
+static void cancel(void *c, void *ctx)
+{
+    pod_script *s = of(c);
+    for (int i = 0; i < s->n_reqs; i++)
+        if (s->reqs[i].ctx == ctx && !s->reqs[i].answered)
+            s->reqs[i].cancelled = 1;
+}
+
+static int64_t now_ns(void *c)
+{
+    return of(c)->now;
+}
+
+static const pod_api script_api = {get, get_text, list, create, patch, del, watch_start,
+                                   watch_stop, lookup_start, lookup_cancel, cancel, now_ns};
+
+void pod_script_init(pod_script *s, pod_cache_opts *o)
+{
+    memset(s, 0, sizeof *s);
+    s->l = loop_new();
+    cr_assert(s->l);
+    s->now = 1000000000000LL;   /* any start: only differences count */
+    *o = (pod_cache_opts){.namespace = "fns", .wrapper_image = "wrapper:1", .dial = POD_DIAL_POD,
+                          .api = &script_api, .api_ctx = s};
+}
+
+void pod_script_fini(pod_script *s)
+{
+    loop_free(s->l);
+}
+
+void pod_script_answer(pod_script *s, int i, long status, const char *body)
+{
+    script_req *r = &s->reqs[i];
+    cr_assert(!r->answered, "request %d (%s %s) answered twice", i, r->verb, r->resource);
+    cr_assert(!r->cancelled, "request %d (%s %s) was cancelled", i, r->verb, r->resource);
+    r->answered = 1;
+    buf err = {0};
+    json *obj = body ? json_parse(body, strlen(body), &err) : NULL;
+    cr_assert(!body || obj, "%s", err.data);
+    char why[128];
+    snprintf(why, sizeof why, "the API server said %ld", status);
+    kube_result res = {.ok = status / 100 == 2, .status = status, .obj = obj,
+                       .error = status / 100 == 2 ? NULL : why, .not_found = status == 404,
+                       .already_exists = status == 409};
+    if (!strcmp(r->verb, "text") && res.ok) {
+        res.text = body ? body : "";
+        res.text_len = strlen(res.text);
+        json_free(obj);
+        res.obj = obj = NULL;
+    }
+    r->fn(&res, r->ctx);
+    json_free(obj);
+    buf_free(&err);
+}
+
+static void stop(loop *l, void *ctx)
+{
+    (void)ctx;
+    loop_stop(l);
+}
+
+static void run_a_little(pod_script *s)
+{
+    cr_assert(loop_timer_add(s->l, 2000000, stop, NULL));
+    loop_run(s->l);
+}
+
+static const char pending_pod[] = "{\"metadata\":{\"name\":\"%s\",\"uid\":\"u-%s\"},"
+                                  "\"status\":{\"phase\":\"Pending\"}}";
+
+/* What a quiet cluster answers at once; 1 when it answered something. */
+static int answer_one(pod_script *s, int i)
+{
+    script_req *r = &s->reqs[i];
+    char body[512];
+    if (r->answered || r->cancelled || !strcmp(r->verb, "get") || !strcmp(r->verb, "text") ||
+        (s->hold_deletes && !strcmp(r->verb, "delete")))
+        return 0;
+    if (!strcmp(r->verb, "list")) {
+        pod_script_answer(s, i, 200, "{\"items\":[]}");
+    } else if (!strcmp(r->verb, "create") && !strcmp(r->resource, "pods")) {
+        if (s->create_error) {
+            r->answered = 1;
+            kube_result res = {.status = 403, .error = s->create_error};
+            r->fn(&res, r->ctx);
+            return 1;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "fn-%d", ++s->pods_made);
+        snprintf(body, sizeof body, pending_pod, name, name);
+        pod_script_answer(s, i, 201, body);
+    } else {
+        pod_script_answer(s, i, 200, "{}");
+    }
+    return 1;
+}
+
+void pod_script_pump(pod_script *s)
+{
+    for (int round = 0, busy = 1; busy && round < 50; round++) {
+        run_a_little(s);
+        busy = 0;
+        for (int i = 0; i < s->n_lookups; i++) {
+            script_lookup *lk = &s->lookups[i];
+            if (lk->answered || lk->cancelled)
+                continue;
+            lk->answered = busy = 1;
+            registry_result res = {.digest = strdup("sha256:0123456789abcdef0123456789abcdef"
+                                                    "0123456789abcdef0123456789abcdef"),
+                                   .entrypoint = calloc(2, sizeof(char *)), .n_entrypoint = 1};
+            cr_assert(res.digest && res.entrypoint && (res.entrypoint[0] = strdup("/fn")));
+            lk->done(0, &res, NULL, lk->ctx);
+        }
+        for (int i = 0; i < s->n_reqs; i++)
+            busy |= answer_one(s, i);
+        for (int i = 0; i < s->n_watches; i++) {
+            script_watch *w = &s->watches[i];
+            if (w->listed || w->stopped)
+                continue;
+            w->listed = busy = 1;
+            char body[600];
+            snprintf(body, sizeof body, "{\"items\":[{\"metadata\":{\"name\":\"%s\"},"
+                     "\"status\":{\"phase\":\"Pending\"}}]}", w->pod);
+            buf err = {0};
+            json *list = json_parse(body, strlen(body), &err);
+            cr_assert(list, "%s", err.data);
+            w->fns->on_list(list, 0, w->ctx);
+            json_free(list);
+        }
+    }
+}
+
+void pod_script_ready(pod_script *s, const char *pod, const char *ip)
+{
+    for (int i = 0; i < s->n_watches; i++) {
+        script_watch *w = &s->watches[i];
+        if (w->stopped || strcmp(w->pod, pod))
+            continue;
+        char body[600];
+        snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"%s\"},\"status\":{\"phase\":"
+                 "\"Running\",\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\","
+                 "\"status\":\"True\"}]}}", pod, ip);
+        buf err = {0};
+        json *obj = json_parse(body, strlen(body), &err);
+        cr_assert(obj, "%s", err.data);
+        w->fns->on_event(KUBE_MODIFIED, obj, w->ctx);
+        json_free(obj);
+        return;
+    }
+    cr_assert_fail("no watch on pod %s", pod);
+}
+
+int pod_script_count(const pod_script *s, const char *verb, const char *resource, const char *name,
+                     int *last)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_reqs; i++) {
+        const script_req *r = &s->reqs[i];
+        if (!strcmp(r->verb, verb) && !strcmp(r->resource, resource) &&
+            (!name || !strcmp(r->name, name))) {
+            n++;
+            if (last)
+                *last = i;
+        }
+    }
+    return n;
+}
+
+void pod_script_answered(const pod_answer *a, void *ctx)
+{
+    script_answers *got = ctx;
+    cr_assert_lt(got->n, SCRIPT_MAX_ANSWERS);
+    snprintf(got->pod[got->n], sizeof got->pod[0], "%s", a->error ? "" : a->pod);
+    snprintf(got->error[got->n], sizeof got->error[0], "%s", a->error ? a->error : "");
+    got->n++;
+}
+
+pod_cache *pod_script_cache(pod_script *s, const pod_cache_opts *o)
+{
+    buf err = {0};
+    pod_cache *pc = pod_cache_new(s->l, NULL, o, &err);
+    cr_assert(pc, "%s", err.data);
+    return pc;
+}
+
+void pod_script_end(pod_script *s, pod_cache *pc)
+{
+    pod_cache_free(pc);
+    pod_script_fini(s);
+}
+
+void pod_script_start_pod(pod_script *s, pod_cache *pc, const char *image, script_answers *got,
+                          const char *name)
+{
+    int before = got->n;
+    cr_assert(pod_cache_get(pc, image, pod_script_answered, got));
+    pod_script_pump(s);
+    cr_assert_eq(got->n, before, "answered before its pod was Ready");
+    pod_script_ready(s, name, "127.0.0.1");
+    pod_script_pump(s);
+    pod_script_expect(got, before, 1, name);
+}
+
+void pod_script_expect(const script_answers *got, int from, int n, const char *name)
+{
+    cr_assert_eq(got->n, from + n, "%d answers, not %d", got->n - from, n);
+    for (int i = from; i < got->n; i++)
+        cr_assert_str_eq(got->pod[i], name, "answer %d: %s", i, got->error[i]);
+}
+
+int pod_script_unanswered(const pod_script *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_reqs; i++)
+        n += !s->reqs[i].answered && !s->reqs[i].cancelled;
+    return n;
+}
