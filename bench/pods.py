@@ -397,7 +397,7 @@ class Bench:
                 out(f"  {n:>7}   {s_rate:>22.0f}  {s50:>6.2f}  {s99:>6.2f}   {d_rate:>29.0f}  {d50:>6.2f}  "
                     f"{d99:>6.2f}   {s50 / d50:.2f}x")
             created = len(re.findall(r"pod \S+ created for ", open(log, errors="replace").read()))
-            through = 3 * (2 * calls + 15) + 3   # 2 levels' calls, their warm-ups, the first calls
+            through = 3 * (calls + 15) + 3   # 3 levels of calls and their warm-ups, the first calls
             out(f"  pods created by serve: {created} for {through} calls through it "
                 f"({created * 1000 / through:.1f} per 1,000 calls; defaults: 1 pod per function)")
         finally:

@@ -70,7 +70,8 @@ static void join(pod *p, pod_waiter *w)
     w->next = p->waiters;
     p->waiters = w;
     if (p->state == POD_SERVING) {
-        log_v(2, "pod %s: reused for %s", p->name, p->image);
+        /* every call to a warm pod: a detail (verbosity 3) */
+        log_v(3, "pod %s: reused for %s", p->name, p->image);
         answer_waiters(p, NULL);
     }
 }

@@ -43,7 +43,9 @@ static void multi_inner_done(ev_call *inner, const ev_result *r, void *ctx)
     multi_call *c = ctx;
     multi_ev *m = (multi_ev *)c->base.ev;
     if (r->not_found && c->index + 1 < m->n) {
-        log_v(2, "%s runtime has no function \"%s\"; trying %s", m->evs[c->index]->ops->name,
+        /* every call of a pod-served image passes here: a detail (verbosity
+         * 3), not a line per call beside svc_evaluate's "Evaluated" */
+        log_v(3, "%s runtime has no function \"%s\"; trying %s", m->evs[c->index]->ops->name,
               c->req.image, m->evs[c->index + 1]->ops->name);
         ev_call_free(inner);
         c->inner = NULL;
