@@ -420,6 +420,11 @@ class Bench:
         return [p for p in self.fn_pods() if is_ready(p) and any(
             c["name"] == "function" and c["image"] == image for c in p["spec"]["containers"])]
 
+    def owned_by(self, replica):
+        """The function pods a serve replica holds (the other sections' are not its)."""
+        return [p for p in self.fn_pods()
+                if p["metadata"].get("annotations", {}).get("fn.kpt.dev/owner") == replica]
+
     def wait_ready_pods(self, image, n, timeout):
         t0 = time.monotonic()
         while len(self.ready_of(image)) < n:
@@ -464,13 +469,13 @@ class Bench:
             warm_s = first_answer(warm)
             cold_s = [first_answer(image) for image in cold]
             rss0, hwm0 = memory()
-            held0 = len(self.fn_pods())
+            held0 = len(self.owned_by("bench-scale"))
             self.function_config(cfg, warm, 30)
             serve.send_signal(signal.SIGHUP)
             t30 = self.wait_ready_pods(warm, 30, 600)
             time.sleep(2)   # a scan or two over the 30
             rss, hwm = memory()
-            held = len(self.fn_pods())
+            held = len(self.owned_by("bench-scale"))
         finally:
             serve.send_signal(signal.SIGTERM)
             serve.wait(15)
