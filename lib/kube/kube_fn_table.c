@@ -112,7 +112,8 @@ static int create_one(pod *p, int which, const char *resource, kube_result_fn *d
         return -1;
     }
     kube_ref ref = {"/api/v1", resource, o->namespace, NULL, NULL};
-    int rc = p->pc->api->create(p->pc->api_ctx, &ref, "application/yaml", yaml.data, yaml.len, done, p, err);
+    int rc = p->pc->api->create(p->pc->api_ctx, &ref, "application/yaml", yaml.data, yaml.len,
+                                done, p, err);
     buf_free(&yaml);
     if (rc == 0)
         pod_api_begin(p);
@@ -292,7 +293,8 @@ void fn_start_pod(pod *p)
     if (f->lk)
         return;   /* looked_up takes p on */
     buf err = {0};
-    f->lk = p->pc->api->lookup_start(p->pc->api_ctx, f->image, &p->pc->o.registry, looked_up, f, &err);
+    f->lk = p->pc->api->lookup_start(p->pc->api_ctx, f->image, &p->pc->o.registry, looked_up, f,
+                                     &err);
     if (!f->lk)
         pod_fail_fmt(p, 0, "%s", err.data ? err.data : "out of memory");
     buf_free(&err);

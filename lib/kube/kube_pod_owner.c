@@ -92,7 +92,8 @@ int owner_claim(pod *p, const json *obj, kube_result_fn *done)
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, kube_path_str(obj, "metadata.name"),
                     NULL};
     int rc = ref.name && claim_patch(p->pc, obj, &patch) == 0 &&
-             p->pc->api->patch(p->pc->api_ctx, &ref, patch.data, patch.len, done, p, &err) == 0 ? 0 : -1;
+             p->pc->api->patch(p->pc->api_ctx, &ref, patch.data, patch.len, done, p, &err) == 0
+                 ? 0 : -1;
     if (rc == 0)
         pod_api_begin(p);
     else

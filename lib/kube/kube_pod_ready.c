@@ -119,7 +119,9 @@ static void poll_endpoints(loop *l, void *ctx)
             log_info("pod %s: Ready; waiting for the %s of Service %s to list %s", p->name,
                      svc_endpoints_api_name(p->pc->ep_api), p->pod_id, p->ip);
     }
-    if (rc == 0 && (ref.name || fn != on_endpoints ? p->pc->api->get : p->pc->api->list)(p->pc->api_ctx, &ref, fn, p, &err) == 0)
+    const pod_api *api = p->pc->api;
+    if (rc == 0 && (ref.name || fn != on_endpoints ? api->get : api->list)(p->pc->api_ctx, &ref, fn,
+                                                                           p, &err) == 0)
         pod_api_begin(p);
     else
         pod_fail(p, err.data ? err.data : "out of memory", 0);

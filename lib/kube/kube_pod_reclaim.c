@@ -23,7 +23,8 @@ int64_t reclaim_ttl(const pod_cache *pc, const char *image)
 static void reclaim(pod *p, int64_t ttl, int delete_service)
 {
     log_info("pod %s for %s: no call for %.0f s (time to live %.0f s): deleting it and its Service",
-             p->name, p->image, (double)(pod_now(p->pc) - p->last_used_ns) / 1e9, (double)ttl / 1e9);
+             p->name, p->image, (double)(pod_now(p->pc) - p->last_used_ns) / 1e9,
+             (double)ttl / 1e9);
     pod_set(p, POD_EV_TTL_EXPIRED);
     stats_for(p->pc, p->image)->reclaimed++;
     p->delete_service = delete_service;

@@ -43,7 +43,8 @@ Test(pod_cache_route, concurrent_first_calls_start_one_pod)
     pod_script s;
     pod_cache *pc = cache(&s, 4, 8);
     script_answers got = {0};
-    cr_assert_eq(concurrent_calls(&s, pc, &got, 8), 1, "8 concurrent first calls, waitlist 8: one pod");
+    cr_assert_eq(concurrent_calls(&s, pc, &got, 8), 1,
+                 "8 concurrent first calls, waitlist 8: one pod");
     cr_assert_eq(s.n_lookups, 1, "the image is looked up once");
     cr_assert_eq(got.n, 0);
     pod_script_ready(&s, "fn-1", "127.0.0.1");
