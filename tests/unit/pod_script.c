@@ -205,9 +205,11 @@ static int answer_one(pod_script *s, int i)
 
 void pod_script_pump(pod_script *s)
 {
-    for (int round = 0, busy = 1; busy && round < 50; round++) {
+    /* quiet three rounds running: a timer due with the round's end (a
+     * scan's Delete, sent from the loop) runs in the next one */
+    for (int round = 0, quiet = 0; quiet < 3 && round < 100; round++) {
         run_a_little(s);
-        busy = 0;
+        int busy = 0;
         for (int i = 0; i < s->n_lookups; i++) {
             script_lookup *lk = &s->lookups[i];
             if (lk->answered || lk->cancelled)
@@ -235,6 +237,7 @@ void pod_script_pump(pod_script *s)
             w->fns->on_list(list, 0, w->ctx);
             json_free(list);
         }
+        quiet = busy ? 0 : quiet + 1;
     }
 }
 
