@@ -508,3 +508,37 @@ def test_delete_all_bounded_and_failures_named(api, tmp_path):
     # 16 requests in flight; the server counts a connection until its
     # thread sees it closed, so one curl replaced may briefly count twice
     assert api.max_active <= 24, f"{api.max_active} connections open at once"
+
+
+# ------------------------------------------------------------------ class 14: calls in flight at the end
+
+def test_a_pod_create_never_answered_is_cancelled_at_exit(api, tmp_path):
+    """`pod create` whose Pod create the API server never answers: the ready
+    timeout fails it, naming the pod's podId, and the command exits after
+    its settle (at most 5 s) with the create still in flight: the pod cache
+    cancels it (pod_cache_free, kube_cancel) rather than leaving the pod and
+    the call allocated for an answer that would reach a freed cache (under
+    ASan, LeakSanitizer reported both before)."""
+    image = api.add_image()
+    release = threading.Event()
+    api.route("GET", f"/api/v1/namespaces/{NS}/pods", lambda f, h, p, q: f.send(h, 200, pod_list([])))
+    api.route("POST", f"/api/v1/namespaces/{NS}/services",
+              lambda f, h, p, q: f.send(h, 201, {"kind": "Service", "metadata": {"name": "svc"}}))
+
+    def never(f, h, path, query):
+        release.wait(60)   # until the test ends: the client has gone by then
+
+    api.route("POST", f"/api/v1/namespaces/{NS}/pods", never)
+    kc = kubeconfig(tmp_path, api.port, "    token: t\n")
+    t0 = time.monotonic()
+    try:
+        r = rc(tmp_path, "pod", "create", "--image", image, "--kubeconfig", str(kc), "--namespace", NS,
+               "--wrapper-server-image", "127.0.0.1:1/wrapper-server:v1", "--ready-timeout", "1s",
+               "--insecure-registry", f"127.0.0.1:{api.port}", timeout=30)
+    finally:
+        release.set()
+    took = time.monotonic() - t0
+    assert r.returncode == 1, krmtest.explain(r)
+    assert "not ready after 1 s" in r.err, r.err
+    assert len(api.requests("POST", "/pods")) == 1
+    assert took < 15 * krmtest.SLOW, f"took {took:.1f} s"
