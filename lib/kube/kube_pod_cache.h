@@ -44,7 +44,8 @@
  * kube_fn_table (images, lookup, create or adopt), kube_pod_route (calls to
  * pods), kube_pod_life (one pod's state, serving, failing, deleting),
  * kube_pod_ready (readiness, endpoints, early dial), kube_pod_reclaim (idle
- * pods). */
+ * pods); kube_pod_api is every API call and clock reading they make (the
+ * unit tests give a scripted one). */
 #ifndef KRM_KUBE_POD_CACHE_H
 #define KRM_KUBE_POD_CACHE_H
 
