@@ -63,7 +63,9 @@ void pod_script_end(pod_script *s, pod_cache *pc);
 /* Runs the loop (a few ms) and answers what a quiet cluster answers at
  * once, until nothing more happens. */
 void pod_script_pump(pod_script *s);
-/* The pod named pod turns Ready at ip (its watch's MODIFIED event). */
+/* The pod named pod gets status (JSON text; its watch's MODIFIED event). */
+void pod_script_status(pod_script *s, const char *pod, const char *status);
+/* The pod named pod turns Ready at ip. */
 void pod_script_ready(pod_script *s, const char *pod, const char *ip);
 /* The request number i answered: status (200, 404, 500...) and body (JSON
  * text, or NULL). */

@@ -130,3 +130,30 @@ Test(pod_cache_route, a_pod_that_fails_to_start_alone_fails_its_calls_with_its_r
     }
     pod_script_end(&s, pc);
 }
+
+Test(pod_cache_route, a_pod_failing_while_its_log_is_read_takes_no_call)
+{
+    pod_script s;
+    pod_cache *pc = cache(&s, 2, 1);
+    script_answers got = {0};
+    pod_script_start_pod(&s, pc, IMAGE, &got, "fn-1");
+    pod_cache_call_begin(pc, IMAGE, "fn-1");   /* load 1: the next call starts fn-2 */
+    cr_assert_eq(concurrent_calls(&s, pc, &got, 1), 2);
+    pod_script_status(&s, "fn-2", "{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":"
+                      "\"function\",\"restartCount\":2,\"state\":{\"waiting\":{\"reason\":"
+                      "\"CrashLoopBackOff\",\"message\":\"back-off\"}},\"lastState\":{\"terminated\":"
+                      "{\"exitCode\":3,\"reason\":\"Error\"}}}]}");
+    pod_script_pump(&s);
+    int log = -1;
+    cr_assert_eq(pod_script_count(&s, "text", "pods", "fn-2/log", &log), 1, "its log is read");
+    cr_assert_eq(got.n, 1, "its waiting call waits for the log");
+    /* meanwhile a new call: not to the failing fn-2, and no third pod */
+    cr_assert_str_eq(call(&s, pc, &got), "fn-1");
+    cr_assert_eq(pod_script_count(&s, "create", "pods", NULL, NULL), 2);
+    pod_script_answer(&s, log, 200, "panic: bad config\n");
+    pod_script_pump(&s);
+    cr_assert_eq(got.n, 3);
+    cr_assert_str_eq(got.pod[2], "fn-1", "fn-2's waiting call went to fn-1: %s", got.error[2]);
+    cr_assert_eq(pod_script_count(&s, "delete", "pods", "fn-2", NULL), 1, "failed fast: deleted");
+    pod_script_end(&s, pc);
+}
