@@ -58,4 +58,10 @@ const char *json_get_str(const json *v, const char *key);
 /* Writing JSON (json_write_string and the rest) is json_write.h, included
  * here for the callers that read and write. */
 
+/* Appends v as JSON text, members in document order, with a space after
+ * each ':' and ',' (so that YAML readers, which need it in flow style, read
+ * it as the same value). Returns 0, or -1 when out of memory or when a
+ * number is not finite (the reader never makes one). */
+int json_write_tree(buf *out, const json *v);
+
 #endif

@@ -1,0 +1,142 @@
+"""FunctionConfigs from the cluster (issue 23): `serve --function-config-source
+cluster` watches the FunctionConfig objects of its pod namespace and applies
+them live, as Porch's function runner does. Objects are created, changed and
+deleted through the API while serve runs: a call answers with the function
+the object names now; serve writes Porch's status
+(functionRunnerObservedGeneration, error for a spec it cannot apply) and
+its finalizer, and takes the finalizer off a deleted object, whose route
+is then gone. The exec runtime alone (--disable-runtimes=pod), so serve
+makes its own API client, as a runner of Porch's newer layout would."""
+
+import time
+
+import grpc
+import pytest
+
+from k8s import ApiError, SLOW
+from test_deploy import crd, fc_path  # noqa: F401  (crd: the FunctionConfig CRD, a fixture)
+from test_serve_pods import RL, Runner, pb  # noqa: F401  (pb: Runner's fixture)
+
+FINALIZER = "config.porch.kpt.dev/functionconfig-function-runner"
+IMAGE = "example.com/fns/myfn:v1"
+
+
+def function(path, word):
+    """An exec function answering with a result naming it."""
+    path.write_text("#!/bin/sh\ncat >/dev/null\n"
+                    "printf 'apiVersion: config.kubernetes.io/v1\\nkind: ResourceList\\nitems: []\\n"
+                    f"results:\\n- message: {word}\\n'\n")
+    path.chmod(0o755)
+
+
+def config(name, path):
+    return {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "FunctionConfig",
+            "metadata": {"name": name},
+            "spec": {"image": name, "prefixes": ["example.com/fns"],
+                     "binaryExecutor": {"tags": ["v1"], "path": path}}}
+
+
+def answer(r, image=IMAGE):
+    """The call's result message, or its gRPC status code."""
+    req = r.pb.evaluator.EvaluateFunctionRequest(resource_list=RL, image=image)
+    try:
+        resp = r.evaluate_rpc(req, timeout=20 * SLOW)
+    except grpc.RpcError as e:
+        return e.code()
+    return resp.resource_list.decode()
+
+
+def wait_for(what, get, ok, timeout=15):
+    deadline = time.monotonic() + timeout * SLOW
+    while True:
+        got = get()
+        if ok(got):
+            return got
+        assert time.monotonic() < deadline, f"{what}: last seen {got}"
+        time.sleep(0.1)
+
+
+def update(api, ns, name, change):
+    """GET, change, PUT (retried on a conflict: serve writes the object too)."""
+    for _ in range(20):
+        obj = api.request("GET", fc_path(ns, name))
+        change(obj)
+        try:
+            return api.request("PUT", fc_path(ns, name), obj)
+        except ApiError as e:
+            if e.status != 409:
+                raise
+    raise AssertionError("20 conflicts in a row")
+
+
+def test_function_configs_from_the_cluster_applied_live(pb, k8s, api, crd, namespace, tmp_path):
+    fns = tmp_path / "functions"
+    fns.mkdir()
+    function(fns / "a", "from-a")
+    function(fns / "b", "from-b")
+    r = Runner(pb, k8s, namespace, tmp_path, "--disable-runtimes=pod",
+               "--function-config-source", "cluster", "--functions", str(fns))
+    get = lambda name="myfn": api.request("GET", fc_path(namespace, name))  # noqa: E731
+    try:
+        wait_for("the first list", r.stderr, lambda t: "0 applied, 0 not" in t)
+        assert answer(r) == grpc.StatusCode.NOT_FOUND
+
+        # created: routed, finalizer and status written
+        t0 = time.monotonic()
+        api.request("POST", fc_path(namespace), config("myfn", "a"))
+        wait_for("the new object routed", lambda: answer(r), lambda a: "from-a" in str(a))
+        print(f"created -> routed in {time.monotonic() - t0:.2f} s")
+        obj = wait_for("status and finalizer", get, lambda o: (o.get("status") or {}).get(
+            "functionRunnerObservedGeneration") == 1 and FINALIZER in o["metadata"].get("finalizers", []))
+        assert "error" not in obj["status"], obj["status"]
+
+        # changed: the new binary answers, the new generation is written
+        update(api, namespace, "myfn", lambda o: o["spec"]["binaryExecutor"].update(path="b"))
+        wait_for("the changed object routed", lambda: answer(r), lambda a: "from-b" in str(a))
+        wait_for("generation 2 observed", get,
+                 lambda o: o["status"].get("functionRunnerObservedGeneration") == 2)
+
+        # a spec serve cannot apply (a path out of --functions): status.error says why, the
+        # generation applied stays 2, and the object's route is gone (no stale binary)
+        update(api, namespace, "myfn", lambda o: o["spec"]["binaryExecutor"].update(path="../x"))
+        obj = wait_for("the bad spec's error", get, lambda o: o["status"].get("error"))
+        assert "resolves outside --functions" in obj["status"]["error"], obj["status"]
+        assert obj["status"]["functionRunnerObservedGeneration"] == 2, obj["status"]
+        assert obj["metadata"]["generation"] == 3
+        assert answer(r) == grpc.StatusCode.NOT_FOUND
+        # fixed: the error is cleared (as Porch, the field is gone)
+        update(api, namespace, "myfn", lambda o: o["spec"]["binaryExecutor"].update(path="a"))
+        obj = wait_for("the fix applied", get,
+                       lambda o: o["status"].get("functionRunnerObservedGeneration") == 4)
+        assert "error" not in obj["status"], obj["status"]
+        assert "from-a" in str(answer(r))
+
+        # a second object for the same image is refused with the reason, the first serves on
+        api.request("POST", fc_path(namespace), {**config("myfn", "b"), "metadata": {"name": "twin"}})
+        obj = wait_for("the duplicate's error", lambda: get("twin"),
+                       lambda o: (o.get("status") or {}).get("error"))
+        assert "myfn" in obj["status"]["error"], obj["status"]
+        assert "from-a" in str(answer(r))
+
+        # deleted: serve takes its finalizer off, the object goes, the route with it
+        api.request("DELETE", fc_path(namespace, "twin"))
+        api.request("DELETE", fc_path(namespace, "myfn"))
+        for name in ("myfn", "twin"):
+            wait_for(f"{name} gone", lambda: gone(api, fc_path(namespace, name)),
+                     lambda g: g is None)
+        assert answer(r) == grpc.StatusCode.NOT_FOUND
+        # nothing written in a loop: the status writes are few (one per change)
+        writes = r.log.read_text(errors="replace").count("/status -> 200")
+        assert 5 <= writes <= 8, (writes, r.stderr())
+    finally:
+        r.stop()
+
+
+def gone(api, path):
+    """None once the object is gone, else the object."""
+    try:
+        return api.request("GET", path)
+    except ApiError as e:
+        if e.status == 404:
+            return None
+        raise
