@@ -404,7 +404,8 @@ static void rebuild(cluster_configs *cc)
     fnconfig cfg = {0};
     int fd = -1;
     size_t applied = 0;
-    qsort(cc->objs, cc->n, sizeof *cc->objs, by_name);   /* the same winner each time */
+    if (cc->n)
+        qsort(cc->objs, cc->n, sizeof *cc->objs, by_name);   /* the same winner each time */
     for (size_t i = 0; i < cc->n; i++) {
         fc_object *o = &cc->objs[i];
         buf label = {0}, why = {0};
