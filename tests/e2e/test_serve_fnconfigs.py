@@ -130,6 +130,19 @@ def test_function_configs_from_the_cluster_applied_live(pb, k8s, api, crd, names
         assert 5 <= writes <= 8, (writes, r.stderr())
     finally:
         r.stop()
+        release(api, namespace)
+
+
+def release(api, ns):
+    """Takes serve's finalizer off what a failed test left (serve is gone, so
+    nothing else will, and the CRD's deletion would wait for them)."""
+    for obj in api.request("GET", fc_path(ns)).get("items", []):
+        if obj["metadata"].get("finalizers"):
+            obj["metadata"]["finalizers"] = []
+            try:
+                api.request("PUT", fc_path(ns, obj["metadata"]["name"]), obj)
+            except ApiError as e:
+                print(f"releasing {obj['metadata']['name']}: {e}")
 
 
 def gone(api, path):
@@ -140,3 +153,37 @@ def gone(api, path):
         if e.status == 404:
             return None
         raise
+
+
+def test_the_documented_role_is_enough_for_function_configs(pb, k8s, api, crd, namespace, tmp_path):
+    """serve as a service account with exactly deploy/rbac.yaml's Role
+    (the lab runs RBAC): the list and watch, the finalizer written and
+    taken off, the status written for an applied object and for one it
+    cannot apply, and no request refused."""
+    from types import SimpleNamespace
+    from test_rbac import RUNNER_RULES, account, require_rbac
+    kubeconfig, token = account(api, namespace, "fn-runner", RUNNER_RULES, k8s, tmp_path)
+    require_rbac(api, token)
+    fns = tmp_path / "functions"
+    fns.mkdir()
+    function(fns / "a", "from-a")
+    api.request("POST", fc_path(namespace), config("myfn", "a"))
+    api.request("POST", fc_path(namespace), config("bad", "../a"))
+    r = Runner(pb, SimpleNamespace(kubeconfig=kubeconfig), namespace, tmp_path, "--disable-runtimes=pod",
+               "--function-config-source", "cluster", "--functions", str(fns))
+    get = lambda name: api.request("GET", fc_path(namespace, name))  # noqa: E731
+    try:
+        assert "from-a" in str(wait_for("routed", lambda: answer(r), lambda a: "from-a" in str(a)))
+        wait_for("status written", lambda: get("myfn"),
+                 lambda o: (o.get("status") or {}).get("functionRunnerObservedGeneration") == 1
+                 and FINALIZER in o["metadata"].get("finalizers", []))
+        wait_for("the error written", lambda: get("bad"), lambda o: (o.get("status") or {}).get("error"))
+        for name in ("myfn", "bad"):
+            api.request("DELETE", fc_path(namespace, name))
+        for name in ("myfn", "bad"):
+            wait_for(f"{name} gone", lambda: gone(api, fc_path(namespace, name)), lambda g: g is None)
+        log = r.log.read_text(errors="replace")
+        assert "forbidden" not in log.lower(), log[-3000:]
+    finally:
+        r.stop()
+        release(api, namespace)
