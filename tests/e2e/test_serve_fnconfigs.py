@@ -187,3 +187,36 @@ def test_the_documented_role_is_enough_for_function_configs(pb, k8s, api, crd, n
     finally:
         r.stop()
         release(api, namespace)
+
+
+def test_pod_runtime_follows_the_cluster_function_config(pb, k8s, api, crd, images, namespace, tmp_path):
+    """The pod runtime's parameters from the cluster, live: a FunctionConfig
+    whose fn.kpt.dev/min-ready-pods annotation is "1" gives its image one
+    Ready pod before any call (the call is answered by it); the annotation
+    raised to "2" (no generation change: metadata only) starts a second; the
+    object deleted, its minimum goes with it and the idle TTL takes both."""
+    from test_serve_pods import check_answer
+    from test_serve_warm import function_pods, wait_ready
+    repo, tag = images.fn.rsplit(":", 1)
+    prefix, short = repo.rsplit("/", 1)
+    doc = {"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "FunctionConfig",
+           "metadata": {"name": short, "annotations": {"fn.kpt.dev/min-ready-pods": "1"}},
+           "spec": {"image": short, "prefixes": [f"{prefix}/"], "podExecutor": {"tags": [tag]}}}
+    r = Runner(pb, k8s, namespace, tmp_path, "--function-config-source", "cluster",
+               "--pod-ttl", "3s", "--scan-interval", "1s")
+    try:
+        api.request("POST", fc_path(namespace), doc)
+        first = wait_ready(api, namespace, 1, "one warm pod from the cluster's FunctionConfig")
+        check_answer(r.evaluate(images.fn))
+        update(api, namespace, short, lambda o: o["metadata"]["annotations"].update(
+            {"fn.kpt.dev/min-ready-pods": "2"}))
+        both = wait_ready(api, namespace, 2, "a second warm pod after the annotation changed")
+        assert first < both, (first, both)
+        assert api.request("GET", fc_path(namespace, short))["metadata"]["generation"] == 1
+        api.request("DELETE", fc_path(namespace, short))
+        wait_for("the object gone", lambda: gone(api, fc_path(namespace, short)), lambda g: g is None)
+        wait_for("the idle pods reclaimed once the minimum went",
+                 lambda: function_pods(api, namespace, live_only=False), lambda p: not p, timeout=60)
+    finally:
+        r.stop()
+        release(api, namespace)
