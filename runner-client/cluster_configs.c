@@ -532,10 +532,14 @@ static void on_event(kube_event_type type, const json *object, void *ctx)
 static void on_error(const char *message, int fatal, void *ctx)
 {
     cluster_configs *cc = ctx;
+    /* a 404 on the collection: the CRD is not installed (a missing
+     * namespace is named as such by the client) */
+    int no_crd = strstr(message, "404") && !strstr(message, "does not exist");
     if (fatal)
         log_error("FunctionConfigs in namespace %s: %s; no FunctionConfig is read from the "
-                  "cluster until serve is restarted (is the FunctionConfig CRD installed: "
-                  "kubectl apply -f deploy/functionconfig-crd.yaml?)", cc->ns, message);
+                  "cluster until serve is restarted%s", cc->ns, message,
+                  no_crd ? " (is the FunctionConfig CRD installed? kubectl apply -f "
+                           "deploy/functionconfig-crd.yaml)" : "");
     else
         log_warn("FunctionConfigs in namespace %s: %s (watched again)", cc->ns, message);
 }

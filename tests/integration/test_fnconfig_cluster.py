@@ -225,3 +225,25 @@ def test_a_refused_status_write_is_not_repeated(start_server, tmp_path, fake):
     writes = cl.patches("one/status")
     assert len(writes) == 1, writes
     assert "cannot write its status" in srv.stderr() and "forbidden" in srv.stderr()
+
+
+@pytest.mark.parametrize("args, want", [
+    (["--function-config-source", "etcd"],
+     'invalid value "etcd" for --function-config-source: want file or cluster'),
+    (["--function-config-source", "cluster", "--function-config", "fc.yaml"],
+     "--function-config fc.yaml and --function-config-source cluster: give one source of FunctionConfigs"),
+])
+def test_the_source_flag_refused_clearly(tmp_path, args, want):
+    from test_hostile_kube import rc
+    r = rc(tmp_path, "serve", "--disable-runtimes=pod", *args)
+    assert r.returncode == 2 and want in r.err, (r.returncode, r.err)
+
+
+def test_without_a_cluster_the_cluster_source_says_so(tmp_path):
+    """Exec-only with the cluster source and no kubeconfig anywhere: exit 2
+    naming what is missing, not a runner that serves nothing."""
+    from test_hostile_kube import rc
+    r = rc(tmp_path, "serve", "--disable-runtimes=pod", "--function-config-source", "cluster",
+           "--port", "0", timeout=20)
+    assert r.returncode == 2, (r.returncode, r.err)
+    assert "FunctionConfigs from the cluster need a Kubernetes cluster" in r.err, r.err

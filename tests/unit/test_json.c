@@ -142,3 +142,24 @@ Test(json, value_budget)
     cr_expect_str_eq(err.data, "offset 11: more than 4 JSON values (the limit for this document)");
     buf_free(&err);
 }
+
+/* json_write_tree writes what json_parse reads back as the same value, and
+ * with the spaces a YAML flow reader needs after ':' and ','. */
+Test(json, write_tree_round_trip)
+{
+    const char *text = "{\"a\":[1,2.5,-0,true,false,null],\"s\":\"x\\u0000y\\u003c\\ud83d\\ude00\","
+                       "\"o\":{},\"e\":[],\"k\":{\"n\":1e21}}";
+    json *v = ok(text);
+    buf out = {0};
+    cr_assert_eq(json_write_tree(&out, v), 0);
+    cr_assert_str_eq(out.data, "{\"a\": [1, 2.5, -0, true, false, null], \"s\": \"x\\u0000y\\u003c\xf0\x9f\x98\x80\", "
+                               "\"o\": {}, \"e\": [], \"k\": {\"n\": 1e+21}}");
+    json *back = ok(out.data);
+    buf again = {0};
+    cr_assert_eq(json_write_tree(&again, back), 0);
+    cr_assert_str_eq(again.data, out.data);
+    buf_free(&out);
+    buf_free(&again);
+    json_free(v);
+    json_free(back);
+}
