@@ -22,8 +22,14 @@
  *
  * Bounds: CLUSTER_CONFIGS_MAX objects (more are logged and ignored),
  * CLUSTER_CONFIG_MAX_BYTES per object as JSON (a larger one is held as an
- * error), CLUSTER_CONFIGS_STATUS_MAX bytes of status.error (longer text is
- * cut, saying so); watch lines and answers have the API client's limits. */
+ * error), CLUSTER_CONFIGS_MAX_TOTAL for them all (what a --function-config
+ * file may hold; the objects past it, by name, are held as errors),
+ * CLUSTER_CONFIGS_STATUS_MAX bytes of status.error (longer text is cut,
+ * saying so); watch lines and answers have the API client's limits.
+ * Rebuilds run on the loop: the total bounds each (measured: 4 MiB of
+ * objects, under 200 ms), and changes arriving faster than four times a
+ * rebuild's duration are gathered into the next, so rebuilds take at most
+ * a fifth of the loop's time. */
 #ifndef KRM_RC_CLUSTER_CONFIGS_H
 #define KRM_RC_CLUSTER_CONFIGS_H
 
@@ -35,6 +41,7 @@
 #define CLUSTER_CONFIGS_FINALIZER "config.porch.kpt.dev/functionconfig-function-runner"
 #define CLUSTER_CONFIGS_MAX 1000
 #define CLUSTER_CONFIG_MAX_BYTES (64u << 10)
+#define CLUSTER_CONFIGS_MAX_TOTAL FNCONFIG_MAX_FILE_SIZE   /* all objects, as JSON */
 #define CLUSTER_CONFIGS_STATUS_MAX 1024
 
 typedef struct cluster_configs cluster_configs;

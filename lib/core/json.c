@@ -383,7 +383,7 @@ const char *json_get_str(const json *v, const char *key)
     return json_str(json_get(v, key));
 }
 
-int json_write_tree(buf *out, const json *v)
+int json_write_tree(buf *out, const json *v, size_t max)
 {
     int rc = 0;
     switch (v->type) {
@@ -400,18 +400,21 @@ int json_write_tree(buf *out, const json *v)
     case JSON_ARRAY:
     case JSON_OBJECT:
         /* depth is the reader's (JSON_MAX_DEPTH): the recursion is bounded */
-        rc |= buf_append_str(out, v->type == JSON_ARRAY ? "[" : "{");
-        for (size_t i = 0; i < v->len && rc >= 0; i++) {
+        rc = buf_append_str(out, v->type == JSON_ARRAY ? "[" : "{");
+        for (size_t i = 0; i < v->len && rc == 0; i++) {
             if (i)
-                rc |= buf_append_str(out, ", ");
-            if (v->type == JSON_OBJECT) {
-                rc |= json_write_string(out, v->keys[i], strlen(v->keys[i]));
-                rc |= buf_append_str(out, ": ");
+                rc = buf_append_str(out, ", ");
+            if (rc == 0 && v->type == JSON_OBJECT) {
+                rc = json_write_string(out, v->keys[i], strlen(v->keys[i]));
+                rc = rc < 0 ? rc : buf_append_str(out, ": ");
             }
-            rc |= json_write_tree(out, v->items[i]);
+            rc = rc < 0 ? rc : json_write_tree(out, v->items[i], max);
+            if (rc == 0 && out->len > max)
+                rc = 1;
         }
-        rc |= buf_append_str(out, v->type == JSON_ARRAY ? "]" : "}");
-        return rc < 0 ? -1 : 0;
+        if (rc)
+            return rc < 0 ? -1 : 1;
+        return buf_append_str(out, v->type == JSON_ARRAY ? "]" : "}") < 0 ? -1 : 0;
     }
     return -1;
 }

@@ -60,8 +60,9 @@ const char *json_get_str(const json *v, const char *key);
 
 /* Appends v as JSON text, members in document order, with a space after
  * each ':' and ',' (so that YAML readers, which need it in flow style, read
- * it as the same value). Returns 0, or -1 when out of memory or when a
- * number is not finite (the reader never makes one). */
-int json_write_tree(buf *out, const json *v);
+ * it as the same value). Returns 0; 1 when out grew past max bytes (the
+ * writing stopped there, so a large tree costs no more than max); -1 when
+ * out of memory or when a number is not finite (the reader never makes one). */
+int json_write_tree(buf *out, const json *v, size_t max);
 
 #endif
