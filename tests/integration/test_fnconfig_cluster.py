@@ -247,3 +247,22 @@ def test_without_a_cluster_the_cluster_source_says_so(tmp_path):
            "--port", "0", timeout=20)
     assert r.returncode == 2, (r.returncode, r.err)
     assert "FunctionConfigs from the cluster need a Kubernetes cluster" in r.err, r.err
+
+
+def test_objects_past_the_total_are_refused_by_name(start_server, tmp_path, fake):
+    """70 objects of 60 KiB: the first 4 MiB (by name) apply, the rest get
+    status.error saying the namespace's FunctionConfigs pass the total."""
+    cl = Cluster(fake)
+    for i in range(70):
+        o = fc(f"fn{i:02d}", "a")
+        o["metadata"]["annotations"] = {"padding": "x" * (60 << 10)}
+        cl.objects[o["metadata"]["name"]] = o
+    srv = serve(start_server, tmp_path, fake)
+    st = wait_for("every status written", lambda: {n: o.get("status", {}) for n, o in cl.objects.items()},
+                  lambda s: all(s.values()), timeout=30)
+    applied = sorted(n for n, s in st.items() if s.get("functionRunnerObservedGeneration") == 1)
+    refused = sorted(n for n, s in st.items() if "pass 4194304 bytes as JSON" in s.get("error", ""))
+    assert applied == [f"fn{i:02d}" for i in range(len(applied))] and 60 <= len(applied) < 70, applied
+    assert refused == [f"fn{i:02d}" for i in range(len(applied), 70)], refused
+    assert "from-a" in str(answer(srv, applied[-1]))
+    assert answer(srv, refused[0]) == grpc.StatusCode.NOT_FOUND
