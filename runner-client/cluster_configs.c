@@ -19,6 +19,7 @@ typedef struct fc_object {
     char *name;
     char *text;            /* the object as JSON, as fnconfig_parse reads it; NULL: too large */
     size_t len;            /* text's length */
+    int bad_number;        /* text is NULL for a number JSON cannot hold, not its size */
     char *rv;              /* metadata.resourceVersion */
     long long generation;
     int deleting;          /* metadata.deletionTimestamp set */
@@ -107,11 +108,12 @@ static int object_read(fc_object *o, const json *obj)
     object_forget_read(o);
     /* written up to the bound and no further: a large object costs no more */
     int rc = json_write_tree(&text, obj, CLUSTER_CONFIG_MAX_BYTES);
-    if (rc < 0) {
+    if (rc == -1) {
         buf_free(&text);
         return -1;
     }
-    int too_big = rc > 0 || text.len > CLUSTER_CONFIG_MAX_BYTES;   /* held as an error */
+    o->bad_number = rc == -2;
+    int too_big = rc != 0 || text.len > CLUSTER_CONFIG_MAX_BYTES;   /* held as an error */
     if (too_big) {
         buf_free(&text);
     } else {
@@ -383,7 +385,9 @@ static int check_alone(cluster_configs *cc, const fc_object *o, const char *labe
 {
     fnconfig one = {0};
     int rc = -1;
-    if (!o->text) {
+    if (!o->text && o->bad_number) {
+        buf_append_str(why, "the object holds a number out of JSON's range (such as 1e400)");
+    } else if (!o->text) {
         buf_printf(why, "the object is more than %u bytes as JSON, the most serve reads",
                    CLUSTER_CONFIG_MAX_BYTES);
     } else if (fnconfig_parse(label, o->text, o->len, cc->functions_dir, &one, why) == 0) {

@@ -1,6 +1,7 @@
 /* json: a strict JSON reader into a tree; see json.h. */
 #include "core/json.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,6 +395,8 @@ int json_write_tree(buf *out, const json *v, size_t max)
     case JSON_TRUE:
         return buf_append_str(out, "true");
     case JSON_NUMBER:
+        if (!isfinite(v->number))
+            return -2;
         return json_write_float(out, v->number);
     case JSON_STRING:
         return json_write_string(out, v->str, v->len);
@@ -413,7 +416,7 @@ int json_write_tree(buf *out, const json *v, size_t max)
                 rc = 1;
         }
         if (rc)
-            return rc < 0 ? -1 : 1;
+            return rc;
         return buf_append_str(out, v->type == JSON_ARRAY ? "]" : "}") < 0 ? -1 : 0;
     }
     return -1;

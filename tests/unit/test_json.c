@@ -182,3 +182,14 @@ Test(json, write_tree_stops_past_max)
     buf_free(&out);
     json_free(v);
 }
+
+/* 1e400 reads as infinity, which JSON cannot hold: the writer refuses it
+ * (-2) rather than write what no reader takes. */
+Test(json, write_tree_refuses_infinity)
+{
+    json *v = ok("{\"a\": [1e400]}");
+    buf out = {0};
+    cr_assert_eq(json_write_tree(&out, v, SIZE_MAX), -2);
+    buf_free(&out);
+    json_free(v);
+}
