@@ -133,6 +133,7 @@ typedef struct runner {
     int from_cluster;           /* FunctionConfigs from the cluster, not files */
     const char *cluster_ns;     /* the pod namespace, where they are read */
     cluster_configs *cluster;   /* their watch, while serving */
+    int cluster_listed;         /* their first set applied (the warm-up waits for it) */
     kube_config kube_cfg;       /* the cluster's, when the pod runtime is off */
     kube_client *kube;          /* the client made with it, or NULL */
 } runner;
@@ -568,6 +569,11 @@ static void runner_apply_cluster(fnconfig *cfg, int functions_fd, void *ctx)
         close(old_fd);
     if (r->pods)
         runner_keep_warm(r);
+    /* --warm-up-pod-cache: as Porch, on the FunctionConfigs the first list
+     * gives (Porch warms up once its cache has synced) */
+    if (r->pods && r->warm_up && !r->cluster_listed)
+        runner_warm_up(r);
+    r->cluster_listed = 1;
 }
 
 /* The source, as Porch decides it and beyond: Porch's function runner

@@ -220,3 +220,24 @@ def test_pod_runtime_follows_the_cluster_function_config(pb, k8s, api, crd, imag
     finally:
         r.stop()
         release(api, namespace)
+
+
+def test_warm_up_on_the_first_list(pb, k8s, api, crd, images, namespace, tmp_path):
+    """--warm-up-pod-cache (default true) with the cluster source: a
+    FunctionConfig with podExecutor.tags that exists when serve starts gets
+    its pod from the first list's set, before any call, as Porch warms up
+    once its cache has synced."""
+    from test_serve_warm import wait_ready
+    repo, tag = images.fn.rsplit(":", 1)
+    prefix, short = repo.rsplit("/", 1)
+    api.request("POST", fc_path(namespace), {
+        "apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "FunctionConfig",
+        "metadata": {"name": short},
+        "spec": {"image": short, "prefixes": [f"{prefix}/"], "podExecutor": {"tags": [tag]}}})
+    r = Runner(pb, k8s, namespace, tmp_path, "--function-config-source", "cluster")
+    try:
+        wait_ready(api, namespace, 1, "the warm-up's pod from the cluster's FunctionConfig")
+        assert f"warm-up: starting the pod for {images.fn}" in r.log.read_text(errors="replace")
+    finally:
+        r.stop()
+        release(api, namespace)
