@@ -197,8 +197,15 @@ static void remove_object(cluster_configs *cc, const char *name)
 typedef struct write_ctx {
     cluster_configs *cc;
     char name[254];
+    char *rv;              /* the resourceVersion the write was made against */
     const char *what;      /* for the log: "finalizer", "status" */
 } write_ctx;
+
+static void write_ctx_free(write_ctx *wc)
+{
+    free(wc->rv);
+    free(wc);
+}
 
 static void sync_object(cluster_configs *cc, fc_object *o);
 static void later(cluster_configs *cc, int rebuild_too);
@@ -221,7 +228,7 @@ static void on_written(const kube_result *r, void *ctx)
     if (cc->stopped) {
         if (!cc->writes)
             cluster_configs_free(cc);
-        free(wc);
+        write_ctx_free(wc);
         return;
     }
     fc_object *o = find(cc, wc->name);
@@ -232,8 +239,9 @@ static void on_written(const kube_result *r, void *ctx)
             if (r->status != 409)
                 log_error("FunctionConfig %s/%s: cannot write its %s: %s", cc->ns, wc->name,
                           wc->what, r->error ? r->error : "failed");
-            free(o->refused_rv);
-            o->refused_rv = o->rv ? strdup(o->rv) : NULL;
+            free(o->refused_rv);   /* the version written against: a newer one is tried */
+            o->refused_rv = wc->rv;
+            wc->rv = NULL;
         } else if (r->obj && object_read(o, r->obj) < 0) {
             log_error("FunctionConfig %s/%s: out of memory reading the written object", cc->ns,
                       wc->name);
@@ -243,7 +251,7 @@ static void on_written(const kube_result *r, void *ctx)
             later(cc, 0);
         }
     }
-    free(wc);
+    write_ctx_free(wc);
 }
 
 static void write_patch(cluster_configs *cc, fc_object *o, const char *what, int status,
@@ -251,19 +259,22 @@ static void write_patch(cluster_configs *cc, fc_object *o, const char *what, int
 {
     write_ctx *wc = calloc(1, sizeof *wc);
     buf name = {0}, err = {0};
-    if (!wc || !body->data || buf_printf(&name, "%s%s", o->name, status ? "/status" : "") < 0) {
+    if (!wc || !body->data || !(wc->rv = strdup(o->rv)) ||
+        buf_printf(&name, "%s%s", o->name, status ? "/status" : "") < 0) {
         log_error("FunctionConfig %s/%s: out of memory writing its %s", cc->ns, o->name, what);
-        free(wc);
+        if (wc)
+            write_ctx_free(wc);
         buf_free(&name);
         return;
     }
-    *wc = (write_ctx){.cc = cc, .what = what};
+    wc->cc = cc;
+    wc->what = what;
     snprintf(wc->name, sizeof wc->name, "%s", o->name);
     kube_ref ref = {.api = FC_API, .resource = FC_RESOURCE, .namespace = cc->ns, .name = name.data};
     if (kube_patch(cc->c, &ref, body->data, body->len, on_written, wc, &err) < 0) {
         log_error("FunctionConfig %s/%s: cannot write its %s: %s", cc->ns, o->name, what,
                   err.data ? err.data : "out of memory");
-        free(wc);
+        write_ctx_free(wc);
     } else {
         o->writing = 1;
         cc->writes++;

@@ -266,3 +266,41 @@ def test_objects_past_the_total_are_refused_by_name(start_server, tmp_path, fake
     assert refused == [f"fn{i:02d}" for i in range(len(applied), 70)], refused
     assert "from-a" in str(answer(srv, applied[-1]))
     assert answer(srv, refused[0]) == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_conflict_is_tried_again_on_the_newer_version(start_server, tmp_path, fake):
+    """The finalizer's write meets a 409 (someone changed the object since
+    serve read it): the change comes as a watch event, before or after the
+    409's answer, and serve writes again against the new version."""
+    cl = Cluster(fake)
+    cl.objects = {"one": fc("one", "a")}
+    conflicted = threading.Event()
+    merge = cl.patch
+
+    def patch(f, h, path, query):
+        if conflicted.is_set():
+            return merge(f, h, path, query)
+        with cl.lock:
+            cl.rv += 1
+            cl.objects["one"]["metadata"]["resourceVersion"] = str(cl.rv)
+            cl.objects["one"]["metadata"]["labels"] = {"changed": "by-someone"}
+        conflicted.set()
+        time.sleep(0.2)   # the event first
+        f.send(h, 409, {"kind": "Status", "code": 409, "reason": "Conflict",
+                        "message": "the object has been modified"})
+
+    fake.routes = [r for r in fake.routes if r[0] != "PATCH"]
+    fake.route("PATCH", BASE + "/", patch)
+
+    def watch(h):
+        conflicted.wait(10)
+        with cl.lock:
+            obj = copy.deepcopy(cl.objects["one"])
+        hold(h, 30, [event("MODIFIED", obj)])
+
+    cl.watches = [watch]
+    serve(start_server, tmp_path, fake)
+    wait_for("the finalizer and status written after the conflict", lambda: cl.objects["one"],
+             lambda o: o["metadata"].get("finalizers") and
+             o.get("status", {}).get("functionRunnerObservedGeneration") == 1)
+    assert len(cl.patches("functionconfigs/one")) == 3   # refused, then finalizer and status
