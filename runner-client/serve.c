@@ -12,7 +12,9 @@
  *         (serve_pod: one pod cache for the server's life), unless
  *         --disable-runtimes=pod; exec entries are tried first, as Porch's
  *         multi-evaluator tries them.
- * SIGHUP reloads the FunctionConfigs off the loop (offload.h: large ones
+ * FunctionConfigs come from files (--function-config) or from the cluster
+ * (cluster_configs: the pod namespace's objects, watched and applied live);
+ * see serve_config_source for which. SIGHUP reloads the files off the loop (offload.h: large ones
  * take seconds to read, and calls and health checks go on meanwhile), then
  * swaps them in whole on the loop; a call in flight keeps the binary it was
  * started with, and a config that fails to load leaves the old one.
@@ -35,6 +37,7 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/numparse.h"
+#include "kube/kubeconfig.h"
 #include "core/semver.h"
 #include "krm/fnconfig.h"
 #include "oci/image_tag.h"
@@ -44,6 +47,7 @@
 #include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 #include "commands.h"
+#include "cluster_configs.h"
 #include "flags.h"
 #include "offload.h"
 #include "porch_flags.h"
@@ -71,6 +75,10 @@ static const char serve_usage[] =
     "  --address IP                 the address to listen on, e.g. 127.0.0.1 or ::1\n"
     "                               (default: all addresses)\n"
     "  --function-config PATH       FunctionConfig YAML file or directory; SIGHUP reloads it\n"
+    "  --function-config-source S   file or cluster: FunctionConfig objects of the pod\n"
+    "                               namespace, watched and applied live, with their status\n"
+    "                               written, as Porch (default: file with --function-config,\n"
+    "                               else cluster when running in a pod, else none)\n"
     "  --functions DIR              where binaryExecutor paths lead; none may lead out of it\n"
     "                               (default ./functions)\n"
     "  --default-image-prefix P     prefix of images named without a registry\n"
@@ -93,7 +101,7 @@ static const char serve_usage[] =
     "  --log-level N, --verbosity N 2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
-    const char *port, *address, *config, *functions, *prefix, *disable, *max_message, *max_streams;
+    const char *port, *address, *config, *config_source, *functions, *prefix, *disable, *max_message, *max_streams;
     const char *idle, *grace, *log_level;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
@@ -122,6 +130,12 @@ typedef struct runner {
     offload *reloading;         /* a SIGHUP's reload running, or NULL */
     struct reload_job *reload;  /* its work */
     int reload_again;           /* SIGHUP came during it: reload once more after */
+    int from_cluster;           /* FunctionConfigs from the cluster, not files */
+    const char *cluster_ns;     /* the pod namespace, where they are read */
+    cluster_configs *cluster;   /* their watch, while serving */
+    int cluster_listed;         /* their first set applied (the warm-up waits for it) */
+    kube_config kube_cfg;       /* the cluster's, when the pod runtime is off */
+    kube_client *kube;          /* the client made with it, or NULL */
 } runner;
 
 /* What loading FunctionConfigs reads: fixed while serving, and copied for a
@@ -219,7 +233,9 @@ static void runner_warn_empty(const runner *r, const fnconfig *c)
     struct stat st;
     if (!r->exec_enabled || !r->pod_disabled)
         return;   /* no runtime ("no function runtime is enabled"), or pods run the rest */
-    if (!r->config_path) {
+    if (r->from_cluster) {
+        return;   /* the cluster's objects are logged as they are applied */
+    } else if (!r->config_path) {
         log_warn("no --function-config given: no image is configured, every call will be "
                  "answered NOT_FOUND (give a FunctionConfig file or directory)");
     } else if (!c->n) {
@@ -332,7 +348,8 @@ static void runner_reload(void *ctx)
 {
     runner *r = ctx;
     if (!r->config_path) {
-        log_info("SIGHUP: no --function-config to reload");
+        log_info("SIGHUP: no --function-config to reload%s", r->from_cluster
+                 ? " (FunctionConfigs come from the cluster, applied as they change)" : "");
         return;
     }
     if (r->reloading) {
@@ -533,6 +550,85 @@ static int runner_lookup(void *ctx, const char *image, const char *tag, buf *pat
     return -1;
 }
 
+/* ---- FunctionConfigs from the cluster ------------------------------------------ */
+
+static int bad_flag(const char *flag, const char *value, const char *want);
+
+/* cluster_configs' apply: the new set replaces the old one in one step, as
+ * a SIGHUP's reload does. */
+static void runner_apply_cluster(fnconfig *cfg, int functions_fd, void *ctx)
+{
+    runner *r = ctx;
+    runner_warn_unsupported(r, cfg);
+    fnconfig old = r->cfg;
+    int old_fd = r->functions_fd;
+    r->cfg = *cfg;
+    r->functions_fd = functions_fd;
+    fnconfig_free(&old);
+    if (old_fd >= 0)
+        close(old_fd);
+    if (r->pods)
+        runner_keep_warm(r);
+    /* --warm-up-pod-cache: as Porch, on the FunctionConfigs the first list
+     * gives (Porch warms up once its cache has synced) */
+    if (r->pods && r->warm_up && !r->cluster_listed)
+        runner_warm_up(r);
+    r->cluster_listed = 1;
+}
+
+/* The source, as Porch decides it and beyond: Porch's function runner
+ * always reads the cluster; we read files when given them, the cluster
+ * when running in a pod (a service account's token, as Porch's Deployment
+ * has), and --function-config-source says which otherwise. */
+static int serve_config_source(runner *r, const serve_opts *o)
+{
+    const char *src = o->config_source;
+    if (src && strcmp(src, "file") && strcmp(src, "cluster"))
+        return bad_flag("--function-config-source", src, "file or cluster");
+    if (src && !strcmp(src, "cluster") && o->config) {
+        term_printf(stderr, "runner-client serve: --function-config %s and "
+                    "--function-config-source cluster: give one source of FunctionConfigs\n",
+                    o->config);
+        return -1;
+    }
+    int in_pod = getenv("KUBERNETES_SERVICE_HOST") && !o->pod.kubeconfig &&
+                 access("/var/run/secrets/kubernetes.io/serviceaccount/token", R_OK) == 0;
+    r->from_cluster = src ? !strcmp(src, "cluster") : !o->config && in_pod;
+    r->cluster_ns = o->pod.ns;
+    return 0;
+}
+
+/* The cluster's client: the pod runtime's, or one of its own (an exec-only
+ * runner, as Porch's newer layout has it). */
+static kube_client *runner_kube(runner *r, loop *l, buf *err)
+{
+    if (r->pods)
+        return serve_pod_client(r->pods);
+    kube_config_opts ko = {r->pod_flags->kubeconfig, r->pod_flags->context, r->cluster_ns};
+    buf why = {0};
+    if (kube_config_load(&ko, &r->kube_cfg, &why) < 0 ||
+        kube_config_exec_credential(&r->kube_cfg, &why) < 0) {
+        buf_printf(err, "FunctionConfigs from the cluster need a Kubernetes cluster: %s; give "
+                   "--kubeconfig, or read them from files with --function-config",
+                   why.data ? why.data : "out of memory");
+        buf_free(&why);
+        return NULL;
+    }
+    return r->kube = kube_client_new(l, &r->kube_cfg, err);
+}
+
+static int runner_watch_cluster(runner *r, loop *l, buf *err)
+{
+    kube_client *c = runner_kube(r, l, err);
+    cluster_configs_opts co = {.namespace = r->cluster_ns, .functions_dir = r->functions_dir,
+                               .exec_enabled = r->exec_enabled, .apply = runner_apply_cluster,
+                               .ctx = r};
+    if (!c || !(r->cluster = cluster_configs_start(c, &co, err)))
+        return -1;
+    log_info("FunctionConfigs: the objects of namespace %s (watched)", r->cluster_ns);
+    return 0;
+}
+
 /* ---- flags ---------------------------------------------------------------- */
 
 static int bad_flag(const char *flag, const char *value, const char *want)
@@ -622,6 +718,8 @@ static int serve_configure(runner *r, const serve_opts *o)
     r->warm_up = o->warm_up;
     log_verbosity = (int)level;
     r->config_path = o->config;
+    if (serve_config_source(r, o) < 0)
+        return -1;
     r->functions_dir = o->functions ? o->functions : "./functions";
     r->prefix = o->prefix ? o->prefix : DEFAULT_PREFIX;
     r->prespawn = (size_t)prespawn;
@@ -705,12 +803,25 @@ static int serve_run(runner *r)
         runner_keep_warm(r);
     if (r->pods && r->warm_up)
         runner_warm_up(r);
+    if (r->from_cluster && runner_watch_cluster(r, l, &err) < 0) {
+        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        ev_destroy(ev);
+        serve_pod_close(r->pods);
+        kube_client_free(r->kube);
+        kube_config_free(&r->kube_cfg);
+        loop_free(l);
+        return 2;
+    }
     log_info("function runner: %zu FunctionConfigs%s%s", r->cfg.n,
              r->config_path ? " from " : "", r->config_path ? r->config_path : "");
     r->loop = l;
     int rc = fn_server_run(l, ev, r->server, runner_reload, r, "runner-client serve");
     runner_reload_abandon(r);
+    cluster_configs_stop(r->cluster);
     serve_pod_close(r->pods);   /* fn_server_run destroyed the evaluators */
+    kube_client_free(r->kube);
+    kube_config_free(&r->kube_cfg);
     loop_free(l);
     return rc;
 }
@@ -786,7 +897,8 @@ int cmd_serve(int argc, char **argv)
     serve_opts o = {.warm_up = 1, .porch = PORCH_FLAGS_INIT, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
                             .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
-        {"--port", &o.port}, {"--function-config", &o.config}, {"--functions", &o.functions},
+        {"--port", &o.port}, {"--function-config", &o.config},
+        {"--function-config-source", &o.config_source}, {"--functions", &o.functions},
         {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
         {"--max-request-body-size", &o.max_message}, {"--max-concurrent-streams", &o.max_streams},
         {"--idle-timeout", &o.idle}, {"--shutdown-grace", &o.grace}, {"--log-level", &o.log_level},

@@ -230,6 +230,11 @@ int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_res
     return 1;
 }
 
+kube_client *serve_pod_client(serve_pod *p)
+{
+    return p->c;
+}
+
 void serve_pod_close(serve_pod *p)
 {
     if (!p)

@@ -13,6 +13,7 @@
 #include "core/buf.h"
 #include "core/loop.h"
 #include "grpc/http1.h"
+#include "kube/kube_client.h"
 #include "kube/kube_pod_cache.h"
 #include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
 #include "runtime/evaluator.h"
@@ -107,6 +108,8 @@ int serve_pod_min_ready(const serve_pod *p, int annotated);
  * the serve_pod or NULL when the pod runtime is off): /debug/pods, the
  * pods the cache holds as JSON, or with ?format=text as a table. */
 int serve_pod_http_get(void *ctx, const char *path, const char *query, http1_response *r);
+/* The API client (the FunctionConfigs' watch shares it). */
+kube_client *serve_pod_client(serve_pod *p);
 /* After the evaluator is destroyed. */
 void serve_pod_close(serve_pod *p);
 

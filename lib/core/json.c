@@ -1,6 +1,7 @@
 /* json: a strict JSON reader into a tree; see json.h. */
 #include "core/json.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -381,4 +382,42 @@ const char *json_str(const json *v)
 const char *json_get_str(const json *v, const char *key)
 {
     return json_str(json_get(v, key));
+}
+
+int json_write_tree(buf *out, const json *v, size_t max)
+{
+    int rc = 0;
+    switch (v->type) {
+    case JSON_NULL:
+        return buf_append_str(out, "null");
+    case JSON_FALSE:
+        return buf_append_str(out, "false");
+    case JSON_TRUE:
+        return buf_append_str(out, "true");
+    case JSON_NUMBER:
+        if (!isfinite(v->number))
+            return -2;
+        return json_write_float(out, v->number);
+    case JSON_STRING:
+        return json_write_string(out, v->str, v->len);
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        /* depth is the reader's (JSON_MAX_DEPTH): the recursion is bounded */
+        rc = buf_append_str(out, v->type == JSON_ARRAY ? "[" : "{");
+        for (size_t i = 0; i < v->len && rc == 0; i++) {
+            if (i)
+                rc = buf_append_str(out, ", ");
+            if (rc == 0 && v->type == JSON_OBJECT) {
+                rc = json_write_string(out, v->keys[i], strlen(v->keys[i]));
+                rc = rc < 0 ? rc : buf_append_str(out, ": ");
+            }
+            rc = rc < 0 ? rc : json_write_tree(out, v->items[i], max);
+            if (rc == 0 && out->len > max)
+                rc = 1;
+        }
+        if (rc)
+            return rc;
+        return buf_append_str(out, v->type == JSON_ARRAY ? "]" : "}") < 0 ? -1 : 0;
+    }
+    return -1;
 }

@@ -58,4 +58,12 @@ const char *json_get_str(const json *v, const char *key);
 /* Writing JSON (json_write_string and the rest) is json_write.h, included
  * here for the callers that read and write. */
 
+/* Appends v as JSON text, members in document order, with a space after
+ * each ':' and ',' (so that YAML readers, which need it in flow style, read
+ * it as the same value). Returns 0; 1 when out grew past max bytes (the
+ * writing stopped there, so a large tree costs no more than max); -1 when
+ * out of memory; -2 for a number that is not finite (JSON has none, but
+ * the reader reads 1e400 as infinity; Go's encoding/json refuses it too). */
+int json_write_tree(buf *out, const json *v, size_t max);
+
 #endif

@@ -2,6 +2,7 @@
  * surrogates, \u0000), strictness (trailing data, control characters,
  * invalid UTF-8, bad numbers, depth limit), lookups and the string writer. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/json.h"
@@ -141,4 +142,54 @@ Test(json, value_budget)
     cr_expect_null(json_parse_max(doc, strlen(doc), 4, &err));
     cr_expect_str_eq(err.data, "offset 11: more than 4 JSON values (the limit for this document)");
     buf_free(&err);
+}
+
+/* json_write_tree writes what json_parse reads back as the same value, and
+ * with the spaces a YAML flow reader needs after ':' and ','. */
+Test(json, write_tree_round_trip)
+{
+    const char *text = "{\"a\":[1,2.5,-0,true,false,null],\"s\":\"x\\u0000y\\u003c\\ud83d\\ude00\","
+                       "\"o\":{},\"e\":[],\"k\":{\"n\":1e21}}";
+    json *v = ok(text);
+    buf out = {0};
+    cr_assert_eq(json_write_tree(&out, v, SIZE_MAX), 0);
+    cr_assert_str_eq(out.data, "{\"a\": [1, 2.5, -0, true, false, null], \"s\": \"x\\u0000y\\u003c\xf0\x9f\x98\x80\", "
+                               "\"o\": {}, \"e\": [], \"k\": {\"n\": 1e+21}}");
+    json *back = ok(out.data);
+    buf again = {0};
+    cr_assert_eq(json_write_tree(&again, back, SIZE_MAX), 0);
+    cr_assert_str_eq(again.data, out.data);
+    buf_free(&out);
+    buf_free(&again);
+    json_free(v);
+    json_free(back);
+}
+
+/* A tree larger than max stops being written soon after max (within one
+ * scalar), so a large object costs no more than the bound. */
+Test(json, write_tree_stops_past_max)
+{
+    buf text = {0};
+    buf_append_str(&text, "[");
+    for (int i = 0; i < 10000; i++)
+        buf_printf(&text, "%s\"%0100d\"", i ? "," : "", i);
+    buf_append_str(&text, "]");
+    json *v = ok(text.data);
+    buf out = {0};
+    cr_assert_eq(json_write_tree(&out, v, 1000), 1);
+    cr_assert(out.len > 1000 && out.len < 1200, "%zu bytes written", out.len);
+    buf_free(&text);
+    buf_free(&out);
+    json_free(v);
+}
+
+/* 1e400 reads as infinity, which JSON cannot hold: the writer refuses it
+ * (-2) rather than write what no reader takes. */
+Test(json, write_tree_refuses_infinity)
+{
+    json *v = ok("{\"a\": [1e400]}");
+    buf out = {0};
+    cr_assert_eq(json_write_tree(&out, v, SIZE_MAX), -2);
+    buf_free(&out);
+    json_free(v);
 }
