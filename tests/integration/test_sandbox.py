@@ -238,7 +238,7 @@ def test_strict_refuses_without_user_namespaces_and_auto_uses_the_rest(start_ser
     resp = srv.evaluate(simple_rl("x"), image="fn:v1")
     assert "ATTACK-FAILED" in resp.log.decode() and "FAKE-SA-TOKEN" not in resp.log.decode()
     assert "functions run with rlimits, no_new_privs, landlock, seccomp; unavailable: " \
-           "namespaces (clone:" in srv.stderr()
+           "namespaces (make the shared network namespace: " in srv.stderr()
 
 
 # ---- a function ended by a limit is told so --------------------------------
