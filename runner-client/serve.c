@@ -116,7 +116,7 @@ typedef struct runner {
     serve_pod *pods;            /* the pod runtime, while serving */
     int warm_up;                /* --warm-up-pod-cache */
     size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
-    const sandbox *sandbox;     /* the exec runtime's functions' */
+    sandbox *sandbox;           /* the exec runtime's functions' */
     int64_t prespawn_idle_ns;
     loop *loop;                 /* while serving */
     offload *reloading;         /* a SIGHUP's reload running, or NULL */
@@ -504,7 +504,7 @@ static const fnconfig_entry *runner_match_tag(runner *r, const char *image, cons
 /* ev_exec's lookup: the binary a FunctionConfig gives this image (and Tag),
  * opened beneath --functions (inheritable: see ev_exec_lookup_fn). */
 static int runner_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
-                         buf *why)
+                         const spawn_child_setup **setup, buf *why)
 {
     runner *r = ctx;
     buf resolved = {0};
@@ -520,6 +520,11 @@ static int runner_lookup(void *ctx, const char *image, const char *tag, buf *pat
     }
     if (buf_append_str(path, e->binary.path) < 0) {
         buf_append_str(why, "out of memory");
+        return -1;
+    }
+    if (r->sandbox && !(*setup = serve_sandbox_setup_for(r->sandbox, &e->sandbox)) &&
+        sandbox_child_setup(r->sandbox)) {
+        buf_printf(why, "sandbox: cannot set up the settings of FunctionConfig \"%s\"", e->name);
         return -1;
     }
     *fd = r->functions_fd < 0 ? -1
@@ -648,7 +653,8 @@ static int serve_configure(runner *r, const serve_opts *o)
 static int runner_explain_failure(void *ctx, const fn_job *job, buf *out)
 {
     const runner *r = ctx;
-    return sandbox_explain_exit(r->sandbox, job->wait_status, job->cpu_ns, job->err.data,
+    const sandbox *sb = sandbox_of_setup(r->sandbox, job->spec.child_setup);
+    return sandbox_explain_exit(sb ? sb : r->sandbox, job->wait_status, job->cpu_ns, job->err.data,
                                 job->err.len, out);
 }
 

@@ -109,6 +109,22 @@ static void publish_layers(const sandbox *sb, sandbox_mode mode)
                   "layers in use.", sandbox_info_value);
 }
 
+const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs)
+{
+    sandbox_override o = {
+        .allow_network = fs->network,
+        .limits = {.memory_mib = fs->memory_mib, .cpu_seconds = fs->cpu_seconds,
+                   .processes = fs->processes, .file_size_mib = fs->file_size_mib,
+                   .open_files = fs->open_files},
+    };
+    buf why = {0};
+    const spawn_child_setup *setup = sandbox_setup_for(sb, &o, &why);
+    if (why.len)
+        log_error("%s", why.data);
+    buf_free(&why);
+    return setup;
+}
+
 sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
                              const serve_sandbox_secrets *secrets)
 {

@@ -7,6 +7,7 @@
 #ifndef KRM_RC_SERVE_SANDBOX_H
 #define KRM_RC_SERVE_SANDBOX_H
 
+#include "krm/fnconfig.h"
 #include "runtime/sandbox.h"
 
 typedef struct serve_sandbox_flags {
@@ -36,6 +37,11 @@ typedef struct serve_sandbox_flags {
 typedef struct serve_sandbox_secrets {
     const char *function_config, *docker_config, *kubeconfig, *service_account;
 } serve_sandbox_secrets;
+
+/* The child setup of a function with its FunctionConfig's sandbox
+ * settings (fnconfig_sandbox, from its annotations): sandbox_setup_for,
+ * its failure logged. NULL: none (no layer used) or it failed. */
+const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs);
 
 /* Parses the flags and starts the sandbox. NULL after printing why
  * (a bad flag, strict lacking a layer or seeing a secret). */

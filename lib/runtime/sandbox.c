@@ -82,6 +82,13 @@ struct sandbox {
     char functions_dir[PATH_MAX];
     sandbox_landlock ll;
     struct sock_fprog bpf;
+    /* A function's own settings (sandbox_setup_for): variants of this one,
+     * which share its memory and descriptors and own only their filter. */
+    const sandbox *variant_of;
+    unsigned annotated;         /* bits 1 << SB_*: limits a variant set */
+    int own_bpf;                /* bpf.filter is this variant's */
+    sandbox **variants;
+    size_t n_variants;
 };
 
 /* ---- in the child: system calls only ------------------------------------ */
@@ -294,7 +301,7 @@ static int make_shared_net(sandbox *sb, buf *why)
 static void set_clone(sandbox *sb)
 {
     int ns = (sb->layers & SANDBOX_NAMESPACES) != 0;
-    int join = ns && sb->shared_ns[1] >= 0;
+    int join = ns && !sb->cfg.allow_network && sb->shared_ns[1] >= 0;
     sb->setup.clone_flags = !ns ? 0 : NAMESPACES | (join || sb->cfg.allow_network ? 0 : CLONE_NEWNET);
     sb->setup.n_join_ns = join ? 2 : 0;
     sb->setup.join_ns[0] = sb->shared_ns[0];
@@ -430,15 +437,21 @@ static int make_tmp_dir(sandbox *sb, buf *why)
     return 0;
 }
 
-static int prepare(sandbox *sb, buf *why)
+/* The texts the child writes for the limits. */
+static void limits_text(sandbox *sb)
 {
     const sandbox_limits *lim = &sb->cfg.limits;
-    snprintf(sb->top_uid_map, sizeof sb->top_uid_map, "0 %u 1\n", (unsigned)geteuid());
-    snprintf(sb->top_gid_map, sizeof sb->top_gid_map, "0 %u 1\n", (unsigned)getegid());
     snprintf(sb->pid_max, sizeof sb->pid_max, "%llu",
              lim->processes + 1 < PID_MAX_MIN ? PID_MAX_MIN : (unsigned long long)lim->processes + 1);
     snprintf(sb->tmpfs_opts, sizeof sb->tmpfs_opts, "size=%llum,mode=1777",
              (unsigned long long)lim->memory_mib);
+}
+
+static int prepare(sandbox *sb, buf *why)
+{
+    snprintf(sb->top_uid_map, sizeof sb->top_uid_map, "0 %u 1\n", (unsigned)geteuid());
+    snprintf(sb->top_gid_map, sizeof sb->top_gid_map, "0 %u 1\n", (unsigned)getegid());
+    limits_text(sb);
     sb->ll.allow_network = sb->cfg.allow_network;
     for (size_t i = 0; i < sizeof system_roots / sizeof *system_roots; i++)
         sb->ll.read[sb->ll.n_read++] = system_roots[i];
@@ -582,6 +595,109 @@ const spawn_child_setup *sandbox_child_setup(const sandbox *sb)
     return sb && sb->layers ? &sb->setup : NULL;
 }
 
+/* ---- a function's own settings -------------------------------------------- */
+
+/* The limits, as offsets in sandbox_limits: bit i of `annotated` is
+ * limit_at[i]'s. */
+static const size_t limit_at[] = {
+    offsetof(sandbox_limits, memory_mib), offsetof(sandbox_limits, cpu_seconds),
+    offsetof(sandbox_limits, processes), offsetof(sandbox_limits, file_size_mib),
+    offsetof(sandbox_limits, open_files),
+};
+#define N_LIMITS (sizeof limit_at / sizeof *limit_at)
+
+static uint64_t *limit_ref(sandbox_limits *lim, size_t i)
+{
+    return (uint64_t *)((char *)lim + limit_at[i]);
+}
+
+/* A variant of sb with o's settings. NULL with why. */
+static sandbox *make_variant(sandbox *sb, int network, const sandbox_limits *lim,
+                             unsigned annotated, buf *why)
+{
+    sandbox *v = malloc(sizeof *v);
+    if (!v) {
+        buf_append_str(why, "out of memory");
+        return NULL;
+    }
+    *v = *sb;
+    v->variant_of = sb;
+    v->variants = NULL;
+    v->n_variants = 0;
+    v->own_bpf = 0;
+    v->annotated = annotated;
+    v->cfg.limits = *lim;
+    v->cfg.allow_network = network;
+    v->ll.allow_network = network;
+    v->setup.ctx = v;
+    limits_text(v);
+    set_clone(v);
+    if ((v->layers & SANDBOX_SECCOMP) && network != sb->cfg.allow_network) {
+        buf notes = {0};
+        if (sandbox_seccomp_build(network, &v->bpf, &notes) < 0) {
+            buf_printf(why, "sandbox: cannot build the system call filter: %s",
+                       notes.data ? notes.data : "out of memory");
+            buf_free(&notes);
+            free(v);
+            return NULL;
+        }
+        v->own_bpf = 1;
+    }
+    return v;
+}
+
+const spawn_child_setup *sandbox_setup_for(sandbox *sb, const sandbox_override *o, buf *why)
+{
+    if (!sb || !sb->layers)
+        return NULL;
+    int network = o->allow_network < 0 ? sb->cfg.allow_network : o->allow_network;
+    sandbox_limits lim = sb->cfg.limits;
+    unsigned annotated = 0;
+    for (size_t i = 0; i < N_LIMITS; i++) {
+        uint64_t want = *limit_ref((sandbox_limits *)&o->limits, i);
+        if (want) {
+            *limit_ref(&lim, i) = want;
+            annotated |= 1u << i;
+        }
+    }
+    if (network == sb->cfg.allow_network && !annotated)
+        return &sb->setup;
+    for (size_t i = 0; i < sb->n_variants; i++) {
+        sandbox *v = sb->variants[i];
+        if (v->cfg.allow_network == network && v->annotated == annotated &&
+            !memcmp(&v->cfg.limits, &lim, sizeof lim))
+            return &v->setup;
+    }
+    if (sb->n_variants == SANDBOX_MAX_VARIANTS) {
+        buf_printf(why, "sandbox: more than %d distinct per-function settings "
+                   "(fn.kpt.dev/sandbox-* annotations); restart the runner", SANDBOX_MAX_VARIANTS);
+        return NULL;
+    }
+    sandbox **grown = realloc(sb->variants, (sb->n_variants + 1) * sizeof *grown);
+    if (!grown) {
+        buf_append_str(why, "out of memory");
+        return NULL;
+    }
+    sb->variants = grown;
+    sandbox *v = make_variant(sb, network, &lim, annotated, why);
+    if (!v)
+        return NULL;
+    sb->variants[sb->n_variants++] = v;
+    return &v->setup;
+}
+
+const sandbox *sandbox_of_setup(const sandbox *sb, const spawn_child_setup *setup)
+{
+    if (!sb || !setup)
+        return NULL;
+    if (setup == &sb->setup)
+        return sb;
+    for (size_t i = 0; i < sb->n_variants; i++)
+        if (setup == &sb->variants[i]->setup)
+            return sb->variants[i];
+    return NULL;
+}
+
 unsigned sandbox_layers(const sandbox *sb)
 {
     return sb ? sb->layers : 0;
@@ -665,9 +781,13 @@ int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, con
             continue;
         const uint64_t *figure =
             (const uint64_t *)((const char *)&sb->cfg.limits + limit_signs[i].offset);
-        buf_printf(out, "function exceeded its %s limit of %llu%s%s (%s)", limit_signs[i].limit,
+        int annotated = 0;   /* the function's own setting: named as its annotation */
+        for (size_t l = 0; l < N_LIMITS; l++)
+            annotated |= limit_at[l] == limit_signs[i].offset && (sb->annotated & (1u << l));
+        buf_printf(out, "function exceeded its %s limit of %llu%s%s (%s%s)", limit_signs[i].limit,
                    (unsigned long long)*figure, *limit_signs[i].unit ? " " : "",
-                   limit_signs[i].unit, limit_signs[i].flag);
+                   limit_signs[i].unit, annotated ? "fn.kpt.dev/" : "",
+                   limit_signs[i].flag + (annotated ? 2 : 0));
         return 1;
     }
     return 0;
@@ -677,6 +797,15 @@ void sandbox_free(sandbox *sb)
 {
     if (!sb)
         return;
+    if (sb->variant_of) {   /* the rest is its base's */
+        if (sb->own_bpf)
+            free(sb->bpf.filter);
+        free(sb);
+        return;
+    }
+    for (size_t i = 0; i < sb->n_variants; i++)
+        sandbox_free(sb->variants[i]);
+    free(sb->variants);
     if (sb->tmp_dir[0])
         rmdir(sb->tmp_dir);   /* what functions left there stays, and so does it */
     close_shared_ns(sb);

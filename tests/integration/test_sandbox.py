@@ -28,28 +28,35 @@ cat
 """
 
 
-def serve(start_server, tmp_path, mode, attack, *flags, env=None):
+def function_config(tmp_path, annotations=None):
+    """fc.yaml: FunctionConfig fn running functions/fn, with annotations."""
+    cfg = tmp_path / "fc.yaml"
+    notes = "".join(f"    {k}: {v}\n" for k, v in (annotations or {}).items())
+    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                   "metadata:\n  name: fn\n" + ("  annotations:\n" + notes if notes else "") +
+                   "spec:\n  image: fn\n  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    return cfg
+
+
+def serve(start_server, tmp_path, mode, attack, *flags, env=None, annotations=None):
     functions = tmp_path / "functions"
     functions.mkdir(exist_ok=True)
     fn = functions / "fn"
     fn.write_text(FUNCTION.format(attack=attack))
     fn.chmod(0o755)
-    cfg = tmp_path / "fc.yaml"
-    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
-                   "metadata:\n  name: fn\nspec:\n  image: fn\n"
-                   "  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    cfg = function_config(tmp_path, annotations)
     return start_server([], binary=CLIENT_BIN, env=env, argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
         "--disable-runtimes=pod", "--sandbox", mode, *flags])
 
 
-def attack(start_server, tmp_path, mode, script, *flags, env=None, calls=1):
+def attack(start_server, tmp_path, mode, script, *flags, env=None, calls=1, annotations=None):
     """Runs script as the function's attack; returns (worked, log) of the
     last call. With --prespawn 0 unless flags say otherwise: a process
     started for the next call would attack again meanwhile."""
     if "--prespawn" not in flags:
         flags = (*flags, "--prespawn", "0")
-    srv = serve(start_server, tmp_path, mode, script, *flags, env=env)
+    srv = serve(start_server, tmp_path, mode, script, *flags, env=env, annotations=annotations)
     rl = simple_rl("victim")
     for _ in range(calls):
         resp = srv.evaluate(rl, image="fn:v1")
@@ -396,3 +403,66 @@ def test_reads_the_runners_environment(start_server, tmp_path, mode):
     assert "PASSED_ON=asked-for" in log and "LC_ALL=C" in log and "PATH=" in log, log
     if mode != "off":
         assert {"HOME=/tmp", "TMPDIR=/tmp"} <= set(log.splitlines()), log
+
+
+# ---- a function's own settings: its FunctionConfig's annotations -----------
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_allowed_the_network_by_its_annotation_connects(start_server, tmp_path, mode,
+                                                                    prespawn):
+    """fn.kpt.dev/sandbox-network: "true" lets this function reach loopback
+    (the same attack as test_connects_to_a_loopback_port, which it loses
+    without the annotation); with --prespawn 1 the second call is served by
+    a process pre-started with the function's own settings."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        script = f"{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
+        worked, log = attack(start_server, tmp_path, mode, script, "--prespawn", prespawn,
+                             calls=2, annotations={"fn.kpt.dev/sandbox-network": '"true"'})
+    assert worked, log
+
+
+ALLOCATE_800_MIB = (f"{PY} -c 'import mmap; m = mmap.mmap(-1, 800 << 20, "
+                    "flags=mmap.MAP_PRIVATE); print(\"allocated\")'")
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_functions_memory_annotation_is_its_limit(start_server, tmp_path, mode, annotated):
+    """fn.kpt.dev/sandbox-memory: 600Mi under the default --sandbox-memory
+    1024: 800 MiB fails, and the answer names the annotation."""
+    notes = {"fn.kpt.dev/sandbox-memory": "600Mi"} if annotated else None
+    srv = serve(start_server, tmp_path, mode, "true", "--prespawn", "0", annotations=notes)
+    (tmp_path / "functions" / "fn").write_text(f"#!/bin/sh\ncat\n{ALLOCATE_800_MIB} >&2\n")
+    if not annotated:
+        resp = srv.evaluate(simple_rl("x"), image="fn:v1", timeout=30)
+        assert "allocated" in resp.log.decode()
+        return
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert "function exceeded its memory limit of 600 MiB (fn.kpt.dev/sandbox-memory)" \
+        in err.details(), err.details()
+
+
+@pytest.mark.parametrize("annotation,value,words", [
+    ("fn.kpt.dev/sandbox-network", '"yes"', 'want "true" or "false", not "yes"'),
+    ("fn.kpt.dev/sandbox-memory", '"512"', 'want a size in whole MiB, 1Mi-1024Ti (e.g. "512Mi", '
+     '"2Gi"), not "512"'),
+    ("fn.kpt.dev/sandbox-memory", '"0Gi"', 'not "0Gi"'),
+    ("fn.kpt.dev/sandbox-file-size", '"1.5Gi"', 'not "1.5Gi"'),
+    ("fn.kpt.dev/sandbox-cpu", '"-1"', 'want a whole number of seconds 1-1099511627776 in a '
+     'string, not "-1"'),
+    ("fn.kpt.dev/sandbox-processes", '"10"', "want a whole number 300-4194303"),
+    ("fn.kpt.dev/sandbox-open-files", '"99999999999"', "want a whole number 16-1048576"),
+    ("fn.kpt.dev/sandbox-open-files", "64", "must be a string (annotations are strings"),
+    ("fn.kpt.dev/sandbox-memroy", '"1Gi"', "not a sandbox setting"),
+])
+def test_a_bad_sandbox_annotation_refuses_the_function_config(tmp_path, annotation, value,
+                                                               words):
+    cfg = function_config(tmp_path, {annotation: value})
+    rc, err = run_serve(tmp_path, "--function-config", str(cfg))
+    assert rc == 2, err
+    assert f"fc.yaml: document 1 (FunctionConfig \"fn\"): metadata.annotations.{annotation}: " \
+        in err and words in err, err
