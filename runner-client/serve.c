@@ -769,7 +769,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         serve_sandbox_secrets secrets = {.function_config = o->config,
                                          .docker_config = reg->docker_config,
                                          .kubeconfig = o->pod.kubeconfig};
-        if (!(sb = serve_sandbox_start(&o->sandbox, r.functions_dir, &secrets))) {
+        if (!(sb = serve_sandbox_start("serve", &o->sandbox, r.functions_dir, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)
                 close(r.functions_fd);
@@ -813,11 +813,7 @@ int cmd_serve(int argc, char **argv)
         {"--replica-name", &o.pod.replica}, {"--lease-duration", &o.pod.lease},
         {"--min-ready-pods", &o.pod.min_ready},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
-        {"--sandbox", &o.sandbox.mode}, {"--sandbox-memory", &o.sandbox.memory},
-        {"--sandbox-cpu", &o.sandbox.cpu}, {"--sandbox-processes", &o.sandbox.processes},
-        {"--sandbox-file-size", &o.sandbox.file_size},
-        {"--sandbox-open-files", &o.sandbox.open_files}, {"--sandbox-read", &o.sandbox.read},
-        {"--sandbox-write", &o.sandbox.write}, {"--sandbox-env", &o.sandbox.env},
+        SERVE_SANDBOX_FLAG_DEFS(&o.sandbox),
         PORCH_FLAG_DEFS(o.porch),
         {0},
     };

@@ -14,22 +14,22 @@
 /* The account token every pod has, where Kubernetes mounts it. */
 #define SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io"
 
-static int parse_limit(const char *flag, const char *text, unsigned long long min,
+static int parse_limit(const char *command, const char *flag, const char *text, unsigned long long min,
                        unsigned long long max, uint64_t *out)
 {
     unsigned long long v;
     if (!text)
         return 0;
     if (parse_uint(text, max, &v) < 0 || v < min) {
-        term_printf(stderr, "runner-client serve: invalid value \"%s\" for %s: want a whole "
-                    "number %llu-%llu\n", text, flag, min, max);
+        term_printf(stderr, "runner-client %s: invalid value \"%s\" for %s: want a whole "
+                    "number %llu-%llu\n", command, text, flag, min, max);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
+static int parse_flags(const char *command, const serve_sandbox_flags *f, sandbox_config *cfg)
 {
     const char *mode = f->mode ? f->mode : "auto";
     if (!strcmp(mode, "auto"))
@@ -39,17 +39,17 @@ static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
     else if (!strcmp(mode, "off"))
         cfg->mode = SANDBOX_OFF;
     else {
-        term_printf(stderr, "runner-client serve: invalid value \"%s\" for --sandbox: want auto, "
-                    "strict or off\n", mode);
+        term_printf(stderr, "runner-client %s: invalid value \"%s\" for --sandbox: want auto, "
+                    "strict or off\n", command, mode);
         return -1;
     }
     sandbox_limits *lim = &cfg->limits;
     const unsigned long long mib_max = 1ULL << 30;   /* 1 PiB: no overflow in bytes */
-    if (parse_limit("--sandbox-memory", f->memory, 1, mib_max, &lim->memory_mib) < 0 ||
-        parse_limit("--sandbox-cpu", f->cpu, 1, 1ULL << 40, &lim->cpu_seconds) < 0 ||
-        parse_limit("--sandbox-processes", f->processes, 300, 4194303, &lim->processes) < 0 ||
-        parse_limit("--sandbox-file-size", f->file_size, 1, mib_max, &lim->file_size_mib) < 0 ||
-        parse_limit("--sandbox-open-files", f->open_files, 16, 1ULL << 20, &lim->open_files) < 0)
+    if (parse_limit(command, "--sandbox-memory", f->memory, 1, mib_max, &lim->memory_mib) < 0 ||
+        parse_limit(command, "--sandbox-cpu", f->cpu, 1, 1ULL << 40, &lim->cpu_seconds) < 0 ||
+        parse_limit(command, "--sandbox-processes", f->processes, 300, 4194303, &lim->processes) < 0 ||
+        parse_limit(command, "--sandbox-file-size", f->file_size, 1, mib_max, &lim->file_size_mib) < 0 ||
+        parse_limit(command, "--sandbox-open-files", f->open_files, 16, 1ULL << 20, &lim->open_files) < 0)
         return -1;
     cfg->read_paths = f->read;
     cfg->write_paths = f->write;
@@ -58,7 +58,8 @@ static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
 }
 
 /* Each secret the functions could read: warned of in auto, refused in strict. */
-static int check_secrets(const sandbox *sb, sandbox_mode mode, const serve_sandbox_secrets *s)
+static int check_secrets(const char *command, const sandbox *sb, sandbox_mode mode,
+                         const serve_sandbox_secrets *s)
 {
     char *docker = s->docker_config ? NULL : docker_config_default_path();
     const struct {
@@ -74,7 +75,7 @@ static int check_secrets(const sandbox *sb, sandbox_mode mode, const serve_sandb
         buf why = {0};
         if (sandbox_check_hidden(sb, secrets[i].path, secrets[i].what, &why) < 0) {
             if (mode == SANDBOX_STRICT) {
-                term_printf(stderr, "runner-client serve: --sandbox strict: %s\n", why.data);
+                term_printf(stderr, "runner-client %s: --sandbox strict: %s\n", command, why.data);
                 rc = -1;
             } else {
                 log_warn("%s", why.data);
@@ -109,6 +110,12 @@ static void publish_layers(const sandbox *sb, sandbox_mode mode)
                   "layers in use.", sandbox_info_value);
 }
 
+int serve_sandbox_flags_given(const serve_sandbox_flags *f)
+{
+    return f->mode || f->memory || f->cpu || f->processes || f->file_size || f->open_files ||
+           f->read || f->write || f->env;
+}
+
 const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs)
 {
     sandbox_override o = {
@@ -125,23 +132,23 @@ const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_san
     return setup;
 }
 
-sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
-                             const serve_sandbox_secrets *secrets)
+sandbox *serve_sandbox_start(const char *command, const serve_sandbox_flags *f,
+                             const char *functions_dir, const serve_sandbox_secrets *secrets)
 {
     sandbox_config cfg = {.limits = SANDBOX_DEFAULT_LIMITS, .functions_dir = functions_dir};
-    if (parse_flags(f, &cfg) < 0)
+    if (parse_flags(command, f, &cfg) < 0)
         return NULL;
     buf why = {0};
     sandbox *sb = sandbox_start(&cfg, &why);
     if (!sb) {
-        term_printf(stderr, "runner-client serve: %s\n", why.data ? why.data : "out of memory");
+        term_printf(stderr, "runner-client %s: %s\n", command, why.data ? why.data : "out of memory");
         buf_free(&why);
         return NULL;
     }
     serve_sandbox_secrets s = *secrets;
     if (!s.service_account)
         s.service_account = SERVICE_ACCOUNT_DIR;
-    if (check_secrets(sb, cfg.mode, &s) < 0) {
+    if (check_secrets(command, sb, cfg.mode, &s) < 0) {
         sandbox_free(sb);
         return NULL;
     }

@@ -43,9 +43,20 @@ typedef struct serve_sandbox_secrets {
  * its failure logged. NULL: none (no layer used) or it failed. */
 const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs);
 
-/* Parses the flags and starts the sandbox. NULL after printing why
- * (a bad flag, strict lacking a layer or seeing a secret). */
-sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
-                             const serve_sandbox_secrets *secrets);
+/* Parses the flags and starts the sandbox (command, "serve" or "eval",
+ * names the command in messages). NULL after printing why (a bad flag,
+ * strict lacking a layer or seeing a secret). */
+sandbox *serve_sandbox_start(const char *command, const serve_sandbox_flags *f,
+                             const char *functions_dir, const serve_sandbox_secrets *secrets);
+
+/* Whether any of the flags was given. */
+int serve_sandbox_flags_given(const serve_sandbox_flags *f);
+
+/* The flags as flag_def entries (flags.h), for a command's table. */
+#define SERVE_SANDBOX_FLAG_DEFS(f) \
+    {"--sandbox", &(f)->mode}, {"--sandbox-memory", &(f)->memory}, \
+    {"--sandbox-cpu", &(f)->cpu}, {"--sandbox-processes", &(f)->processes}, \
+    {"--sandbox-file-size", &(f)->file_size}, {"--sandbox-open-files", &(f)->open_files}, \
+    {"--sandbox-read", &(f)->read}, {"--sandbox-write", &(f)->write}, {"--sandbox-env", &(f)->env}
 
 #endif

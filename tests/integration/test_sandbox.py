@@ -466,3 +466,55 @@ def test_a_bad_sandbox_annotation_refuses_the_function_config(tmp_path, annotati
     assert rc == 2, err
     assert f"fc.yaml: document 1 (FunctionConfig \"fn\"): metadata.annotations.{annotation}: " \
         in err and words in err, err
+
+
+# ---- eval --exec: the local function in the same sandbox ---------------------
+
+def eval_exec(tmp_path, script, *flags):
+    """runner-client eval --exec with FUNCTION's attack (or a whole script
+    when it starts with #!), on a small list: the CompletedProcess."""
+    (tmp_path / "fn").mkdir(exist_ok=True)   # its directory is readable to it
+    fn = tmp_path / "fn" / "local-fn"
+    fn.write_text(script if script.startswith("#!") else FUNCTION.format(attack=script))
+    fn.chmod(0o755)
+    rl = tmp_path / "rl.yaml"
+    rl.write_bytes(simple_rl("x"))
+    return subprocess.run([CLIENT_BIN, "eval", "--exec", str(fn), "--truncate-output=false",
+                           *flags, str(rl)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("mode", [*MODES, None])
+def test_eval_exec_runs_in_the_sandbox_it_is_given(tmp_path, mode):
+    """--sandbox MODE as serve's; without any --sandbox flag the function is
+    a plain child, as kpt's --exec."""
+    (tmp_path / "token").write_text("FAKE-SA-TOKEN")
+    out = eval_exec(tmp_path, f"cat {tmp_path}/token", *(["--sandbox", mode] if mode else []))
+    assert out.returncode == 0, out.stderr
+    assert ("ATTACK-WORKED" in out.stderr) != ("ATTACK-FAILED" in out.stderr), out.stderr
+    expect(mode or "off", "ATTACK-WORKED" in out.stderr, out.stderr)
+
+
+def test_eval_exec_limit_is_named(tmp_path):
+    """A limit flag alone means --sandbox auto; the one reached is named."""
+    out = eval_exec(tmp_path, f"#!/bin/sh\ncat\n{ALLOCATE_800_MIB} >&2\n", "--sandbox-memory", "600")
+    assert out.returncode == 1, out.stderr
+    assert "function exceeded its memory limit of 600 MiB (--sandbox-memory)" in out.stderr, \
+        out.stderr
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--sandbox", "sometimes"], 'runner-client eval: invalid value "sometimes" for --sandbox'),
+    (["--sandbox-open-files", "1"], 'runner-client eval: invalid value "1" for '
+     '--sandbox-open-files: want a whole number 16-'),
+])
+def test_eval_exec_bad_sandbox_flags_are_refused(tmp_path, flags, words):
+    out = eval_exec(tmp_path, "true", *flags)
+    assert out.returncode == 2 and words in out.stderr, out.stderr
+
+
+def test_eval_sandbox_flags_without_exec_are_refused(tmp_path):
+    rl = tmp_path / "rl.yaml"
+    rl.write_bytes(simple_rl("x"))
+    out = subprocess.run([CLIENT_BIN, "eval", "--addr", "127.0.0.1:1", "-i", "fn:v1", "--sandbox",
+                          "auto", str(rl)], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2 and "the --sandbox flags are --exec's" in out.stderr, out.stderr
