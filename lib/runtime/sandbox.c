@@ -744,7 +744,7 @@ int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, 
  * report) the words runtimes use for the error, on its stderr. */
 static const struct {
     int signal;
-    const char *words[4];
+    const char *words[6];
     const char *limit, *flag, *unit;
     size_t offset;   /* of the figure in sandbox_limits */
 } limit_signs[] = {
@@ -756,6 +756,12 @@ static const struct {
      "memory", "--sandbox-memory", "MiB", offsetof(sandbox_limits, memory_mib)},
     {0, {"Too many open files", "too many open files"}, "open files", "--sandbox-open-files", "",
      offsetof(sandbox_limits, open_files)},
+    /* a fork past its PID namespace's pid_max fails EAGAIN: the shells' and
+     * runtimes' words for a failed fork, not EAGAIN's alone (a non-blocking
+     * read says it too) */
+    {0, {"Cannot fork", "can't fork", "fork: Resource temporarily unavailable", "fork: retry",
+         "os.fork()"},
+     "processes", "--sandbox-processes", "", offsetof(sandbox_limits, processes)},
 };
 
 /* Whether text (len bytes, not NUL-terminated perhaps) holds word. */
@@ -774,8 +780,11 @@ int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, con
     if (killed == SIGKILL && cpu_ns / 1000000000 >= (int64_t)sb->cfg.limits.cpu_seconds)
         killed = SIGXCPU;   /* the hard limit's */
     for (size_t i = 0; failed && i < sizeof limit_signs / sizeof *limit_signs; i++) {
+        if (limit_signs[i].offset == offsetof(sandbox_limits, processes) &&
+            !(sb->layers & SANDBOX_PROC))
+            continue;   /* not bounded without its own /proc's pid_max */
         int hit = limit_signs[i].signal && killed == limit_signs[i].signal;
-        for (size_t w = 0; !hit && w < 4 && limit_signs[i].words[w]; w++)
+        for (size_t w = 0; !hit && w < 6 && limit_signs[i].words[w]; w++)
             hit = mentions(err, err_len, limit_signs[i].words[w]);
         if (!hit)
             continue;

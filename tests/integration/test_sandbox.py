@@ -259,6 +259,8 @@ LIMITS = [
      "function exceeded its file size limit of 1 MiB (--sandbox-file-size)"),
     ("open-files", f"exec {PY} -c 'import os; [os.open(\"/dev/null\", 0) for _ in range(100)]'",
      ["--sandbox-open-files", "20"], "function exceeded its open files limit of 20 (--sandbox-open-files)"),
+    ("processes", "i=0; while [ $i -lt 400 ]; do sleep 30 & i=$((i+1)); done; exit 3",
+     ["--sandbox-processes", "300"], "function exceeded its processes limit of 300 (--sandbox-processes)"),
 ]
 
 
