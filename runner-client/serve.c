@@ -684,6 +684,14 @@ static evaluator *serve_runtimes(runner *r, loop *l)
     return multi;
 }
 
+/* The server port's other GETs: the pod runtime's and the sandbox's views. */
+static int serve_http_get(void *ctx, const char *path, const char *query, http1_response *resp)
+{
+    const runner *r = ctx;
+    return serve_sandbox_http_get(r->sandbox, path, query, resp) ||
+           serve_pod_http_get(r->pods, path, query, resp);
+}
+
 static int serve_run(runner *r)
 {
     loop *l = loop_new();
@@ -696,8 +704,8 @@ static int serve_run(runner *r)
         return 2;
     }
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
-    r->server.http_get = serve_pod_http_get;   /* GET /debug/pods */
-    r->server.http_ctx = r->pods;
+    r->server.http_get = serve_http_get;   /* GET /debug/pods, /debug/sandbox */
+    r->server.http_ctx = r;
     if (!ev) {
         term_printf(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);

@@ -88,14 +88,33 @@ static int check_secrets(const char *command, const sandbox *sb, sandbox_mode mo
 }
 
 /* krm_sandbox_info{mode="auto",layers="namespaces,..."} 1: what /metrics
- * tells of the sandbox, as the start-up log line does. The labels are
- * kept for the process's life (metrics holds the pointer). */
+ * tells of the sandbox, as the start-up log line does; and one gauge per
+ * layer, krm_sandbox_layer{layer="seccomp"} 1 or 0, for alerts. The labels
+ * are kept for the process's life (metrics holds the pointer). */
 static char info_labels[160];
+static char layer_labels[6][32];
+static unsigned layers_used;
 
 static size_t sandbox_info_value(void)
 {
     return 1;
 }
+
+/* A gauge's reader takes no argument: one per layer, by its index. */
+#define LAYER_READER(i) \
+    static size_t layer_used_##i(void) \
+    { \
+        const char *name; \
+        return (layers_used & sandbox_layer_at(i, &name)) != 0; \
+    }
+LAYER_READER(0)
+LAYER_READER(1)
+LAYER_READER(2)
+LAYER_READER(3)
+LAYER_READER(4)
+LAYER_READER(5)
+static metrics_gauge_fn *const layer_readers[6] = {layer_used_0, layer_used_1, layer_used_2,
+                                                   layer_used_3, layer_used_4, layer_used_5};
 
 static void publish_layers(const sandbox *sb, sandbox_mode mode)
 {
@@ -108,12 +127,42 @@ static void publish_layers(const sandbox *sb, sandbox_mode mode)
     metrics_gauge("krm_sandbox_info", info_labels,
                   "1; its labels are the exec functions' sandbox mode (--sandbox) and the "
                   "layers in use.", sandbox_info_value);
+    layers_used = sandbox_layers(sb);
+    const char *name;
+    for (size_t i = 0; i < 6 && sandbox_layer_at(i, &name); i++) {
+        snprintf(layer_labels[i], sizeof layer_labels[i], "layer=\"%s\"", name);
+        metrics_gauge("krm_sandbox_layer", layer_labels[i],
+                      "1 when the exec functions' sandbox uses this layer, 0 when not "
+                      "(--sandbox off, or unavailable here: see GET /debug/sandbox).",
+                      layer_readers[i]);
+    }
 }
 
 int serve_sandbox_flags_given(const serve_sandbox_flags *f)
 {
     return f->mode || f->memory || f->cpu || f->processes || f->file_size || f->open_files ||
            f->read || f->write || f->env;
+}
+
+int serve_sandbox_http_get(const sandbox *sb, const char *path, const char *query,
+                           http1_response *r)
+{
+    if (strcmp(path, "/debug/sandbox"))
+        return 0;
+    if (*query && strcmp(query, "format=json")) {
+        r->status = 400;
+        buf_printf(&r->body, "/debug/sandbox takes ?format=json (the default) or nothing\n");
+    } else if (!sb) {
+        r->status = 404;
+        buf_printf(&r->body, "/debug/sandbox: the exec runtime is off (--disable-runtimes)\n");
+    } else if (sandbox_view(sb, &r->body) < 0) {
+        r->status = 500;
+        buf_reset(&r->body);
+        buf_printf(&r->body, "out of memory\n");
+    } else {
+        r->content_type = "application/json";
+    }
+    return 1;
 }
 
 const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs)

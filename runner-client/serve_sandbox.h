@@ -7,6 +7,7 @@
 #ifndef KRM_RC_SERVE_SANDBOX_H
 #define KRM_RC_SERVE_SANDBOX_H
 
+#include "grpc/http1.h"
 #include "krm/fnconfig.h"
 #include "runtime/sandbox.h"
 
@@ -48,6 +49,12 @@ const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_san
  * strict lacking a layer or seeing a secret). */
 sandbox *serve_sandbox_start(const char *command, const serve_sandbox_flags *f,
                              const char *functions_dir, const serve_sandbox_secrets *secrets);
+
+/* GET /debug/sandbox (rpc_server_config.http_get's contract): the
+ * sandbox's view as JSON (sandbox_view); sb NULL when the exec runtime is
+ * off. 0 for any other path. */
+int serve_sandbox_http_get(const sandbox *sb, const char *path, const char *query,
+                           http1_response *r);
 
 /* Whether any of the flags was given. */
 int serve_sandbox_flags_given(const serve_sandbox_flags *f);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/json_write.h"
 #include "core/log.h"
 #include "runtime/sandbox_landlock.h"
 #include "runtime/sandbox_seccomp.h"
@@ -89,7 +90,22 @@ struct sandbox {
     int own_bpf;                /* bpf.filter is this variant's */
     sandbox **variants;
     size_t n_variants;
+    char *unavailable;          /* what start found missing and why, for the view */
 };
+
+/* The limits, as offsets in sandbox_limits: bit i of `annotated` is
+ * limit_at[i]'s. */
+static const size_t limit_at[] = {
+    offsetof(sandbox_limits, memory_mib), offsetof(sandbox_limits, cpu_seconds),
+    offsetof(sandbox_limits, processes), offsetof(sandbox_limits, file_size_mib),
+    offsetof(sandbox_limits, open_files),
+};
+#define N_LIMITS (sizeof limit_at / sizeof *limit_at)
+
+static uint64_t *limit_ref(sandbox_limits *lim, size_t i)
+{
+    return (uint64_t *)((char *)lim + limit_at[i]);
+}
 
 /* ---- in the child: system calls only ------------------------------------ */
 
@@ -330,6 +346,44 @@ static unsigned layer_of_step(const char *step)
             return layer_info[i].layer;
     }
     return 0;
+}
+
+unsigned sandbox_layer_at(size_t i, const char **name)
+{
+    *name = i < N_LAYERS ? layer_info[i].name : NULL;
+    return i < N_LAYERS ? layer_info[i].layer : 0;
+}
+
+int sandbox_view(const sandbox *sb, buf *out)
+{
+    static const char *const modes[] = {"off", "auto", "strict"};
+    json_obj o, layers, limits;
+    json_obj_begin(&o, out);
+    json_obj_string(&o, "mode", modes[sb->cfg.mode]);
+    json_obj_key(&o, "layers");
+    json_obj_begin(&layers, out);
+    for (size_t i = 0; i < N_LAYERS; i++) {
+        json_obj_key(&layers, layer_info[i].name);
+        layers.rc |= buf_append_str(out, sb->layers & layer_info[i].layer ? "true" : "false");
+    }
+    o.rc |= json_obj_end(&layers);
+    json_obj_string(&o, "unavailable", sb->unavailable);
+    json_obj_string(&o, "network", !(sb->layers & SANDBOX_NAMESPACES) || sb->cfg.allow_network
+                                       ? "the runner's"
+                                   : sb->shared_ns[1] >= 0 ? "shared" : "per call");
+    json_obj_key(&o, "limits");
+    json_obj_begin(&limits, out);
+    static const char *const names[N_LIMITS] = {"memory_mib", "cpu_seconds", "processes",
+                                                "file_size_mib", "open_files"};
+    for (size_t i = 0; i < N_LIMITS; i++) {
+        json_obj_key(&limits, names[i]);
+        limits.rc |= buf_printf(out, "%llu",
+                                (unsigned long long)*limit_ref((sandbox_limits *)&sb->cfg.limits, i));
+    }
+    o.rc |= json_obj_end(&limits);
+    json_obj_key(&o, "distinct_own_settings");
+    o.rc |= buf_printf(out, "%zu", sb->n_variants);
+    return json_obj_end(&o) < 0 || buf_append_str(out, "\n") < 0 ? -1 : 0;
 }
 
 void sandbox_describe(unsigned layers, buf *out)
@@ -576,6 +630,8 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
             buf_printf(why, " (%s)", notes.data);
         goto fail;
     }
+    if (missing && notes.data)
+        sb->unavailable = strdup(notes.data);   /* the view goes without on ENOMEM */
     buf used = {0};
     sandbox_describe(sb->layers, &used);
     log_info("sandbox: %s: functions run with %s%s%s", cfg->mode == SANDBOX_STRICT ? "strict" : "auto",
@@ -596,20 +652,6 @@ const spawn_child_setup *sandbox_child_setup(const sandbox *sb)
 }
 
 /* ---- a function's own settings -------------------------------------------- */
-
-/* The limits, as offsets in sandbox_limits: bit i of `annotated` is
- * limit_at[i]'s. */
-static const size_t limit_at[] = {
-    offsetof(sandbox_limits, memory_mib), offsetof(sandbox_limits, cpu_seconds),
-    offsetof(sandbox_limits, processes), offsetof(sandbox_limits, file_size_mib),
-    offsetof(sandbox_limits, open_files),
-};
-#define N_LIMITS (sizeof limit_at / sizeof *limit_at)
-
-static uint64_t *limit_ref(sandbox_limits *lim, size_t i)
-{
-    return (uint64_t *)((char *)lim + limit_at[i]);
-}
 
 /* A variant of sb with o's settings. NULL with why. */
 static sandbox *make_variant(sandbox *sb, int network, const sandbox_limits *lim,
@@ -815,6 +857,7 @@ void sandbox_free(sandbox *sb)
     for (size_t i = 0; i < sb->n_variants; i++)
         sandbox_free(sb->variants[i]);
     free(sb->variants);
+    free(sb->unavailable);
     if (sb->tmp_dir[0])
         rmdir(sb->tmp_dir);   /* what functions left there stays, and so does it */
     close_shared_ns(sb);

@@ -106,6 +106,17 @@ unsigned sandbox_layers(const sandbox *sb);
 /* "namespaces, proc, rlimits, ..." or "none", for logs and /metrics. */
 void sandbox_describe(unsigned layers, buf *out);
 
+/* Each layer in order: its bit and name ("namespaces"); 0 and NULL past
+ * the last. */
+unsigned sandbox_layer_at(size_t i, const char **name);
+
+/* The sandbox as JSON, for GET /debug/sandbox: {"mode": "auto", "layers":
+ * {"namespaces": true, ...}, "unavailable": "why, as logged at start",
+ * "network": "shared" | "per call" | "the runner's", "limits": {...},
+ * "distinct_own_settings": N (functions' annotations asked for N
+ * variants so far)}. -1 when out of memory. */
+int sandbox_view(const sandbox *sb, buf *out);
+
 /* Whether path (a credential or the runner's configuration: what) can be
  * read by a sandboxed function. 0: it cannot, or the filesystem is not
  * sandboxed (then nothing is said); -1: it can, with why (a warning in

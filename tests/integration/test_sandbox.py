@@ -341,6 +341,32 @@ def test_metrics_tell_the_layers_in_use(start_server, tmp_path, mode):
     assert code == 200
     layers = "none" if mode == "off" else "namespaces, proc, rlimits, no_new_privs, landlock, seccomp"
     assert f'krm_sandbox_info{{mode="{mode}",layers="{layers}"}} 1\n' in text, text
+    for layer in ["namespaces", "proc", "rlimits", "no_new_privs", "landlock", "seccomp"]:
+        value = 0 if mode == "off" else 1
+        assert f'krm_sandbox_layer{{layer="{layer}"}} {value}\n' in text, text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_debug_sandbox_shows_the_layers_and_limits(start_server, tmp_path, mode):
+    import json
+    from test_observability import curl
+    srv = serve(start_server, tmp_path, mode, "true", "--sandbox-cpu", "77",
+                annotations={"fn.kpt.dev/sandbox-network": '"true"'})
+    srv.evaluate(simple_rl("x"), image="fn:v1")   # its own settings: a variant
+    code, text = curl(srv.port, "/debug/sandbox")
+    assert code == 200, text
+    view = json.loads(text)
+    on = mode != "off"
+    assert view["mode"] == mode
+    assert view["layers"] == {name: on for name in ["namespaces", "proc", "rlimits",
+                                                    "no_new_privs", "landlock", "seccomp"]}
+    assert "unavailable" not in view   # every layer works here
+    assert view["network"] == ("shared" if on else "the runner's")
+    assert view["limits"] == {"memory_mib": 1024, "cpu_seconds": 77, "processes": 1024,
+                              "file_size_mib": 1024, "open_files": 1024}
+    assert view["distinct_own_settings"] == (1 if on else 0)
+    code, text = curl(srv.port, "/debug/sandbox?format=yaml")
+    assert code == 400 and "/debug/sandbox takes ?format=json" in text, text
 
 
 def run_serve(tmp_path, *flags):
