@@ -34,7 +34,8 @@
  * another: no interface but a loopback that is down and that no function
  * may bring up (no capability in its owner), its abstract sockets out of
  * other functions' reach with Landlock ABI 6 (each function is its own
- * Landlock domain) and no other socket allowed by seccomp. */
+ * Landlock domain; below ABI 6 each call gets its own namespace still) and
+ * no other socket allowed by seccomp. */
 #define NAMESPACES (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
 #define PID_MAX_MIN 301   /* the kernel's least pid_max */
 
@@ -317,7 +318,8 @@ static int make_shared_net(sandbox *sb, buf *why)
 static void set_clone(sandbox *sb)
 {
     int ns = (sb->layers & SANDBOX_NAMESPACES) != 0;
-    int join = ns && !sb->cfg.allow_network && sb->shared_ns[1] >= 0;
+    int join = ns && !sb->cfg.allow_network && sb->shared_ns[1] >= 0 &&
+               (sb->layers & SANDBOX_LANDLOCK);   /* see NAMESPACES */
     sb->setup.clone_flags = !ns ? 0 : NAMESPACES | (join || sb->cfg.allow_network ? 0 : CLONE_NEWNET);
     sb->setup.n_join_ns = join ? 2 : 0;
     sb->setup.join_ns[0] = sb->shared_ns[0];
@@ -370,7 +372,7 @@ int sandbox_view(const sandbox *sb, buf *out)
     json_obj_string(&o, "unavailable", sb->unavailable);
     json_obj_string(&o, "network", !(sb->layers & SANDBOX_NAMESPACES) || sb->cfg.allow_network
                                        ? "the runner's"
-                                   : sb->shared_ns[1] >= 0 ? "shared" : "per call");
+                                   : sb->setup.n_join_ns ? "shared" : "per call");
     json_obj_key(&o, "limits");
     json_obj_begin(&limits, out);
     static const char *const names[N_LIMITS] = {"memory_mib", "cpu_seconds", "processes",
@@ -600,7 +602,9 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
     }
     if (abi < 1)
         buf_printf(&notes, "%slandlock (%s)", notes.len ? "; " : "", strerror(abi_errno));
-    if (!sb->cfg.allow_network && make_shared_net(sb, &notes) < 0) {
+    /* shared only where Landlock keeps each function's abstract sockets
+     * (which live in the network namespace) from the others */
+    if (!sb->cfg.allow_network && abi >= 6 && make_shared_net(sb, &notes) < 0) {
         sb->layers &= ~(unsigned)SANDBOX_NAMESPACES;
         missing |= SANDBOX_NAMESPACES;
     }
