@@ -546,3 +546,48 @@ def test_eval_sandbox_flags_without_exec_are_refused(tmp_path):
     out = subprocess.run([CLIENT_BIN, "eval", "--addr", "127.0.0.1:1", "-i", "fn:v1", "--sandbox",
                           "auto", str(rl)], capture_output=True, text=True, timeout=20)
     assert out.returncode == 2 and "the --sandbox flags are --exec's" in out.stderr, out.stderr
+
+
+ABSTRACT_MEET = """import errno, socket, sys
+name = "\\0krm-sandbox-meet-" + sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.bind(name)
+except OSError as e:
+    if e.errno != errno.EADDRINUSE:
+        raise
+    socket.socket(socket.AF_UNIX).connect(name)   # the other call's: reached it
+    print("connected to the other call's socket")
+    sys.exit(0)
+s.listen(1)
+s.settimeout(4)
+s.accept()
+print("the other call connected")
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_calls_cannot_meet_on_an_abstract_socket(start_server, tmp_path, mode):
+    """Abstract sockets belong to the network namespace, which calls share:
+    two calls at once, one listening, the other connecting to its name, must
+    not meet (Landlock keeps each function's abstract sockets its own)."""
+    import threading
+    import uuid
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "meet.py").write_text(ABSTRACT_MEET)
+    script = f"{PY} {tmp_path / 'functions' / 'meet.py'} {uuid.uuid4().hex}"
+    srv = serve(start_server, tmp_path, mode, script, "--prespawn", "0")
+    logs = []
+
+    def call():
+        logs.append(srv.evaluate(simple_rl("x"), image="fn:v1", timeout=30).log.decode())
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+        time.sleep(0.5)   # the first one listens by then
+    for t in threads:
+        t.join()
+    assert len(logs) == 2, logs
+    met = sum("ATTACK-WORKED" in log for log in logs)
+    assert met == (2 if mode == "off" else 0), logs
