@@ -186,6 +186,10 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
     int err = child < 0 ? clone_err : a.err;
     if (child < 0 && setup->clone_flags)
         a.step = "clone";   /* namespaces refused */
+    if (child > 0 && two && !err && a.pid <= 0) {   /* the first was killed before it told */
+        err = ECHILD;
+        a.step = "clone";
+    }
     stack_unpoison(stack, size);
     munmap(stack, size);
     if (child > 0 && (two || err))   /* it has exited: reaped here, as posix_spawn does */
