@@ -591,3 +591,22 @@ def test_two_calls_cannot_meet_on_an_abstract_socket(start_server, tmp_path, mod
     assert len(logs) == 2, logs
     met = sum("ATTACK-WORKED" in log for log in logs)
     assert met == (2 if mode == "off" else 0), logs
+
+
+def test_a_reload_changes_a_functions_own_settings(start_server, tmp_path):
+    """SIGHUP with the annotation gone: the next call has the flag's memory
+    again, also the process pre-started before (it had the old settings:
+    it is not given the call)."""
+    srv = serve(start_server, tmp_path, "auto", "true", "--prespawn", "1",
+                annotations={"fn.kpt.dev/sandbox-memory": "600Mi"})
+    (tmp_path / "functions" / "fn").write_text(f"#!/bin/sh\ncat\n{ALLOCATE_800_MIB} >&2\n")
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert "memory limit of 600 MiB (fn.kpt.dev/sandbox-memory)" in err.details(), err.details()
+    function_config(tmp_path)   # no annotation
+    os.kill(srv.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "SIGHUP: loaded 1 FunctionConfigs" not in srv.stderr():
+        assert time.monotonic() < deadline, srv.stderr()
+        time.sleep(0.05)
+    resp = srv.evaluate(simple_rl("x"), image="fn:v1", timeout=30)
+    assert "allocated" in resp.log.decode(), resp.log.decode()
