@@ -4,6 +4,7 @@
  * KPTFILE` it runs the functions as a pipeline (see pipeline_run.h). What
  * happens around the calls (progress, results, output) is eval_run's, the
  * same for eval --kube (pod_run.c). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "results_text.h"
 #include "exec_call.h"
 #include "pipeline.h"
+#include "serve_sandbox.h"
 #include "pipeline_run.h"
 #include "rl_input.h"
 #include "term_text.h"
@@ -62,6 +64,12 @@ static const char eval_usage[] =
     "                       connecting may take at most 10s, or DUR when shorter\n"
     "  --max-message BYTES  largest answer accepted, and most input read: a file, a\n"
     "                       package's files together, stdin (default 6291456)\n"
+    "  --sandbox auto|strict|off, --sandbox-memory MIB, --sandbox-cpu SECONDS,\n"
+    "  --sandbox-processes N, --sandbox-file-size MIB, --sandbox-open-files N,\n"
+    "  --sandbox-read LIST, --sandbox-write LIST, --sandbox-env LIST\n"
+    "                       run --exec's function in serve's sandbox (see serve --help),\n"
+    "                       with these limits; without any, it runs as a plain child\n"
+    "                       (as kpt's); one of them alone means --sandbox auto\n"
     "\n"
     "Progress goes to stderr, per function: [RUNNING] \"IMG\", then [PASS] or [FAIL]\n"
     "\"IMG\" in TIME, its results, its stderr and, on failure, the error. A function\n"
@@ -183,6 +191,7 @@ static int build_pipeline(const eval_args *a, const char *kptfile, size_t max, p
 
 typedef struct eval_opts {
     const char *addr, *image, *timeout, *max_text, *kptfile, *input, *fn_config, *exec;
+    serve_sandbox_flags sandbox;   /* --exec's */
     eval_cli_out out;
     gc_unary_opts call;
     unsigned long long max_message;
@@ -226,7 +235,8 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int ren
     flag_def defs[] = {{"--addr", &o->addr}, {"--image", &o->image}, {"-i", &o->image},
                        {"--timeout", &o->timeout}, {"--max-message", &o->max_text},
                        {"--pipeline", &o->kptfile}, {"--fn-config", &o->fn_config},
-                       {"--exec", &o->exec}, EVAL_CLI_OUT_FLAGS(&o->out), {0}};
+                       {"--exec", &o->exec}, EVAL_CLI_OUT_FLAGS(&o->out),
+                       SERVE_SANDBOX_FLAG_DEFS(&o->sandbox), {0}};
     int n_pos, help;
     if (split_args(argc, argv, defs, a, err) < 0 ||
         flags_parse(a->n_rest, a->rest, defs, &o->input, 1, &n_pos, &help, err) < 0)
@@ -247,6 +257,8 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int ren
         buf_printf(err, "--exec is the function of one call: not with --image, --fn or --pipeline");
     else if (o->exec && !*o->exec)
         buf_printf(err, "--exec needs a command");
+    else if (!o->exec && serve_sandbox_flags_given(&o->sandbox))
+        buf_printf(err, "the --sandbox flags are --exec's: a server's functions run in its own");
     else if ((o->fn_config || a->dash_dash) && (a->n_fns || o->kptfile))
         buf_printf(err, "%s is the functionConfig of one call (--image or --exec); a pipeline's "
                     "steps have their own", o->fn_config ? "--fn-config" : "-- KEY=VALUE");
@@ -268,6 +280,24 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int ren
     return err->len ? -1 : 0;
 }
 
+/* The directory of --exec's program when it names one with a path (the
+ * sandbox lets the function read there, as serve's --functions), in dir;
+ * NULL for a program found in PATH, or one not there (the spawn says so). */
+static const char *exec_dir(const char *cmd, char *dir, size_t size)
+{
+    size_t len = strcspn(cmd + strspn(cmd, " \t"), " \t");
+    char path[PATH_MAX], real[PATH_MAX];
+    if (len >= sizeof path || size < sizeof real)
+        return NULL;
+    memcpy(path, cmd + strspn(cmd, " \t"), len);
+    path[len] = '\0';
+    if (!strchr(path, '/') || !realpath(path, real))
+        return NULL;
+    *strrchr(real, '/') = '\0';
+    snprintf(dir, size, "%s", *real ? real : "/");
+    return dir;
+}
+
 /* eval, or render (the input's Kptfile as the pipeline). */
 static int run_eval(int argc, char **argv, int render)
 {
@@ -285,8 +315,18 @@ static int run_eval(int argc, char **argv, int render)
         rc = build_pipeline(&a, o.kptfile, (size_t)o.max_message, &p, &err);
     if (rc == 0)
         rc = eval_output_choose(&out, o.input, o.out.output, &err);
+    sandbox *sb = NULL;
+    char fn_dir[PATH_MAX];
+    if (rc == 0 && o.exec && serve_sandbox_flags_given(&o.sandbox) &&
+        !(sb = serve_sandbox_start("eval", &o.sandbox, exec_dir(o.exec, fn_dir, sizeof fn_dir),
+                                   &(serve_sandbox_secrets){0}))) {
+        free(a.fns);
+        free(a.rest);
+        pipeline_free(&p);
+        return 2;   /* said */
+    }
     if (rc == 0 && o.exec)
-        rc = (local = exec_caller_new(o.exec, (size_t)o.max_message, o.call.timeout_ns, &err))
+        rc = (local = exec_caller_new(o.exec, (size_t)o.max_message, o.call.timeout_ns, sb, &err))
                  ? 0 : -1;
     if (rc != 0) {
         free(a.fns);
@@ -328,6 +368,7 @@ static int run_eval(int argc, char **argv, int render)
     free(a.rest);
     pipeline_free(&p);
     exec_caller_free(local);
+    sandbox_free(sb);
     return rc;
 }
 

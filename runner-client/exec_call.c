@@ -99,7 +99,15 @@ static char **split_words(char *words, buf *err)
     return argv;
 }
 
-exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout_ns, buf *err)
+/* ev_exec's explain_failure: the sandbox limit the function reached. */
+static int explain_failure(void *ctx, const fn_job *job, buf *out)
+{
+    return sandbox_explain_exit(ctx, job->wait_status, job->cpu_ns, job->err.data, job->err.len,
+                                out);
+}
+
+exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout_ns,
+                             const sandbox *sb, buf *err)
 {
     exec_caller *c = calloc(1, sizeof *c);
     if (!c || !(c->words = strdup(cmd))) {
@@ -121,9 +129,13 @@ exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout
                !(c->ev = ev_exec_new(&(ev_exec_config){ .loop = c->l, .max_stdout = max_output,
                                                         .max_stderr = EV_EXEC_MAX_STDERR,
                                                         .kill_grace_ns = EXEC_KILL_GRACE_NS,
-                                                        .argv = c->argv }))) {
+                                                        .argv = c->argv,
+                                                        .explain_failure = sb ? explain_failure
+                                                                              : NULL,
+                                                        .explain_ctx = (void *)sb }))) {
         buf_printf(err, "out of memory");
     } else {
+        fn_job_set_child_setup(sandbox_child_setup(sb));
         return c;
     }
     exec_caller_free(c);
@@ -134,6 +146,7 @@ void exec_caller_free(exec_caller *c)
 {
     if (!c)
         return;
+    fn_job_set_child_setup(NULL);   /* the sandbox may go now */
     if (c->ev)
         ev_destroy(c->ev);
     if (c->l) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "runtime/sandbox.h"
 #include "fn_call.h"
 
 typedef struct exec_caller exec_caller;
@@ -17,8 +18,11 @@ typedef struct exec_caller exec_caller;
 /* CMD split at spaces and tabs (kpt's form, no quoting: "sed -e s/a/b/"
  * is three words); argv[0] without a '/' is looked up in PATH. max_output
  * bounds its stdout; timeout_ns (0: none) cancels a run that takes longer,
- * which then fails DEADLINE_EXCEEDED. NULL with a reason in err. */
-exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout_ns, buf *err);
+ * which then fails DEADLINE_EXCEEDED. sb (NULL: none) is the sandbox it
+ * runs in, as serve's exec functions do, a limit it reaches named in the
+ * answer; it must outlive the caller. NULL with a reason in err. */
+exec_caller *exec_caller_new(const char *cmd, size_t max_output, int64_t timeout_ns,
+                             const sandbox *sb, buf *err);
 void exec_caller_free(exec_caller *c);
 
 /* eval_call_fn: runs the command on rl; the image is only a name here, and

@@ -124,7 +124,7 @@ typedef struct runner {
     serve_pod *pods;            /* the pod runtime, while serving */
     int warm_up;                /* --warm-up-pod-cache */
     size_t prespawn, prespawn_total;   /* the exec runtime's (fn_prespawn.h) */
-    const sandbox *sandbox;     /* the exec runtime's functions' */
+    sandbox *sandbox;           /* the exec runtime's functions' */
     int64_t prespawn_idle_ns;
     loop *loop;                 /* while serving */
     offload *reloading;         /* a SIGHUP's reload running, or NULL */
@@ -521,7 +521,7 @@ static const fnconfig_entry *runner_match_tag(runner *r, const char *image, cons
 /* ev_exec's lookup: the binary a FunctionConfig gives this image (and Tag),
  * opened beneath --functions (inheritable: see ev_exec_lookup_fn). */
 static int runner_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
-                         buf *why)
+                         const spawn_child_setup **setup, buf *why)
 {
     runner *r = ctx;
     buf resolved = {0};
@@ -537,6 +537,11 @@ static int runner_lookup(void *ctx, const char *image, const char *tag, buf *pat
     }
     if (buf_append_str(path, e->binary.path) < 0) {
         buf_append_str(why, "out of memory");
+        return -1;
+    }
+    if (r->sandbox && !(*setup = serve_sandbox_setup_for(r->sandbox, &e->sandbox)) &&
+        sandbox_child_setup(r->sandbox)) {
+        buf_printf(why, "sandbox: cannot set up the settings of FunctionConfig \"%s\"", e->name);
         return -1;
     }
     *fd = r->functions_fd < 0 ? -1
@@ -746,7 +751,8 @@ static int serve_configure(runner *r, const serve_opts *o)
 static int runner_explain_failure(void *ctx, const fn_job *job, buf *out)
 {
     const runner *r = ctx;
-    return sandbox_explain_exit(r->sandbox, job->wait_status, job->cpu_ns, job->err.data,
+    const sandbox *sb = sandbox_of_setup(r->sandbox, job->spec.child_setup);
+    return sandbox_explain_exit(sb ? sb : r->sandbox, job->wait_status, job->cpu_ns, job->err.data,
                                 job->err.len, out);
 }
 
@@ -776,6 +782,14 @@ static evaluator *serve_runtimes(runner *r, loop *l)
     return multi;
 }
 
+/* The server port's other GETs: the pod runtime's and the sandbox's views. */
+static int serve_http_get(void *ctx, const char *path, const char *query, http1_response *resp)
+{
+    const runner *r = ctx;
+    return serve_sandbox_http_get(r->sandbox, path, query, resp) ||
+           serve_pod_http_get(r->pods, path, query, resp);
+}
+
 static int serve_run(runner *r)
 {
     loop *l = loop_new();
@@ -788,8 +802,8 @@ static int serve_run(runner *r)
         return 2;
     }
     evaluator *ev = l ? serve_runtimes(r, l) : NULL;
-    r->server.http_get = serve_pod_http_get;   /* GET /debug/pods */
-    r->server.http_ctx = r->pods;
+    r->server.http_get = serve_http_get;   /* GET /debug/pods, /debug/sandbox */
+    r->server.http_ctx = r;
     if (!ev) {
         term_printf(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);
@@ -874,7 +888,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         serve_sandbox_secrets secrets = {.function_config = o->config,
                                          .docker_config = reg->docker_config,
                                          .kubeconfig = o->pod.kubeconfig};
-        if (!(sb = serve_sandbox_start(&o->sandbox, r.functions_dir, &secrets))) {
+        if (!(sb = serve_sandbox_start("serve", &o->sandbox, r.functions_dir, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)
                 close(r.functions_fd);
@@ -919,11 +933,7 @@ int cmd_serve(int argc, char **argv)
         {"--replica-name", &o.pod.replica}, {"--lease-duration", &o.pod.lease},
         {"--min-ready-pods", &o.pod.min_ready},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
-        {"--sandbox", &o.sandbox.mode}, {"--sandbox-memory", &o.sandbox.memory},
-        {"--sandbox-cpu", &o.sandbox.cpu}, {"--sandbox-processes", &o.sandbox.processes},
-        {"--sandbox-file-size", &o.sandbox.file_size},
-        {"--sandbox-open-files", &o.sandbox.open_files}, {"--sandbox-read", &o.sandbox.read},
-        {"--sandbox-write", &o.sandbox.write}, {"--sandbox-env", &o.sandbox.env},
+        SERVE_SANDBOX_FLAG_DEFS(&o.sandbox),
         PORCH_FLAG_DEFS(o.porch),
         {0},
     };

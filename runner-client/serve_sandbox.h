@@ -7,6 +7,8 @@
 #ifndef KRM_RC_SERVE_SANDBOX_H
 #define KRM_RC_SERVE_SANDBOX_H
 
+#include "grpc/http1.h"
+#include "krm/fnconfig.h"
 #include "runtime/sandbox.h"
 
 typedef struct serve_sandbox_flags {
@@ -37,9 +39,31 @@ typedef struct serve_sandbox_secrets {
     const char *function_config, *docker_config, *kubeconfig, *service_account;
 } serve_sandbox_secrets;
 
-/* Parses the flags and starts the sandbox. NULL after printing why
- * (a bad flag, strict lacking a layer or seeing a secret). */
-sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
-                             const serve_sandbox_secrets *secrets);
+/* The child setup of a function with its FunctionConfig's sandbox
+ * settings (fnconfig_sandbox, from its annotations): sandbox_setup_for,
+ * its failure logged. NULL: none (no layer used) or it failed. */
+const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs);
+
+/* Parses the flags and starts the sandbox (command, "serve" or "eval",
+ * names the command in messages). NULL after printing why (a bad flag,
+ * strict lacking a layer or seeing a secret). */
+sandbox *serve_sandbox_start(const char *command, const serve_sandbox_flags *f,
+                             const char *functions_dir, const serve_sandbox_secrets *secrets);
+
+/* GET /debug/sandbox (rpc_server_config.http_get's contract): the
+ * sandbox's view as JSON (sandbox_view); sb NULL when the exec runtime is
+ * off. 0 for any other path. */
+int serve_sandbox_http_get(const sandbox *sb, const char *path, const char *query,
+                           http1_response *r);
+
+/* Whether any of the flags was given. */
+int serve_sandbox_flags_given(const serve_sandbox_flags *f);
+
+/* The flags as flag_def entries (flags.h), for a command's table. */
+#define SERVE_SANDBOX_FLAG_DEFS(f) \
+    {"--sandbox", &(f)->mode}, {"--sandbox-memory", &(f)->memory}, \
+    {"--sandbox-cpu", &(f)->cpu}, {"--sandbox-processes", &(f)->processes}, \
+    {"--sandbox-file-size", &(f)->file_size}, {"--sandbox-open-files", &(f)->open_files}, \
+    {"--sandbox-read", &(f)->read}, {"--sandbox-write", &(f)->write}, {"--sandbox-env", &(f)->env}
 
 #endif

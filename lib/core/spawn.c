@@ -72,8 +72,11 @@ typedef struct child_args {
     char *const *argv, *const *envp;
     const int *stdio;
     const spawn_child_setup *setup;
+    char *exec_stack;   /* top of the stack of the child that execs, made by
+                           the first one when it joins namespaces */
     int err;
     const char *step;
+    pid_t pid;          /* the child that execs, when the first one made it */
 } child_args;
 
 #define CHILD_STACK_SIZE (256 * 1024)   /* the setup's frames; ASan's are larger */
@@ -94,12 +97,10 @@ static int child_stdio(const int stdio[3])
     return 0;
 }
 
-static int child_main(void *arg)
+/* The child that execs: its own process group, stdio, the setup, exec. */
+static int child_exec(void *arg)
 {
     child_args *a = arg;
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int s = 1; s < NSIG; s++)
-        (void)sigaction(s, &dfl, NULL);   /* SIGKILL, SIGSTOP and glibc's own refuse: fine */
     sigset_t none;
     sigemptyset(&none);
     int err = setpgid(0, 0) < 0 ? errno : child_stdio(a->stdio);
@@ -115,6 +116,53 @@ static int child_main(void *arg)
     _exit(127);
 }
 
+static int child_main(void *arg)
+{
+    child_args *a = arg;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int s = 1; s < NSIG; s++)
+        (void)sigaction(s, &dfl, NULL);   /* SIGKILL, SIGSTOP and glibc's own refuse: fine */
+    const spawn_child_setup *setup = a->setup;
+    if (!setup->n_join_ns)
+        return child_exec(arg);
+    for (int i = 0; i < setup->n_join_ns; i++)
+        if (setns(setup->join_ns[i], 0) < 0) {
+            a->err = errno;
+            a->step = "setns";
+            _exit(127);
+        }
+    /* the handlers reset above are the new child's too (no CLONE_SIGHAND) */
+    pid_t pid = clone(child_exec, a->exec_stack,
+                      CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD | setup->clone_flags, a);
+    if (pid < 0) {
+        a->err = errno;
+        a->step = "clone";
+        _exit(127);
+    }
+    a->pid = pid;   /* in our PID namespace: this child did not change it */
+    _exit(0);
+}
+
+/* Blocks every signal (no handler of ours may run in a child sharing our
+ * memory before it resets them: its copy of the mask is cleared just
+ * before exec), clones fn on a stack of its own, restores the mask. */
+static pid_t clone_masked(int (*fn)(void *), char *stack_top, int flags, void *arg, int *err)
+{
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &was);
+    pid_t child = clone(fn, stack_top, flags, arg);
+    *err = child < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
+    return child;
+}
+
+static void reap(pid_t pid)
+{
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
 int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
                          const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
                          const char **step)
@@ -124,31 +172,66 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
         return spawn_in_group(path, 0, argv, envp, stdio, pid);
     child_args a = {.path = path, .argv = argv, .envp = envp ? envp : setup->envp ? setup->envp : environ, .stdio = stdio,
                     .setup = setup};
-    char *stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    int two = setup->n_join_ns > 0;   /* a first child joins, a second execs */
+    size_t size = (two ? 2 : 1) * CHILD_STACK_SIZE;
+    char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                       -1, 0);
     if (stack == MAP_FAILED)
         return errno;
-    /* No handler of ours may run in the child before it resets them all:
-     * every signal is held across the clone (the child's copy of the mask
-     * is cleared just before exec). */
-    sigset_t all, was;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &was);
-    pid_t child = clone(child_main, stack + CHILD_STACK_SIZE,
-                        CLONE_VM | CLONE_VFORK | SIGCHLD | setup->clone_flags, &a);
-    int err = child < 0 ? errno : a.err;
+    a.exec_stack = stack + CHILD_STACK_SIZE;
+    int clone_err;
+    pid_t child = clone_masked(child_main, stack + size,
+                               CLONE_VM | CLONE_VFORK | SIGCHLD | (two ? 0 : setup->clone_flags),
+                               &a, &clone_err);
+    int err = child < 0 ? clone_err : a.err;
     if (child < 0 && setup->clone_flags)
         a.step = "clone";   /* namespaces refused */
-    pthread_sigmask(SIG_SETMASK, &was, NULL);
-    stack_unpoison(stack, CHILD_STACK_SIZE);
-    munmap(stack, CHILD_STACK_SIZE);
-    if (child > 0 && err)   /* it has exited: reaped here, as posix_spawn does */
-        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-        }
+    if (child > 0 && two && !err && a.pid <= 0) {   /* the first was killed before it told */
+        err = ECHILD;
+        a.step = "clone";
+    }
+    stack_unpoison(stack, size);
+    munmap(stack, size);
+    if (child > 0 && (two || err))   /* it has exited: reaped here, as posix_spawn does */
+        reap(child);
+    if (two && a.pid > 0 && err)     /* the second one, ours by CLONE_PARENT */
+        reap(a.pid);
     if (err) {
         *step = a.step;
         return err;
     }
-    *pid = child;
+    *pid = two ? a.pid : child;
     return 0;
+}
+
+typedef struct ns_args {
+    int (*fn)(void *ctx);
+    void *ctx;
+    int err;
+} ns_args;
+
+static int ns_main(void *arg)
+{
+    ns_args *a = arg;
+    a->err = a->fn(a->ctx);
+    _exit(0);
+}
+
+int spawn_run_in_namespaces(int clone_flags, int (*fn)(void *ctx), void *ctx)
+{
+    char *stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return errno;
+    ns_args a = {.fn = fn, .ctx = ctx};
+    int err;
+    pid_t child = clone_masked(ns_main, stack + CHILD_STACK_SIZE,
+                               CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD | clone_flags, &a,
+                               &err);
+    stack_unpoison(stack, CHILD_STACK_SIZE);
+    munmap(stack, CHILD_STACK_SIZE);
+    if (child < 0)
+        return err;
+    reap(child);
+    return a.err;
 }

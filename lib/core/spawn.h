@@ -31,6 +31,14 @@ typedef struct spawn_child_setup {
     /* Namespaces (CLONE_NEW*) the child is created in: with CLONE_NEWPID it
      * is PID 1 of its own tree. 0: none. */
     int clone_flags;
+    /* Namespaces made once and shared (descriptors of /proc/PID/ns files, a
+     * user namespace first, then those it owns), joined before the
+     * child's own are made: n_join_ns of them, 0: none. A new user or PID
+     * namespace is always made below its maker's, so a first child joins
+     * them and makes the one that execs (with CLONE_PARENT: still ours),
+     * then exits; *pid is the second's. */
+    int join_ns[2];
+    int n_join_ns;
     /* Runs in the child once its stdio and process group are set, with the
      * file about to be executed. Returns 0, or an errno with *step naming
      * what failed (a string constant). */
@@ -41,10 +49,17 @@ typedef struct spawn_child_setup {
 
 /* spawn_in_group (path as given, never searched), with setup run in the
  * child before exec. On failure returns an errno; *step names the setup
- * step that failed ("clone" when the namespaces were refused), or is NULL
- * when it was the spawn or the exec. */
+ * step that failed ("clone" when the namespaces were refused, "setns"
+ * when a shared one could not be joined), or is NULL when it was the
+ * spawn or the exec. */
 int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
                          const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
                          const char **step);
+
+/* Runs fn(ctx) in a child made in new namespaces (clone_flags, CLONE_NEW*)
+ * that shares our memory and descriptors (what it opens stays open here),
+ * and waits for it. fn gets the same rules as a child setup's run: system
+ * calls only. Returns fn's result (an errno), or clone's errno. */
+int spawn_run_in_namespaces(int clone_flags, int (*fn)(void *ctx), void *ctx);
 
 #endif

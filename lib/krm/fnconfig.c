@@ -438,25 +438,136 @@ static int parse_spec(const doc_ctx *x, const yaml_node_t *n, fnconfig_entry *e)
     return 0;
 }
 
-/* Ours among the annotations (Porch's CRD schema accepts any): the warm
- * pods' minimum, a whole number in a string ("2"). */
+/* A whole number within [min, max], as a string; -1 with why. */
+static int annotation_count(const char *value, unsigned long long min, unsigned long long max,
+                            const char *unit, uint64_t *out, buf *why)
+{
+    unsigned long long v;
+    if (parse_uint(value, max, &v) < 0 || v < min) {
+        buf_printf(why, "want a whole number%s %llu-%llu in a string, not \"%.40s\"", unit, min,
+                   max, value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A Kubernetes binary quantity of whole MiB ("512Mi", "2Gi", "1Ti") within
+ * [1, max] MiB; -1 with why. A bare number would be bytes to Kubernetes and
+ * MiB to our flags: it is refused rather than guessed. */
+static int annotation_mib(const char *value, unsigned long long max, uint64_t *out, buf *why)
+{
+    static const struct {
+        const char *suffix;
+        unsigned shift;   /* MiB per unit, as a power of two */
+    } units[] = {{"Mi", 0}, {"Gi", 10}, {"Ti", 20}};
+    size_t len = strlen(value);
+    for (size_t i = 0; i < COUNT(units); i++) {
+        if (len < 3 || strcmp(value + len - 2, units[i].suffix))
+            continue;
+        char digits[24];
+        unsigned long long v;
+        if (len - 2 < sizeof digits) {
+            memcpy(digits, value, len - 2);
+            digits[len - 2] = '\0';
+            if (parse_uint(digits, max >> units[i].shift, &v) == 0 && v > 0) {
+                *out = v << units[i].shift;
+                return 0;
+            }
+        }
+        break;
+    }
+    buf_printf(why, "want a size in whole MiB, 1Mi-%lluTi (e.g. \"512Mi\", \"2Gi\"), not "
+               "\"%.40s\"", max >> 20, value);
+    return -1;
+}
+
+#define SANDBOX_ANNOTATION_PREFIX "fn.kpt.dev/sandbox-"
+#define MIB_MAX (1ULL << 30)   /* as --sandbox-memory and --sandbox-file-size allow */
+
+int fnconfig_annotation(fnconfig_entry *e, const char *key, const char *value, buf *why)
+{
+    if (!strcmp(key, FNCONFIG_MIN_READY_ANNOTATION)) {
+        uint64_t min;
+        if (annotation_count(value, 0, FNCONFIG_MAX_MIN_READY, "", &min, why) < 0)
+            return -1;
+        e->pod.min_ready = (int)min;
+        return 1;
+    }
+    if (strncmp(key, SANDBOX_ANNOTATION_PREFIX, strlen(SANDBOX_ANNOTATION_PREFIX)))
+        return 0;
+    const char *name = key + strlen(SANDBOX_ANNOTATION_PREFIX);
+    fnconfig_sandbox *sb = &e->sandbox;
+    int rc;
+    if (!strcmp(name, "network")) {
+        if (strcmp(value, "true") && strcmp(value, "false")) {
+            buf_printf(why, "want \"true\" or \"false\", not \"%.40s\"", value);
+            return -1;
+        }
+        sb->network = !strcmp(value, "true");
+        return 1;
+    }
+    if (!strcmp(name, "memory"))
+        rc = annotation_mib(value, MIB_MAX, &sb->memory_mib, why);
+    else if (!strcmp(name, "file-size"))
+        rc = annotation_mib(value, MIB_MAX, &sb->file_size_mib, why);
+    else if (!strcmp(name, "cpu"))
+        rc = annotation_count(value, 1, 1ULL << 40, " of seconds", &sb->cpu_seconds, why);
+    else if (!strcmp(name, "processes"))
+        rc = annotation_count(value, 300, 4194303, "", &sb->processes, why);
+    else if (!strcmp(name, "open-files"))
+        rc = annotation_count(value, 16, 1ULL << 20, "", &sb->open_files, why);
+    else {   /* a typo would otherwise leave the function with the default */
+        buf_append_str(why, "not a sandbox setting: want fn.kpt.dev/sandbox-network, -memory, "
+                       "-cpu, -processes, -file-size or -open-files");
+        return -1;
+    }
+    return rc < 0 ? -1 : 1;
+}
+
+/* Ours among the annotations, each through fnconfig_annotation; they are
+ * strings ("2"), as Kubernetes has them. */
 static int parse_annotations(const doc_ctx *x, const yaml_node_t *n, fnconfig_entry *e)
 {
-    static const char *const known[] = {FNCONFIG_MIN_READY_ANNOTATION};
-    yaml_node_t *v[COUNT(known)] = {0};
-    const char *path = "metadata.annotations." FNCONFIG_MIN_READY_ANNOTATION;
     int has = want_mapping(x, n, "metadata.annotations");
-    if (has <= 0 || map_fields(x, n, "metadata.annotations", known, COUNT(known), v, 0) < 0 || !v[0])
-        return has < 0 ? -1 : 0;
-    if (yaml_node_kind(v[0]) != YV_STRING)
-        return type_error(x, path, "a string (annotations are strings: \"2\")", v[0]);
-    const char *text = yaml_node_text(v[0]);
-    unsigned long long min;
-    if (strlen(text) != v[0]->data.scalar.length ||
-        parse_uint(text, FNCONFIG_MAX_MIN_READY, &min) < 0)
-        return failf(x, path, "want a whole number 0-%d in a string, not \"%.40s\"",
-                     FNCONFIG_MAX_MIN_READY, text);
-    e->pod.min_ready = (int)min;
+    if (has <= 0)
+        return has;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(x->d, p->key);
+        yaml_node_t *v = yaml_document_get_node(x->d, p->value);
+        if (yaml_node_kind(k) != YV_STRING || strlen(yaml_node_text(k)) != k->data.scalar.length)
+            continue;   /* not a key of ours */
+        const char *key = yaml_node_text(k);
+        buf why = {0};
+        int rc = 0;
+        if (yaml_node_kind(v) != YV_STRING) {   /* ours only: others are Porch's business */
+            fnconfig_entry probe = {.pod.min_ready = -1, .sandbox = FNCONFIG_SANDBOX_UNSET};
+            if (fnconfig_annotation(&probe, key, "", &why) != 0) {
+                buf_free(&why);
+                buf path = {0};
+                buf_printf(&path, "metadata.annotations.%s", key);
+                rc = type_error(x, path.data ? path.data : key,
+                                "a string (annotations are strings: \"2\")", v);
+                buf_free(&path);
+                return rc;
+            }
+            continue;
+        }
+        const char *text = yaml_node_text(v);
+        if (strlen(text) != v->data.scalar.length)
+            rc = fnconfig_annotation(e, key, "\\0 (a NUL byte)", &why);
+        else
+            rc = fnconfig_annotation(e, key, text, &why);
+        if (rc < 0) {
+            buf path = {0};
+            buf_printf(&path, "metadata.annotations.%s", key);
+            failf(x, path.data ? path.data : key, "%s", why.data ? why.data : "out of memory");
+            buf_free(&path);
+        }
+        buf_free(&why);
+        if (rc < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -642,7 +753,7 @@ static int check_duplicates(const doc_ctx *x, const fnconfig *c, const fnconfig_
 
 static int add_document(doc_ctx *x, const yaml_node_t *root, const char *functions_dir, fnconfig *c)
 {
-    fnconfig_entry e = {.pod.min_ready = -1};
+    fnconfig_entry e = {.pod.min_ready = -1, .sandbox = FNCONFIG_SANDBOX_UNSET};
     x->name = peek_name(x, root);
     e.doc = x->doc;
     e.file = strdup(x->file);

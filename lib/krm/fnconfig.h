@@ -26,6 +26,19 @@
 /* Largest file read; bigger files are refused (configs are small). */
 #define FNCONFIG_MAX_FILE_SIZE (4u << 20)
 
+/* A function's own sandbox settings (serve's exec runtime), from its
+ * annotations, named after serve's flags: fn.kpt.dev/sandbox-network
+ * ("true" or "false"), fn.kpt.dev/sandbox-memory and sandbox-file-size
+ * (a Kubernetes quantity in whole MiB: "512Mi", "2Gi"), sandbox-cpu
+ * (seconds), sandbox-processes, sandbox-open-files (whole numbers), each
+ * within the bounds of its flag. 0 (network: -1): the flag's. */
+typedef struct fnconfig_sandbox {
+    int network;             /* 1 allowed, 0 not, -1 as the runner says */
+    uint64_t memory_mib, cpu_seconds, processes, file_size_mib, open_files;
+} fnconfig_sandbox;
+
+#define FNCONFIG_SANDBOX_UNSET {.network = -1}
+
 /* One FunctionConfig. Strings are NULL when absent; lists have n == 0. */
 typedef struct fnconfig_entry {
     char *file;       /* where it was read, as given (for messages) */
@@ -62,10 +75,21 @@ typedef struct fnconfig_entry {
         size_t n_tags;
         char *id;          /* NULL when absent */
     } go;
+    fnconfig_sandbox sandbox;   /* metadata.annotations fn.kpt.dev/sandbox-* */
 } fnconfig_entry;
 
 #define FNCONFIG_MIN_READY_ANNOTATION "fn.kpt.dev/min-ready-pods"
 #define FNCONFIG_MAX_MIN_READY 64   /* the pod runtime's pods per function at most */
+
+/* Reads one of the annotations the runner takes from a FunctionConfig
+ * (Porch's CRD schema accepts any annotation), key and value as the object
+ * has them, into e: fn.kpt.dev/min-ready-pods and the sandbox's
+ * (fnconfig_sandbox). Both sources of FunctionConfigs (files, the API) call
+ * it for each annotation. Returns 1 when the key is ours and its value
+ * good, 0 when the key is not ours (nothing done), -1 with what is wanted
+ * appended to why ("want ..., not \"x\"") when it is ours and bad: the
+ * object is refused. */
+int fnconfig_annotation(fnconfig_entry *e, const char *key, const char *value, buf *why);
 
 typedef struct fnconfig {
     fnconfig_entry *entries;

@@ -60,6 +60,7 @@ typedef struct exec_call {
     int job_ended;             /* the job finished while input_open */
     fn_slot_wait wait;         /* queued for a function slot (fn_slots) */
     char *const *run_argv;     /* what to run once a slot is ours */
+    const spawn_child_setup *setup;   /* lookup mode: the function's own, or NULL */
     ev_request req;            /* its input: valid until done or cancel */
 } exec_call;
 
@@ -169,7 +170,9 @@ static char *const *exec_resolve(exec_ev *e, exec_call *c)
     }
     buf why = {0};
     int fd = -1;
-    int found = e->cfg.lookup(e->cfg.lookup_ctx, c->image, c->tag, &c->path, &fd, &why);
+    c->setup = NULL;
+    int found = e->cfg.lookup(e->cfg.lookup_ctx, c->image, c->tag, &c->path, &fd, &c->setup,
+                              &why);
     if (found > 0 && c->path.len) {
         c->argv[0] = c->path.data;
         if (fd >= 0) {
@@ -240,6 +243,7 @@ static fn_job *exec_spawn(exec_ev *e, exec_call *c, char *const *argv, const ev_
         .max_stdout = e->cfg.max_stdout,
         .max_stderr = e->cfg.max_stderr,
         .holds_slot = 1,
+        .child_setup = c->setup,
     };
     /* a process of this function may be waiting already (fn_prespawn.h):
      * of the fixed argv, or of the very file the lookup opened */

@@ -31,9 +31,11 @@
  *       what why holds then is added to the message `function "IMG" not
  *       found` (e.g. "; configured: ..." to show what would have matched);
  *   -1  there is one, but it may not or cannot run: why says so, and the
- *       call fails FAILED_PRECONDITION. */
+ *       call fails FAILED_PRECONDITION.
+ * *setup (NULL when the lookup leaves it) is the function's own child
+ * setup (its sandbox, fn_job_spec.child_setup); it must outlive the call. */
 typedef int ev_exec_lookup_fn(void *ctx, const char *image, const char *tag, buf *path, int *fd,
-                              buf *why);
+                              const spawn_child_setup **setup, buf *why);
 
 /* The stderr a call keeps (the rest is counted and dropped), the same
  * wherever a function runs: the wrapper server, serve's exec runtime, eval

@@ -577,7 +577,8 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
     const char *step;
     int rc = spawn_in_group_setup(path, spec->argv, NULL, (int[3]){in[0], out[1], err[1]},
-                                  child_setup, &job->pid, &step);
+                                  spec->child_setup ? spec->child_setup : child_setup, &job->pid,
+                                  &step);
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);
@@ -640,7 +641,8 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
 fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                              buf *why)
 {
-    fn_job_spec argv_only = {.argv = spec->argv, .exec_path = spec->exec_path};
+    fn_job_spec argv_only = {.argv = spec->argv, .exec_path = spec->exec_path,
+                             .child_setup = spec->child_setup};
     fn_job *job = fn_job_spawn(l, &argv_only, done, ctx, why);
     if (!job)
         return NULL;

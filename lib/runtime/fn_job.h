@@ -55,6 +55,9 @@ typedef struct fn_job_spec {
     /* The caller took a function slot (fn_slots) for this run: it is given
      * back when the process is reaped, however the job ends. */
     int holds_slot;
+    /* What the child is set up with (the function's sandbox); NULL: what
+     * fn_job_set_child_setup set. */
+    const spawn_child_setup *child_setup;
 } fn_job_spec;
 
 /* A cancelled job's process has been reaped: its work has stopped. */

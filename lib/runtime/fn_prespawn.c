@@ -39,6 +39,9 @@ typedef struct pool {
     char *own_argv[2];          /* a binary's: {path, NULL} */
     int fd;                     /* a binary's descriptor (close-on-exec); -1: fixed argv */
     struct stat id;             /* that file when the pool was made */
+    /* what its processes are set up with (their sandbox: a function's own
+     * settings make it another pool of the same file); NULL: fn_job's */
+    const spawn_child_setup *setup;
     fn_job *waiting[FN_PRESPAWN_MAX];
     size_t n_waiting;
     int64_t last_call_ns;
@@ -132,7 +135,7 @@ static int pool_start_one(pool *p)
     buf why = {0};
     char exec_path[32];
     int child_fd = -1;
-    fn_job_spec spec = {.argv = p->argv};
+    fn_job_spec spec = {.argv = p->argv, .child_setup = p->setup};
     if (p->fd >= 0) {
         if ((child_fd = fcntl(p->fd, F_DUPFD, 0)) < 0) {   /* inheritable, for this spawn */
             log_v(3, "cannot pre-start %s: %s", pool_name(p), strerror(errno));
@@ -258,7 +261,8 @@ static void prespawn_idle_soon(void)
         log_error("cannot schedule releasing idle pre-started functions: out of memory");
 }
 
-static pool *pool_new(char *const *argv, int fd, const struct stat *id)
+static pool *pool_new(char *const *argv, int fd, const struct stat *id,
+                      const spawn_child_setup *setup)
 {
     if (pre.n_pools >= FN_PRESPAWN_POOLS)
         return NULL;
@@ -267,6 +271,7 @@ static pool *pool_new(char *const *argv, int fd, const struct stat *id)
         return NULL;
     p->fd = -1;
     p->argv = argv;
+    p->setup = setup;
     if (fd >= 0) {
         p->own_argv[0] = strdup(argv[0]);
         p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -299,7 +304,7 @@ static void configure(loop *l, size_t per_pool, size_t total, int64_t idle_ns)
 void fn_prespawn_configure(loop *l, char *const *argv, size_t n)
 {
     configure(l, n, n, 0);
-    if (pre.per_pool && argv && argv[0] && pool_new(argv, -1, NULL))
+    if (pre.per_pool && argv && argv[0] && pool_new(argv, -1, NULL, NULL))
         prespawn_refill_soon();
 }
 
@@ -317,7 +322,7 @@ static int same_file(const struct stat *a, const struct stat *b)
 
 /* The pool for this call, made for a binary called for the first time;
  * NULL when there is none (and none can be made). */
-static pool *pool_for(char *const *argv, int binary_fd)
+static pool *pool_for(char *const *argv, int binary_fd, const spawn_child_setup *setup)
 {
     if (binary_fd < 0) {
         for (size_t i = 0; i < pre.n_pools; i++)
@@ -330,7 +335,7 @@ static pool *pool_for(char *const *argv, int binary_fd)
         return NULL;
     for (size_t i = 0; i < pre.n_pools; i++) {
         pool *p = pre.pools[i];
-        if (p->fd < 0 || strcmp(p->argv[0], argv[0]))
+        if (p->fd < 0 || strcmp(p->argv[0], argv[0]) || p->setup != setup)
             continue;
         if (same_file(&p->id, &id))
             return p;
@@ -339,7 +344,7 @@ static pool *pool_for(char *const *argv, int binary_fd)
         pool_release(i);
         break;
     }
-    pool *p = pool_new(argv, binary_fd, &id);
+    pool *p = pool_new(argv, binary_fd, &id, setup);
     if (p)
         prespawn_idle_soon();
     return p;
@@ -350,7 +355,7 @@ fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *sp
 {
     if (!pre.per_pool || pre.stopped || !argv)
         return NULL;
-    pool *p = pool_for(argv, binary_fd);
+    pool *p = pool_for(argv, binary_fd, spec->child_setup);
     if (!p) {
         if (binary_fd >= 0)   /* a binary with no pool: FN_PRESPAWN_POOLS are taken */
             metrics_count(METRIC_PRESPAWN_MISSES);

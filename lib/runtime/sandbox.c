@@ -18,11 +18,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/json_write.h"
 #include "core/log.h"
 #include "runtime/sandbox_landlock.h"
 #include "runtime/sandbox_seccomp.h"
 
-#define NAMESPACES (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET)
+/* The namespaces each call gets: its own user namespace (it holds no
+ * capability over what the calls share), mount (a private /tmp), PID (the
+ * function PID 1 of its tree, killed whole) and IPC (no System V or POSIX
+ * queue, semaphore or shared memory between functions). The network
+ * namespace, empty, is made once at start and shared (shared_net): a new
+ * one per call cost 0.5-1.5 ms with the server's loop stopped (the kernel
+ * sets up each one's loopback, sysctls and tables, and tears them down
+ * later), and an empty one holds nothing a function could leave for
+ * another: no interface but a loopback that is down and that no function
+ * may bring up (no capability in its owner), its abstract sockets out of
+ * other functions' reach with Landlock ABI 6 (each function is its own
+ * Landlock domain; below ABI 6 each call gets its own namespace still) and
+ * no other socket allowed by seccomp. */
+#define NAMESPACES (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC)
 #define PID_MAX_MIN 301   /* the kernel's least pid_max */
 
 /* The system's roots a function reads (and runs) from. */
@@ -56,7 +70,9 @@ struct sandbox {
     sandbox_config cfg;
     unsigned layers;
     spawn_child_setup setup;
-    char uid_map[48], gid_map[48];
+    char uid_map[48], gid_map[48];   /* a call's user namespace's */
+    char top_uid_map[48], top_gid_map[48];   /* the shared one's: our ids as root */
+    int shared_ns[2];           /* the user namespace owning the network one, and it */
     char pid_max[24];
     char tmpfs_opts[64];
     char tmp_dir[PATH_MAX];     /* writable, made here when there is no private /tmp */
@@ -68,7 +84,29 @@ struct sandbox {
     char functions_dir[PATH_MAX];
     sandbox_landlock ll;
     struct sock_fprog bpf;
+    /* A function's own settings (sandbox_setup_for): variants of this one,
+     * which share its memory and descriptors and own only their filter. */
+    const sandbox *variant_of;
+    unsigned annotated;         /* bits 1 << SB_*: limits a variant set */
+    int own_bpf;                /* bpf.filter is this variant's */
+    sandbox **variants;
+    size_t n_variants;
+    char *unavailable;          /* what start found missing and why, for the view */
 };
+
+/* The limits, as offsets in sandbox_limits: bit i of `annotated` is
+ * limit_at[i]'s. */
+static const size_t limit_at[] = {
+    offsetof(sandbox_limits, memory_mib), offsetof(sandbox_limits, cpu_seconds),
+    offsetof(sandbox_limits, processes), offsetof(sandbox_limits, file_size_mib),
+    offsetof(sandbox_limits, open_files),
+};
+#define N_LIMITS (sizeof limit_at / sizeof *limit_at)
+
+static uint64_t *limit_ref(sandbox_limits *lim, size_t i)
+{
+    return (uint64_t *)((char *)lim + limit_at[i]);
+}
 
 /* ---- in the child: system calls only ------------------------------------ */
 
@@ -124,17 +162,24 @@ static int bind_back(const char *dir, int fd, int read_only, const char **step)
 
 #define FAIL_IF(cond, name) do { if (cond) { *step = name; return errno; } } while (0)
 
-static int child_namespaces(const sandbox *sb, const char **step)
+/* Maps root of our new user namespace to our ids in the one above. */
+static int map_ids(const char *uid_map, const char *gid_map, const char **step)
 {
     int err;
     *step = "namespaces: write /proc/self/setgroups";
     if ((err = write_proc("/proc/self/setgroups", "deny")))
         return err;
     *step = "namespaces: write /proc/self/uid_map";
-    if ((err = write_proc("/proc/self/uid_map", sb->uid_map)))
+    if ((err = write_proc("/proc/self/uid_map", uid_map)))
         return err;
     *step = "namespaces: write /proc/self/gid_map";
-    if ((err = write_proc("/proc/self/gid_map", sb->gid_map)))
+    return write_proc("/proc/self/gid_map", gid_map);
+}
+
+static int child_namespaces(const sandbox *sb, const char **step)
+{
+    int err;
+    if ((err = map_ids(sb->uid_map, sb->gid_map, step)))
         return err;
     FAIL_IF(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0,
             "namespaces: mount --make-rprivate /");
@@ -214,11 +259,13 @@ static int child_setup(const void *ctx, const char *path, const char **step)
     int err;
     if ((sb->layers & SANDBOX_NAMESPACES) && (err = child_namespaces(sb, step)))
         return err;
-    if ((sb->layers & SANDBOX_RLIMITS) && (err = child_rlimits(&sb->cfg.limits, step)))
-        return err;
     if (sb->layers & (SANDBOX_NO_NEW_PRIVS | SANDBOX_LANDLOCK | SANDBOX_SECCOMP))
         FAIL_IF(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0, "no_new_privs: prctl");
     if ((sb->layers & SANDBOX_LANDLOCK) && (err = sandbox_landlock_apply(&sb->ll, path, step)))
+        return err;
+    /* after Landlock's opens: until exec the child holds a copy of all our
+     * descriptors, which can be more than the function may open */
+    if ((sb->layers & SANDBOX_RLIMITS) && (err = child_rlimits(&sb->cfg.limits, step)))
         return err;
     if ((sb->layers & SANDBOX_SECCOMP) && (err = sandbox_seccomp_apply(&sb->bpf))) {
         *step = "seccomp: load the filter";
@@ -228,6 +275,59 @@ static int child_setup(const void *ctx, const char *path, const char **step)
 }
 
 /* ---- at start ------------------------------------------------------------ */
+
+/* In a child sharing our descriptors, made in a new user and network
+ * namespace: keeps both open (close-on-exec) in shared_ns. */
+static int hold_shared_ns(void *ctx)
+{
+    sandbox *sb = ctx;
+    const char *step;
+    int err = map_ids(sb->top_uid_map, sb->top_gid_map, &step);
+    if (err)
+        return err;
+    if ((sb->shared_ns[0] = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
+        (sb->shared_ns[1] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    return 0;
+}
+
+static void close_shared_ns(sandbox *sb)
+{
+    for (int i = 0; i < 2; i++) {
+        if (sb->shared_ns[i] >= 0)
+            close(sb->shared_ns[i]);
+        sb->shared_ns[i] = -1;
+    }
+}
+
+/* The network namespace calls share (see NAMESPACES), with the user
+ * namespace that owns it, made once. -1 with why when it cannot be. */
+static int make_shared_net(sandbox *sb, buf *why)
+{
+    int err = spawn_run_in_namespaces(CLONE_NEWUSER | CLONE_NEWNET, hold_shared_ns, sb);
+    if (err || sb->shared_ns[1] < 0) {
+        close_shared_ns(sb);
+        buf_printf(why, "%snamespaces (make the shared network namespace: %s)",
+                   why->len ? "; " : "", strerror(err ? err : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+/* The child's namespaces as the layers now wanted have them. */
+static void set_clone(sandbox *sb)
+{
+    int ns = (sb->layers & SANDBOX_NAMESPACES) != 0;
+    int join = ns && !sb->cfg.allow_network && sb->shared_ns[1] >= 0 &&
+               (sb->layers & SANDBOX_LANDLOCK);   /* see NAMESPACES */
+    sb->setup.clone_flags = !ns ? 0 : NAMESPACES | (join || sb->cfg.allow_network ? 0 : CLONE_NEWNET);
+    sb->setup.n_join_ns = join ? 2 : 0;
+    sb->setup.join_ns[0] = sb->shared_ns[0];
+    sb->setup.join_ns[1] = sb->shared_ns[1];
+    /* root of the shared namespace is us: a call's maps its root to it */
+    snprintf(sb->uid_map, sizeof sb->uid_map, "%s", join ? "0 0 1\n" : sb->top_uid_map);
+    snprintf(sb->gid_map, sizeof sb->gid_map, "%s", join ? "0 0 1\n" : sb->top_gid_map);
+}
 
 static const char *layer_name(unsigned layer)
 {
@@ -240,7 +340,7 @@ static const char *layer_name(unsigned layer)
 /* The layer a failed step belongs to ("landlock: ..." is landlock's). */
 static unsigned layer_of_step(const char *step)
 {
-    if (!strcmp(step, "clone"))
+    if (!strcmp(step, "clone") || !strcmp(step, "setns"))
         return SANDBOX_NAMESPACES;
     for (size_t i = 0; i < N_LAYERS; i++) {
         size_t n = strlen(layer_info[i].name);
@@ -248,6 +348,44 @@ static unsigned layer_of_step(const char *step)
             return layer_info[i].layer;
     }
     return 0;
+}
+
+unsigned sandbox_layer_at(size_t i, const char **name)
+{
+    *name = i < N_LAYERS ? layer_info[i].name : NULL;
+    return i < N_LAYERS ? layer_info[i].layer : 0;
+}
+
+int sandbox_view(const sandbox *sb, buf *out)
+{
+    static const char *const modes[] = {"off", "auto", "strict"};
+    json_obj o, layers, limits;
+    json_obj_begin(&o, out);
+    json_obj_string(&o, "mode", modes[sb->cfg.mode]);
+    json_obj_key(&o, "layers");
+    json_obj_begin(&layers, out);
+    for (size_t i = 0; i < N_LAYERS; i++) {
+        json_obj_key(&layers, layer_info[i].name);
+        layers.rc |= buf_append_str(out, sb->layers & layer_info[i].layer ? "true" : "false");
+    }
+    o.rc |= json_obj_end(&layers);
+    json_obj_string(&o, "unavailable", sb->unavailable);
+    json_obj_string(&o, "network", !(sb->layers & SANDBOX_NAMESPACES) || sb->cfg.allow_network
+                                       ? "the runner's"
+                                   : sb->setup.n_join_ns ? "shared" : "per call");
+    json_obj_key(&o, "limits");
+    json_obj_begin(&limits, out);
+    static const char *const names[N_LIMITS] = {"memory_mib", "cpu_seconds", "processes",
+                                                "file_size_mib", "open_files"};
+    for (size_t i = 0; i < N_LIMITS; i++) {
+        json_obj_key(&limits, names[i]);
+        limits.rc |= buf_printf(out, "%llu",
+                                (unsigned long long)*limit_ref((sandbox_limits *)&sb->cfg.limits, i));
+    }
+    o.rc |= json_obj_end(&limits);
+    json_obj_key(&o, "distinct_own_settings");
+    o.rc |= buf_printf(out, "%zu", sb->n_variants);
+    return json_obj_end(&o) < 0 || buf_append_str(out, "\n") < 0 ? -1 : 0;
 }
 
 void sandbox_describe(unsigned layers, buf *out)
@@ -355,15 +493,21 @@ static int make_tmp_dir(sandbox *sb, buf *why)
     return 0;
 }
 
-static int prepare(sandbox *sb, buf *why)
+/* The texts the child writes for the limits. */
+static void limits_text(sandbox *sb)
 {
     const sandbox_limits *lim = &sb->cfg.limits;
-    snprintf(sb->uid_map, sizeof sb->uid_map, "0 %u 1\n", (unsigned)geteuid());
-    snprintf(sb->gid_map, sizeof sb->gid_map, "0 %u 1\n", (unsigned)getegid());
     snprintf(sb->pid_max, sizeof sb->pid_max, "%llu",
              lim->processes + 1 < PID_MAX_MIN ? PID_MAX_MIN : (unsigned long long)lim->processes + 1);
     snprintf(sb->tmpfs_opts, sizeof sb->tmpfs_opts, "size=%llum,mode=1777",
              (unsigned long long)lim->memory_mib);
+}
+
+static int prepare(sandbox *sb, buf *why)
+{
+    snprintf(sb->top_uid_map, sizeof sb->top_uid_map, "0 %u 1\n", (unsigned)geteuid());
+    snprintf(sb->top_gid_map, sizeof sb->top_gid_map, "0 %u 1\n", (unsigned)getegid());
+    limits_text(sb);
     sb->ll.allow_network = sb->cfg.allow_network;
     for (size_t i = 0; i < sizeof system_roots / sizeof *system_roots; i++)
         sb->ll.read[sb->ll.n_read++] = system_roots[i];
@@ -390,7 +534,9 @@ static int probe(sandbox *sb, unsigned *missing, buf *notes)
     }
     char *argv[] = {"runner-client", "--version", NULL};
     for (;;) {
-        sb->setup.clone_flags = sb->layers & SANDBOX_NAMESPACES ? NAMESPACES : 0;
+        if (!(sb->layers & SANDBOX_NAMESPACES))
+            close_shared_ns(sb);
+        set_clone(sb);
         sb->ll.writable = sb->layers & SANDBOX_NAMESPACES ? "/tmp" : NULL;   /* made after */
         if (!(sb->layers & SANDBOX_NAMESPACES) && (sb->layers & SANDBOX_PROC)) {
             sb->layers &= ~(unsigned)SANDBOX_PROC;   /* its /proc is the namespaces' */
@@ -431,6 +577,7 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
     if (!sb)
         return NULL;
     sb->cfg = *cfg;
+    sb->shared_ns[0] = sb->shared_ns[1] = -1;
     if (cfg->mode == SANDBOX_OFF) {
         log_warn("sandbox: off (--sandbox off): functions run as plain children of the runner, "
                  "with its files, network and credentials");
@@ -455,6 +602,12 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
     }
     if (abi < 1)
         buf_printf(&notes, "%slandlock (%s)", notes.len ? "; " : "", strerror(abi_errno));
+    /* shared only where Landlock keeps each function's abstract sockets
+     * (which live in the network namespace) from the others */
+    if (!sb->cfg.allow_network && abi >= 6 && make_shared_net(sb, &notes) < 0) {
+        sb->layers &= ~(unsigned)SANDBOX_NAMESPACES;
+        missing |= SANDBOX_NAMESPACES;
+    }
     if (probe(sb, &missing, &notes) < 0) {
         buf_append_str(why, notes.data ? notes.data : "out of memory");
         goto fail;
@@ -481,6 +634,8 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
             buf_printf(why, " (%s)", notes.data);
         goto fail;
     }
+    if (missing && notes.data)
+        sb->unavailable = strdup(notes.data);   /* the view goes without on ENOMEM */
     buf used = {0};
     sandbox_describe(sb->layers, &used);
     log_info("sandbox: %s: functions run with %s%s%s", cfg->mode == SANDBOX_STRICT ? "strict" : "auto",
@@ -498,6 +653,95 @@ fail:
 const spawn_child_setup *sandbox_child_setup(const sandbox *sb)
 {
     return sb && sb->layers ? &sb->setup : NULL;
+}
+
+/* ---- a function's own settings -------------------------------------------- */
+
+/* A variant of sb with o's settings. NULL with why. */
+static sandbox *make_variant(sandbox *sb, int network, const sandbox_limits *lim,
+                             unsigned annotated, buf *why)
+{
+    sandbox *v = malloc(sizeof *v);
+    if (!v) {
+        buf_append_str(why, "out of memory");
+        return NULL;
+    }
+    *v = *sb;
+    v->variant_of = sb;
+    v->variants = NULL;
+    v->n_variants = 0;
+    v->own_bpf = 0;
+    v->annotated = annotated;
+    v->cfg.limits = *lim;
+    v->cfg.allow_network = network;
+    v->ll.allow_network = network;
+    v->setup.ctx = v;
+    limits_text(v);
+    set_clone(v);
+    if ((v->layers & SANDBOX_SECCOMP) && network != sb->cfg.allow_network) {
+        buf notes = {0};
+        if (sandbox_seccomp_build(network, &v->bpf, &notes) < 0) {
+            buf_printf(why, "sandbox: cannot build the system call filter: %s",
+                       notes.data ? notes.data : "out of memory");
+            buf_free(&notes);
+            free(v);
+            return NULL;
+        }
+        v->own_bpf = 1;
+    }
+    return v;
+}
+
+const spawn_child_setup *sandbox_setup_for(sandbox *sb, const sandbox_override *o, buf *why)
+{
+    if (!sb || !sb->layers)
+        return NULL;
+    int network = o->allow_network < 0 ? sb->cfg.allow_network : o->allow_network;
+    sandbox_limits lim = sb->cfg.limits;
+    unsigned annotated = 0;
+    for (size_t i = 0; i < N_LIMITS; i++) {
+        uint64_t want = *limit_ref((sandbox_limits *)&o->limits, i);
+        if (want) {
+            *limit_ref(&lim, i) = want;
+            annotated |= 1u << i;
+        }
+    }
+    if (network == sb->cfg.allow_network && !annotated)
+        return &sb->setup;
+    for (size_t i = 0; i < sb->n_variants; i++) {
+        sandbox *v = sb->variants[i];
+        if (v->cfg.allow_network == network && v->annotated == annotated &&
+            !memcmp(&v->cfg.limits, &lim, sizeof lim))
+            return &v->setup;
+    }
+    if (sb->n_variants == SANDBOX_MAX_VARIANTS) {
+        buf_printf(why, "sandbox: more than %d distinct per-function settings "
+                   "(fn.kpt.dev/sandbox-* annotations); restart the runner", SANDBOX_MAX_VARIANTS);
+        return NULL;
+    }
+    sandbox **grown = realloc(sb->variants, (sb->n_variants + 1) * sizeof *grown);
+    if (!grown) {
+        buf_append_str(why, "out of memory");
+        return NULL;
+    }
+    sb->variants = grown;
+    sandbox *v = make_variant(sb, network, &lim, annotated, why);
+    if (!v)
+        return NULL;
+    sb->variants[sb->n_variants++] = v;
+    return &v->setup;
+}
+
+const sandbox *sandbox_of_setup(const sandbox *sb, const spawn_child_setup *setup)
+{
+    if (!sb || !setup)
+        return NULL;
+    if (setup == &sb->setup)
+        return sb;
+    for (size_t i = 0; i < sb->n_variants; i++)
+        if (setup == &sb->variants[i]->setup)
+            return sb->variants[i];
+    return NULL;
 }
 
 unsigned sandbox_layers(const sandbox *sb)
@@ -546,7 +790,7 @@ int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, 
  * report) the words runtimes use for the error, on its stderr. */
 static const struct {
     int signal;
-    const char *words[4];
+    const char *words[6];
     const char *limit, *flag, *unit;
     size_t offset;   /* of the figure in sandbox_limits */
 } limit_signs[] = {
@@ -558,6 +802,12 @@ static const struct {
      "memory", "--sandbox-memory", "MiB", offsetof(sandbox_limits, memory_mib)},
     {0, {"Too many open files", "too many open files"}, "open files", "--sandbox-open-files", "",
      offsetof(sandbox_limits, open_files)},
+    /* a fork past its PID namespace's pid_max fails EAGAIN: the shells' and
+     * runtimes' words for a failed fork, not EAGAIN's alone (a non-blocking
+     * read says it too) */
+    {0, {"Cannot fork", "can't fork", "fork: Resource temporarily unavailable", "fork: retry",
+         "os.fork()"},
+     "processes", "--sandbox-processes", "", offsetof(sandbox_limits, processes)},
 };
 
 /* Whether text (len bytes, not NUL-terminated perhaps) holds word. */
@@ -576,16 +826,23 @@ int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, con
     if (killed == SIGKILL && cpu_ns / 1000000000 >= (int64_t)sb->cfg.limits.cpu_seconds)
         killed = SIGXCPU;   /* the hard limit's */
     for (size_t i = 0; failed && i < sizeof limit_signs / sizeof *limit_signs; i++) {
+        if (limit_signs[i].offset == offsetof(sandbox_limits, processes) &&
+            !(sb->layers & SANDBOX_PROC))
+            continue;   /* not bounded without its own /proc's pid_max */
         int hit = limit_signs[i].signal && killed == limit_signs[i].signal;
-        for (size_t w = 0; !hit && w < 4 && limit_signs[i].words[w]; w++)
+        for (size_t w = 0; !hit && w < 6 && limit_signs[i].words[w]; w++)
             hit = mentions(err, err_len, limit_signs[i].words[w]);
         if (!hit)
             continue;
         const uint64_t *figure =
             (const uint64_t *)((const char *)&sb->cfg.limits + limit_signs[i].offset);
-        buf_printf(out, "function exceeded its %s limit of %llu%s%s (%s)", limit_signs[i].limit,
+        int annotated = 0;   /* the function's own setting: named as its annotation */
+        for (size_t l = 0; l < N_LIMITS; l++)
+            annotated |= limit_at[l] == limit_signs[i].offset && (sb->annotated & (1u << l));
+        buf_printf(out, "function exceeded its %s limit of %llu%s%s (%s%s)", limit_signs[i].limit,
                    (unsigned long long)*figure, *limit_signs[i].unit ? " " : "",
-                   limit_signs[i].unit, limit_signs[i].flag);
+                   limit_signs[i].unit, annotated ? "fn.kpt.dev/" : "",
+                   limit_signs[i].flag + (annotated ? 2 : 0));
         return 1;
     }
     return 0;
@@ -595,8 +852,19 @@ void sandbox_free(sandbox *sb)
 {
     if (!sb)
         return;
+    if (sb->variant_of) {   /* the rest is its base's */
+        if (sb->own_bpf)
+            free(sb->bpf.filter);
+        free(sb);
+        return;
+    }
+    for (size_t i = 0; i < sb->n_variants; i++)
+        sandbox_free(sb->variants[i]);
+    free(sb->variants);
+    free(sb->unavailable);
     if (sb->tmp_dir[0])
         rmdir(sb->tmp_dir);   /* what functions left there stays, and so does it */
+    close_shared_ns(sb);
     free(sb->bpf.filter);
     free(sb->envp);
     free(sb->read_copy);

@@ -79,11 +79,43 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why);
 /* What fn_job_set_child_setup takes; NULL when no layer is used. */
 const spawn_child_setup *sandbox_child_setup(const sandbox *sb);
 
+/* A function's own settings (its FunctionConfig's annotations): the
+ * network allowed or not, and limits, each 0 for sb's own. */
+typedef struct sandbox_override {
+    int allow_network;   /* -1: as sb */
+    sandbox_limits limits;
+} sandbox_override;
+
+#define SANDBOX_MAX_VARIANTS 256   /* distinct settings kept */
+
+/* The child setup (fn_job_spec.child_setup) of a function run with o:
+ * sb's own when o changes nothing, or a variant of sb made the first time
+ * these settings are asked and kept with sb (same layers, paths and
+ * environment). NULL with why when more than SANDBOX_MAX_VARIANTS distinct
+ * settings were asked, or on ENOMEM; with no layer used, NULL and nothing
+ * said (functions run as plain children). */
+const spawn_child_setup *sandbox_setup_for(sandbox *sb, const sandbox_override *o, buf *why);
+
+/* The sandbox a child setup from sandbox_setup_for or sandbox_child_setup
+ * belongs to (NULL for any other). */
+const sandbox *sandbox_of_setup(const sandbox *sb, const spawn_child_setup *setup);
+
 /* The layers in use (enum sandbox_layer bits). */
 unsigned sandbox_layers(const sandbox *sb);
 
 /* "namespaces, proc, rlimits, ..." or "none", for logs and /metrics. */
 void sandbox_describe(unsigned layers, buf *out);
+
+/* Each layer in order: its bit and name ("namespaces"); 0 and NULL past
+ * the last. */
+unsigned sandbox_layer_at(size_t i, const char **name);
+
+/* The sandbox as JSON, for GET /debug/sandbox: {"mode": "auto", "layers":
+ * {"namespaces": true, ...}, "unavailable": "why, as logged at start",
+ * "network": "shared" | "per call" | "the runner's", "limits": {...},
+ * "distinct_own_settings": N (functions' annotations asked for N
+ * variants so far)}. -1 when out of memory. */
+int sandbox_view(const sandbox *sb, buf *out);
 
 /* Whether path (a credential or the runner's configuration: what) can be
  * read by a sandboxed function. 0: it cannot, or the filesystem is not

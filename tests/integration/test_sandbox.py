@@ -28,28 +28,35 @@ cat
 """
 
 
-def serve(start_server, tmp_path, mode, attack, *flags, env=None):
+def function_config(tmp_path, annotations=None):
+    """fc.yaml: FunctionConfig fn running functions/fn, with annotations."""
+    cfg = tmp_path / "fc.yaml"
+    notes = "".join(f"    {k}: {v}\n" for k, v in (annotations or {}).items())
+    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                   "metadata:\n  name: fn\n" + ("  annotations:\n" + notes if notes else "") +
+                   "spec:\n  image: fn\n  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    return cfg
+
+
+def serve(start_server, tmp_path, mode, attack, *flags, env=None, annotations=None):
     functions = tmp_path / "functions"
     functions.mkdir(exist_ok=True)
     fn = functions / "fn"
     fn.write_text(FUNCTION.format(attack=attack))
     fn.chmod(0o755)
-    cfg = tmp_path / "fc.yaml"
-    cfg.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
-                   "metadata:\n  name: fn\nspec:\n  image: fn\n"
-                   "  binaryExecutor:\n    path: fn\n    tags: [v1]\n")
+    cfg = function_config(tmp_path, annotations)
     return start_server([], binary=CLIENT_BIN, env=env, argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
         "--disable-runtimes=pod", "--sandbox", mode, *flags])
 
 
-def attack(start_server, tmp_path, mode, script, *flags, env=None, calls=1):
+def attack(start_server, tmp_path, mode, script, *flags, env=None, calls=1, annotations=None):
     """Runs script as the function's attack; returns (worked, log) of the
     last call. With --prespawn 0 unless flags say otherwise: a process
     started for the next call would attack again meanwhile."""
     if "--prespawn" not in flags:
         flags = (*flags, "--prespawn", "0")
-    srv = serve(start_server, tmp_path, mode, script, *flags, env=env)
+    srv = serve(start_server, tmp_path, mode, script, *flags, env=env, annotations=annotations)
     rl = simple_rl("victim")
     for _ in range(calls):
         resp = srv.evaluate(rl, image="fn:v1")
@@ -238,7 +245,7 @@ def test_strict_refuses_without_user_namespaces_and_auto_uses_the_rest(start_ser
     resp = srv.evaluate(simple_rl("x"), image="fn:v1")
     assert "ATTACK-FAILED" in resp.log.decode() and "FAKE-SA-TOKEN" not in resp.log.decode()
     assert "functions run with rlimits, no_new_privs, landlock, seccomp; unavailable: " \
-           "namespaces (clone:" in srv.stderr()
+           "namespaces (make the shared network namespace: " in srv.stderr()
 
 
 # ---- a function ended by a limit is told so --------------------------------
@@ -252,6 +259,8 @@ LIMITS = [
      "function exceeded its file size limit of 1 MiB (--sandbox-file-size)"),
     ("open-files", f"exec {PY} -c 'import os; [os.open(\"/dev/null\", 0) for _ in range(100)]'",
      ["--sandbox-open-files", "20"], "function exceeded its open files limit of 20 (--sandbox-open-files)"),
+    ("processes", "i=0; while [ $i -lt 400 ]; do sleep 30 & i=$((i+1)); done; exit 3",
+     ["--sandbox-processes", "300"], "function exceeded its processes limit of 300 (--sandbox-processes)"),
 ]
 
 
@@ -332,6 +341,32 @@ def test_metrics_tell_the_layers_in_use(start_server, tmp_path, mode):
     assert code == 200
     layers = "none" if mode == "off" else "namespaces, proc, rlimits, no_new_privs, landlock, seccomp"
     assert f'krm_sandbox_info{{mode="{mode}",layers="{layers}"}} 1\n' in text, text
+    for layer in ["namespaces", "proc", "rlimits", "no_new_privs", "landlock", "seccomp"]:
+        value = 0 if mode == "off" else 1
+        assert f'krm_sandbox_layer{{layer="{layer}"}} {value}\n' in text, text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_debug_sandbox_shows_the_layers_and_limits(start_server, tmp_path, mode):
+    import json
+    from test_observability import curl
+    srv = serve(start_server, tmp_path, mode, "true", "--sandbox-cpu", "77",
+                annotations={"fn.kpt.dev/sandbox-network": '"true"'})
+    srv.evaluate(simple_rl("x"), image="fn:v1")   # its own settings: a variant
+    code, text = curl(srv.port, "/debug/sandbox")
+    assert code == 200, text
+    view = json.loads(text)
+    on = mode != "off"
+    assert view["mode"] == mode
+    assert view["layers"] == {name: on for name in ["namespaces", "proc", "rlimits",
+                                                    "no_new_privs", "landlock", "seccomp"]}
+    assert "unavailable" not in view   # every layer works here
+    assert view["network"] == ("shared" if on else "the runner's")
+    assert view["limits"] == {"memory_mib": 1024, "cpu_seconds": 77, "processes": 1024,
+                              "file_size_mib": 1024, "open_files": 1024}
+    assert view["distinct_own_settings"] == (1 if on else 0)
+    code, text = curl(srv.port, "/debug/sandbox?format=yaml")
+    assert code == 400 and "/debug/sandbox takes ?format=json" in text, text
 
 
 def run_serve(tmp_path, *flags):
@@ -396,3 +431,182 @@ def test_reads_the_runners_environment(start_server, tmp_path, mode):
     assert "PASSED_ON=asked-for" in log and "LC_ALL=C" in log and "PATH=" in log, log
     if mode != "off":
         assert {"HOME=/tmp", "TMPDIR=/tmp"} <= set(log.splitlines()), log
+
+
+# ---- a function's own settings: its FunctionConfig's annotations -----------
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_allowed_the_network_by_its_annotation_connects(start_server, tmp_path, mode,
+                                                                    prespawn):
+    """fn.kpt.dev/sandbox-network: "true" lets this function reach loopback
+    (the same attack as test_connects_to_a_loopback_port, which it loses
+    without the annotation); with --prespawn 1 the second call is served by
+    a process pre-started with the function's own settings."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        script = f"{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
+        worked, log = attack(start_server, tmp_path, mode, script, "--prespawn", prespawn,
+                             calls=2, annotations={"fn.kpt.dev/sandbox-network": '"true"'})
+    assert worked, log
+
+
+ALLOCATE_800_MIB = (f"{PY} -c 'import mmap; m = mmap.mmap(-1, 800 << 20, "
+                    "flags=mmap.MAP_PRIVATE); print(\"allocated\")'")
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+@pytest.mark.parametrize("mode", ["auto", "strict"])
+def test_a_functions_memory_annotation_is_its_limit(start_server, tmp_path, mode, annotated):
+    """fn.kpt.dev/sandbox-memory: 600Mi under the default --sandbox-memory
+    1024: 800 MiB fails, and the answer names the annotation."""
+    notes = {"fn.kpt.dev/sandbox-memory": "600Mi"} if annotated else None
+    srv = serve(start_server, tmp_path, mode, "true", "--prespawn", "0", annotations=notes)
+    (tmp_path / "functions" / "fn").write_text(f"#!/bin/sh\ncat\n{ALLOCATE_800_MIB} >&2\n")
+    if not annotated:
+        resp = srv.evaluate(simple_rl("x"), image="fn:v1", timeout=30)
+        assert "allocated" in resp.log.decode()
+        return
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert "function exceeded its memory limit of 600 MiB (fn.kpt.dev/sandbox-memory)" \
+        in err.details(), err.details()
+
+
+@pytest.mark.parametrize("annotation,value,words", [
+    ("fn.kpt.dev/sandbox-network", '"yes"', 'want "true" or "false", not "yes"'),
+    ("fn.kpt.dev/sandbox-memory", '"512"', 'want a size in whole MiB, 1Mi-1024Ti (e.g. "512Mi", '
+     '"2Gi"), not "512"'),
+    ("fn.kpt.dev/sandbox-memory", '"0Gi"', 'not "0Gi"'),
+    ("fn.kpt.dev/sandbox-file-size", '"1.5Gi"', 'not "1.5Gi"'),
+    ("fn.kpt.dev/sandbox-cpu", '"-1"', 'want a whole number of seconds 1-1099511627776 in a '
+     'string, not "-1"'),
+    ("fn.kpt.dev/sandbox-processes", '"10"', "want a whole number 300-4194303"),
+    ("fn.kpt.dev/sandbox-open-files", '"99999999999"', "want a whole number 16-1048576"),
+    ("fn.kpt.dev/sandbox-open-files", "64", "must be a string (annotations are strings"),
+    ("fn.kpt.dev/sandbox-memroy", '"1Gi"', "not a sandbox setting"),
+])
+def test_a_bad_sandbox_annotation_refuses_the_function_config(tmp_path, annotation, value,
+                                                               words):
+    cfg = function_config(tmp_path, {annotation: value})
+    rc, err = run_serve(tmp_path, "--function-config", str(cfg))
+    assert rc == 2, err
+    assert f"fc.yaml: document 1 (FunctionConfig \"fn\"): metadata.annotations.{annotation}: " \
+        in err and words in err, err
+
+
+# ---- eval --exec: the local function in the same sandbox ---------------------
+
+def eval_exec(tmp_path, script, *flags):
+    """runner-client eval --exec with FUNCTION's attack (or a whole script
+    when it starts with #!), on a small list: the CompletedProcess."""
+    (tmp_path / "fn").mkdir(exist_ok=True)   # its directory is readable to it
+    fn = tmp_path / "fn" / "local-fn"
+    fn.write_text(script if script.startswith("#!") else FUNCTION.format(attack=script))
+    fn.chmod(0o755)
+    rl = tmp_path / "rl.yaml"
+    rl.write_bytes(simple_rl("x"))
+    return subprocess.run([CLIENT_BIN, "eval", "--exec", str(fn), "--truncate-output=false",
+                           *flags, str(rl)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("mode", [*MODES, None])
+def test_eval_exec_runs_in_the_sandbox_it_is_given(tmp_path, mode):
+    """--sandbox MODE as serve's; without any --sandbox flag the function is
+    a plain child, as kpt's --exec."""
+    (tmp_path / "token").write_text("FAKE-SA-TOKEN")
+    out = eval_exec(tmp_path, f"cat {tmp_path}/token", *(["--sandbox", mode] if mode else []))
+    assert out.returncode == 0, out.stderr
+    assert ("ATTACK-WORKED" in out.stderr) != ("ATTACK-FAILED" in out.stderr), out.stderr
+    expect(mode or "off", "ATTACK-WORKED" in out.stderr, out.stderr)
+
+
+def test_eval_exec_limit_is_named(tmp_path):
+    """A limit flag alone means --sandbox auto; the one reached is named."""
+    out = eval_exec(tmp_path, f"#!/bin/sh\ncat\n{ALLOCATE_800_MIB} >&2\n", "--sandbox-memory", "600")
+    assert out.returncode == 1, out.stderr
+    assert "function exceeded its memory limit of 600 MiB (--sandbox-memory)" in out.stderr, \
+        out.stderr
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--sandbox", "sometimes"], 'runner-client eval: invalid value "sometimes" for --sandbox'),
+    (["--sandbox-open-files", "1"], 'runner-client eval: invalid value "1" for '
+     '--sandbox-open-files: want a whole number 16-'),
+])
+def test_eval_exec_bad_sandbox_flags_are_refused(tmp_path, flags, words):
+    out = eval_exec(tmp_path, "true", *flags)
+    assert out.returncode == 2 and words in out.stderr, out.stderr
+
+
+def test_eval_sandbox_flags_without_exec_are_refused(tmp_path):
+    rl = tmp_path / "rl.yaml"
+    rl.write_bytes(simple_rl("x"))
+    out = subprocess.run([CLIENT_BIN, "eval", "--addr", "127.0.0.1:1", "-i", "fn:v1", "--sandbox",
+                          "auto", str(rl)], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2 and "the --sandbox flags are --exec's" in out.stderr, out.stderr
+
+
+ABSTRACT_MEET = """import errno, socket, sys
+name = "\\0krm-sandbox-meet-" + sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.bind(name)
+except OSError as e:
+    if e.errno != errno.EADDRINUSE:
+        raise
+    socket.socket(socket.AF_UNIX).connect(name)   # the other call's: reached it
+    print("connected to the other call's socket")
+    sys.exit(0)
+s.listen(1)
+s.settimeout(4)
+s.accept()
+print("the other call connected")
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_calls_cannot_meet_on_an_abstract_socket(start_server, tmp_path, mode):
+    """Abstract sockets belong to the network namespace, which calls share:
+    two calls at once, one listening, the other connecting to its name, must
+    not meet (Landlock keeps each function's abstract sockets its own)."""
+    import threading
+    import uuid
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "meet.py").write_text(ABSTRACT_MEET)
+    script = f"{PY} {tmp_path / 'functions' / 'meet.py'} {uuid.uuid4().hex}"
+    srv = serve(start_server, tmp_path, mode, script, "--prespawn", "0")
+    logs = []
+
+    def call():
+        logs.append(srv.evaluate(simple_rl("x"), image="fn:v1", timeout=30).log.decode())
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+        time.sleep(0.5)   # the first one listens by then
+    for t in threads:
+        t.join()
+    assert len(logs) == 2, logs
+    met = sum("ATTACK-WORKED" in log for log in logs)
+    assert met == (2 if mode == "off" else 0), logs
+
+
+def test_a_reload_changes_a_functions_own_settings(start_server, tmp_path):
+    """SIGHUP with the annotation gone: the next call has the flag's memory
+    again, also the process pre-started before (it had the old settings:
+    it is not given the call)."""
+    srv = serve(start_server, tmp_path, "auto", "true", "--prespawn", "1",
+                annotations={"fn.kpt.dev/sandbox-memory": "600Mi"})
+    (tmp_path / "functions" / "fn").write_text(f"#!/bin/sh\ncat\n{ALLOCATE_800_MIB} >&2\n")
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert "memory limit of 600 MiB (fn.kpt.dev/sandbox-memory)" in err.details(), err.details()
+    function_config(tmp_path)   # no annotation
+    os.kill(srv.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "SIGHUP: loaded 1 FunctionConfigs" not in srv.stderr():
+        assert time.monotonic() < deadline, srv.stderr()
+        time.sleep(0.05)
+    resp = srv.evaluate(simple_rl("x"), image="fn:v1", timeout=30)
+    assert "allocated" in resp.log.decode(), resp.log.decode()

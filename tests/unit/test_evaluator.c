@@ -22,9 +22,10 @@
 typedef struct known { const char *image, *path, *opened; } known;
 
 static int table_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
-                        buf *why)
+                        const spawn_child_setup **setup, buf *why)
 {
     (void)tag;
+    (void)setup;
     for (const known *k = ctx; k->image; k++) {
         if (strcmp(k->image, image))
             continue;

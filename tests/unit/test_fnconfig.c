@@ -336,6 +336,45 @@ Test(fnconfig, min_ready_pods_annotation)
                  "min-ready-pods: must be a string (annotations are strings: \"2\"), not a number");
 }
 
+/* fnconfig_annotation alone, as a FunctionConfig from the API would call it. */
+Test(fnconfig, sandbox_annotations)
+{
+    fnconfig_entry e = {.pod.min_ready = -1, .sandbox = FNCONFIG_SANDBOX_UNSET};
+    buf why = {0};
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/sandbox-network", "true", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/sandbox-memory", "2Gi", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/sandbox-file-size", "300Mi", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/sandbox-cpu", "600", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/sandbox-processes", "4096", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/sandbox-open-files", "65536", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "fn.kpt.dev/min-ready-pods", "2", &why), 1);
+    cr_assert_eq(fnconfig_annotation(&e, "example.com/other", "anything", &why), 0);
+    cr_assert_eq(why.len, 0);
+    cr_assert_eq(e.sandbox.network, 1);
+    cr_assert_eq(e.sandbox.memory_mib, 2048);
+    cr_assert_eq(e.sandbox.file_size_mib, 300);
+    cr_assert_eq(e.sandbox.cpu_seconds, 600);
+    cr_assert_eq(e.sandbox.processes, 4096);
+    cr_assert_eq(e.sandbox.open_files, 65536);
+    cr_assert_eq(e.pod.min_ready, 2);
+    const char *bad[][2] = {
+        {"fn.kpt.dev/sandbox-memory", "1024"}, {"fn.kpt.dev/sandbox-memory", "1Ki"},
+        {"fn.kpt.dev/sandbox-memory", "Gi"}, {"fn.kpt.dev/sandbox-memory", "2048Ti"},
+        {"fn.kpt.dev/sandbox-memory", "99999999999999999999999Mi"},
+        {"fn.kpt.dev/sandbox-network", "True"}, {"fn.kpt.dev/sandbox-cpu", "0"},
+        {"fn.kpt.dev/sandbox-processes", "299"}, {"fn.kpt.dev/sandbox-open-files", "15"},
+        {"fn.kpt.dev/sandbox-", "1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        buf_reset(&why);
+        cr_assert_eq(fnconfig_annotation(&e, bad[i][0], bad[i][1], &why), -1, "%s: %s", bad[i][0],
+                     bad[i][1]);
+        cr_assert(why.len > 0);
+    }
+    cr_assert_eq(e.sandbox.memory_mib, 2048);   /* a refused value changes nothing */
+    buf_free(&why);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Validation errors                                                         */
 
