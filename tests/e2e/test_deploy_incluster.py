@@ -11,7 +11,9 @@ pod and Service stay for a successor to adopt (as Porch's do) and are
 cleared with `runner-client pod delete --all`.
 
 When kubectl is installed, `kubectl kustomize tests/e2e/runner-lab` must
-give the same objects as the test's own merge of the patch.
+give the same objects as the test's own merge of the patch. The same runs
+with Porch's own function-runner Deployment (its command, flags, user 10001
+and probes) holding our image instead of deploy/'s: Porch's older layout.
 """
 
 import copy
@@ -107,14 +109,46 @@ def lab_values(deployment, image, wrapper_image, api_port, port):
     env = {e["name"]: e for e in c["env"]}
     env["WRAPPER_SERVER_IMAGE"]["value"] = wrapper_image
     env["KUBERNETES_SERVICE_PORT"]["value"] = str(api_port)
-    assert "--port=9445" in c["command"], c["command"]
     c["command"] = [a for a in c["command"] if a != "--port=9445"] + [
         f"--port={port}", "--address=127.0.0.1", "--dial=pod", "--log-level=3"]
     c["ports"] = [{"name": "grpc", "containerPort": port}]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        if probe not in c:
+            continue
         argv = c[probe]["exec"]["command"]
         assert argv[-2:] == ["-addr", "localhost:9445"], argv
         argv[-1] = f"127.0.0.1:{port}"
+
+
+def porchs_deployment():
+    """Porch's own function-runner Deployment as kptdev/porch ships it
+    (deployments/porch/2-function-runner.yaml: its command, flags, user and
+    probes; the OTEL settings left out), for the older layout's drop-in:
+    only the image and WRAPPER_SERVER_IMAGE are ours."""
+    def probe(**timing):
+        return {"exec": {"command": ["/home/nonroot/grpc-health-probe", "-addr", "localhost:9445"]}, **timing}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "function-runner", "namespace": RUNNER_NS},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "function-runner"}},
+                 "template": {"metadata": {"labels": {"app": "function-runner"}}, "spec": {
+                     "serviceAccountName": "porch-fn-runner",
+                     "containers": [{
+                         "name": CONTAINER, "image": "ghcr.io/kptdev/porch-function-runner:latest",
+                         "imagePullPolicy": "IfNotPresent",
+                         "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001},
+                         "command": ["/home/nonroot/server", "--pod-namespace=porch-fn-system",
+                                     "--max-request-body-size=6291456", "--max-parallel-pods-per-function=2",
+                                     "--max-waitlist-length=1", "--warm-up-pod-cache=true",
+                                     "--functions=/home/nonroot/functions"],
+                         "env": [{"name": "WRAPPER_SERVER_IMAGE", "value": "ghcr.io/kptdev/porch-wrapper-server:latest"}],
+                         "ports": [{"containerPort": 9445}],
+                         "startupProbe": probe(initialDelaySeconds=5, periodSeconds=5, failureThreshold=30,
+                                               timeoutSeconds=5),
+                         "readinessProbe": probe(periodSeconds=5, failureThreshold=3, timeoutSeconds=3),
+                         "livenessProbe": probe(initialDelaySeconds=30, periodSeconds=30, failureThreshold=3,
+                                                timeoutSeconds=5),
+                         "resources": {"requests": {"memory": "64Mi", "cpu": "125m"}}}]}}}}
 
 
 def wait_for(what, check, timeout, describe=lambda: ""):
@@ -145,11 +179,16 @@ def test_the_overlay_is_what_kubectl_kustomize_builds():
     assert canonical([d for d in yaml.safe_load_all(r.stdout) if d]) == canonical(overlay_docs())
 
 
-def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runner_image, pb, tmp_path, figures):
+@pytest.mark.parametrize("manifest", ["deploy", "porch"])
+def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runner_image, pb, figures, manifest):
+    """manifest: deploy/'s Deployment, or Porch's own with our image in it."""
     server = urllib.parse.urlsplit(api.config.server)
     if server.hostname != "127.0.0.1":
         pytest.skip("the runner pod reaches the API server on the host's loopback (the lab's layout)")
     docs = overlay_docs()
+    if manifest == "porch":
+        (patch,) = load(os.path.join(OVERLAY, "lab-patch.yaml"))
+        docs = [merge(porchs_deployment(), patch) if d["kind"] == "Deployment" else d for d in docs]
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     port = free_port()
     lab_values(deployment, runner_image, images.init, server.port, port)
@@ -187,7 +226,7 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
             return (got.get("status") or {}).get("readyReplicas") == 1
 
         wait_for("the Deployment Ready", deployment_ready, 120, describe)
-        figures.append(f"deploy: function-runner Deployment created -> Ready (startup and readiness "
+        figures.append(f"deploy ({manifest}'s Deployment): created -> Ready (startup and readiness "
                        f"probes passed): {time.monotonic() - start:.1f} s")
         (pod,) = runner_pods()
         assert is_ready(pod)
@@ -200,13 +239,16 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
         t0 = time.monotonic()
         resp = evaluate(pb.evaluator.EvaluateFunctionRequest(resource_list=RL, image=images.fn),
                         timeout=120 * SLOW)
-        figures.append(f"deploy: first call through the deployed runner (function pod created): "
+        figures.append(f"deploy ({manifest}'s Deployment): first call (function pod created): "
                        f"{time.monotonic() - t0:.1f} s")
         assert b"replicas: 3" in resp.resource_list and b"replicas: 1" not in resp.resource_list, resp
         channel.close()
         fn_pods = [p for p in api.list("pods", FN_NS)
                    if "fn.kpt.dev/image" in p["metadata"].get("labels", {})]
-        assert [p["metadata"]["annotations"].get("fn.kpt.dev/owner") for p in fn_pods] == [replica], fn_pods
+        owners = [p["metadata"]["annotations"].get("fn.kpt.dev/owner") for p in fn_pods]
+        # deploy/ names each replica after its pod (POD_NAME); Porch's
+        # manifest does not, and a host-network pod's host name is the node's
+        assert owners == [replica if manifest == "deploy" else owners[0]] and owners[0], fn_pods
         logs = api.logs(RUNNER_NS, replica)
         assert "forbidden" not in logs.lower(), logs   # the Role grants what it does
 
@@ -217,9 +259,10 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
         made = [m for m in made if m[1] != "function-runner" or "deployments" not in m[0]]
         wait_for("the runner's pod gone", lambda: not api.list(
             "pods", RUNNER_NS, labelSelector="app=function-runner"), 60, describe)
-        rs = api.request("GET", f"/apis/apps/v1/namespaces/{RUNNER_NS}/replicasets",
-                         query={"labelSelector": "app=function-runner"})
-        assert rs["items"] == [], rs["items"]
+        wait_for("the Deployment and its ReplicaSet gone", lambda: not api.request(
+            "GET", f"/apis/apps/v1/namespaces/{RUNNER_NS}/replicasets",
+            query={"labelSelector": "app=function-runner"})["items"] and not api.request(
+            "GET", f"/apis/apps/v1/namespaces/{RUNNER_NS}/deployments")["items"], 60)
         # What it leaves: its function pod and that pod's Service, for the
         # next runner to adopt once its Lease expires, as Porch's runner
         # leaves its pods (serve does not delete them on SIGTERM). Cleared
@@ -232,7 +275,7 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
         pods, services = function_objects()
         assert [p["metadata"]["name"] for p in pods] == [p["metadata"]["name"] for p in fn_pods]
         assert len(services) == len(pods), services
-        figures.append(f"deploy: left by the stopped runner for its successor: {len(pods)} function pod(s), "
+        figures.append(f"deploy ({manifest}'s Deployment): left by the stopped runner for its successor: {len(pods)} function pod(s), "
                        f"{len(services)} Service(s), its Lease")
         run_client(["pod", "delete", "--all", "--namespace", FN_NS, "--kubeconfig", k8s.kubeconfig], check=True)
         for svc in services:
