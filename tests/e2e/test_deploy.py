@@ -129,7 +129,7 @@ def collection(doc):
 
 
 def test_the_kustomization_applies(api):
-    (kust,) = load("deploy/kustomization.yaml")
+    (kust,) = load("deploy/Kustomization")
     docs = [d for f in kust["resources"] for d in load(os.path.join("deploy", f))]
     assert {d["kind"] for d in docs} >= {"Namespace", "ServiceAccount", "Role", "RoleBinding",
                                         "CustomResourceDefinition", "Deployment", "Service"}

@@ -1,5 +1,5 @@
 """The function runner deployed in the cluster from deploy/, as a user does:
-every object of deploy/kustomization.yaml with tests/e2e/runner-lab's patch
+every object of deploy/Kustomization with tests/e2e/runner-lab's patch
 (hostNetwork and the API server's address: lab-patch.yaml says why), the
 runner's image from `make images` (E2E_RUNNER_IMAGE). The Deployment turns
 Ready through its startup and readiness probes (the probe built into the
@@ -67,7 +67,7 @@ def overlay_docs():
     docs = []
     for res in kust["resources"]:
         base = os.path.normpath(os.path.join(OVERLAY, res))
-        (base_kust,) = load(os.path.join(base, "kustomization.yaml"))
+        (base_kust,) = load(os.path.join(base, "Kustomization"))
         docs += [d for f in base_kust["resources"] for d in load(os.path.join(base, f))]
     for p in kust["patches"]:
         (patch,) = load(os.path.join(OVERLAY, p["path"]))
@@ -290,3 +290,40 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
         for path, name in reversed(made):
             if path.endswith("/namespaces"):
                 api.wait_gone("namespaces", None, name, timeout=90 * SLOW)
+
+
+@pytest.mark.parametrize("how", ["-f", "-k"])
+def test_kubectl_applies_deploy(api, k8s, how):
+    """`kubectl apply -f deploy/` and `-k deploy/` both create every object
+    (-f takes the files in name order: namespaces before what lives in them,
+    and passes the Kustomization by), and `kubectl delete` takes them away.
+    On the lab only, and only where none of it exists yet."""
+    kubectl = shutil.which("kubectl")
+    if not kubectl or not k8s.kubeconfig:
+        pytest.skip("kubectl not installed (the objects are applied through the API by the test above)")
+    if urllib.parse.urlsplit(api.config.server).hostname != "127.0.0.1":
+        pytest.skip("creates and deletes Porch's namespaces: on the lab only")
+    if api.get_or_none("namespaces", None, RUNNER_NS) or api.get_or_none("namespaces", None, FN_NS):
+        pytest.skip("Porch's namespaces exist already: not the test's to delete")
+    docs = overlay_docs()
+    base = ["--kubeconfig", k8s.kubeconfig]
+    # before Kubernetes 1.25 kubectl's own check does not know the CRD's CEL rule
+    r = subprocess.run([kubectl, *base, "apply", how, os.path.join(ROOT, "deploy"), "--validate=false"],
+                       capture_output=True, text=True, timeout=120 * SLOW)
+    try:
+        assert r.returncode == 0, r.stdout + r.stderr
+        for doc in docs:
+            assert f"/{doc['metadata']['name']} created" in r.stdout, (doc["kind"], r.stdout)
+    finally:
+        d = subprocess.run([kubectl, *base, "delete", how, os.path.join(ROOT, "deploy"), "--wait=false"],
+                           capture_output=True, text=True, timeout=120 * SLOW)
+        for ns in (RUNNER_NS, FN_NS):
+            api.wait_gone("namespaces", None, ns, timeout=90 * SLOW)
+        crds = [d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"]
+
+        def crds_gone():
+            have = {c["metadata"]["name"] for c in api.request(
+                "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]}
+            return not have & set(crds)
+        wait_for("the CRDs gone", crds_gone, 60)
+    assert d.returncode == 0, d.stdout + d.stderr
