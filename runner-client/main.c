@@ -42,7 +42,9 @@ static void usage(FILE *out)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "Run 'runner-client help COMMAND' (or 'runner-client COMMAND --help') for a\n"
-          "command's flags.\n", out);
+          "command's flags. Invoked as 'server' it is 'runner-client serve', and as\n"
+          "'grpc-health-probe' that probe (-addr HOST:PORT): the paths Porch's\n"
+          "function-runner Deployment runs.\n", out);
 }
 
 static const struct command *find_command(const char *name)
