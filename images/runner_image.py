@@ -56,13 +56,20 @@ LDD_DIRECT = re.compile(r"^\s*(/\S+) \(0x[0-9a-f]+\)$")
 LDD_VIRTUAL = re.compile(r"^\s*(linux-vdso|linux-gate)\.so\.\d+ \(0x[0-9a-f]+\)$")
 
 
+def run_tool(argv, package):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True)
+    except OSError as e:
+        raise oci.ImageError(f"cannot run {argv[0]}: {e.strerror} (Debian package {package})")
+
+
 def shared_closure(binary):
     """The absolute paths, as the loader finds them, of every shared library
     binary needs, the loader (its PT_INTERP) included; sorted."""
     interp = oci.elf_interpreter(binary)
     if interp is None:
         return []                      # static: nothing to add
-    r = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    r = run_tool(["ldd", binary], "libc-bin")
     if r.returncode != 0:
         raise oci.ImageError(f"ldd {binary} failed: {r.stderr.strip() or r.stdout.strip()}")
     paths = {interp}
@@ -81,7 +88,7 @@ def stripped(binary):
     """binary's bytes without its symbols and debug information."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "stripped")
-        r = subprocess.run(["strip", "--strip-all", "-o", out, binary], capture_output=True, text=True)
+        r = run_tool(["strip", "--strip-all", "-o", out, binary], "binutils")
         if r.returncode != 0:
             raise oci.ImageError(f"strip {binary} failed: {r.stderr.strip()}")
         return oci.read_file(out)

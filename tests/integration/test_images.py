@@ -350,6 +350,18 @@ def test_runner_image_runs_from_its_own_files(runner_image, registry, policy, pb
     assert answer["entrypoint"] == ["/home/nonroot/server"], looked_up.stdout
 
 
+def test_runner_image_errors_are_clear_and_write_nothing(tmp_path):
+    out = tmp_path / "out"
+    for args, message in (
+        (["--client", "/etc/hostname"], "/etc/hostname: not an ELF executable"),
+        (["--client", krmtest.CLIENT_BIN, "--ca-bundle", str(tmp_path / "none.crt")],
+         "none.crt: No such file or directory; install ca-certificates"),
+    ):
+        r = run([sys.executable, RUNNER_IMAGE, *args, "--out", str(out)], ok=False)
+        assert r.returncode == 1 and message in r.stderr, r.stderr
+        assert not out.exists() and os.listdir(tmp_path) == [], os.listdir(tmp_path)
+
+
 # ---------------------------------------------------------------- embed
 
 def embed(source, out, *extra, ok=True):
