@@ -251,6 +251,8 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
         assert owners == [replica if manifest == "deploy" else owners[0]] and owners[0], fn_pods
         logs = api.logs(RUNNER_NS, replica)
         assert "forbidden" not in logs.lower(), logs   # the Role grants what it does
+        sandbox = [line.split("] ", 1)[-1] for line in logs.splitlines() if "] sandbox: " in line]
+        figures.append(f"deploy ({manifest}'s Deployment): the runner's " + "; ".join(sandbox))
 
         # The Deployment deleted: the runner gets SIGTERM and goes, and
         # nothing of the Deployment is left.
