@@ -195,8 +195,8 @@ test: deps
 static: deps
 	./scripts/static-build.sh
 
-images: static
-	./images/build.sh
+images: static all
+	BUILD=$(BUILD) ./images/build.sh
 
 bench: deps all $(patsubst bench/%.c,$(BUILD)/bin/bench-%,$(BENCH_SRCS)) $(BUILD)/bin/bench-fn-go
 	./bench/run.sh $(BUILD)
@@ -263,7 +263,7 @@ help:
 	@echo '  unit           the Criterion unit tests'
 	@echo '  integration    the pytest integration tests (tests/integration)'
 	@echo '  static         fully static musl binaries in build/static/ (fetches Debian sources once)'
-	@echo '  images         OCI images of the static binaries, without Docker'
+	@echo '  images         OCI images (init container, function runner), without Docker'
 	@echo '  bench          the benchmarks (bench/README.md)'
 	@echo '  fuzz           every libFuzzer target for FUZZ_TIME s (default 300)'
 	@echo '  fuzz-smoke     every libFuzzer target for FUZZ_SMOKE_TIME s (default 5)'

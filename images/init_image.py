@@ -26,14 +26,6 @@ HOME = "home/nonroot/wrapper-server"
 USER = "65532:65532"        # distroless "nonroot"; numeric, so no /etc/passwd is needed
 
 
-def read_binary(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise oci.ImageError(f"{path}: {e.strerror}; run `make static` first")
-
-
 def init_layer(wrapper, copier, mtime):
     return oci.tar_layer([
         oci.Entry("bin/cp", "file", 0o555, data=copier),
@@ -56,16 +48,11 @@ def main():
         if oci.elf_arch(a.copier) != arch:
             raise oci.ImageError(f"{a.copier} and {a.wrapper} are built for different architectures")
         epoch = oci.source_epoch()
-        layer = init_layer(read_binary(a.wrapper), read_binary(a.copier), epoch)
-        created = oci.rfc3339(epoch)
-        config = {
-            "created": created,
-            "architecture": arch,
-            "os": "linux",
-            "config": {"User": USER, "Env": ["PATH=/bin"], "WorkingDir": "/home/nonroot"},
-            "history": [{"created": created, "created_by": "krm-fn-runtime images/init_image.py"}],
-        }
-        digest = oci.write_image(a.out, [layer], config, a.tag, {"architecture": arch, "os": "linux"})
+        layer = init_layer(oci.read_file(a.wrapper, "run `make static` first"),
+                           oci.read_file(a.copier, "run `make static` first"), epoch)
+        digest = oci.write_one_layer_image(
+            a.out, layer, arch, epoch, {"User": USER, "Env": ["PATH=/bin"], "WorkingDir": "/home/nonroot"},
+            "images/init_image.py", a.tag)
     except oci.ImageError as e:
         print(f"init_image: {e}", file=sys.stderr)
         return 1

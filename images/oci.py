@@ -59,6 +59,16 @@ def rfc3339(epoch):
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def read_file(path, hint=None):
+    """The bytes of path; a failure is an ImageError naming it (and hint,
+    what to do about it, when given)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ImageError(f"{path}: {e.strerror}" + (f"; {hint}" if hint else ""))
+
+
 def elf_arch(path):
     """The OCI architecture name of an ELF executable, read from its header."""
     with open(path, "rb") as f:
@@ -233,6 +243,21 @@ def write_image(out, layers, config, tag, platform):
         w.abort()
         raise
     return sha256(manifest_bytes)
+
+
+def write_one_layer_image(out, tar_bytes, arch, epoch, inner_config, builder, tag):
+    """Writes a linux/arch image of one layer built at epoch by builder (its
+    name in the history), inner_config the config's "config" (User,
+    Entrypoint, ...). Returns the manifest digest."""
+    created = rfc3339(epoch)
+    config = {
+        "created": created,
+        "architecture": arch,
+        "os": "linux",
+        "config": inner_config,
+        "history": [{"created": created, "created_by": f"krm-fn-runtime {builder}"}],
+    }
+    return write_image(out, [tar_bytes], config, tag, {"architecture": arch, "os": "linux"})
 
 
 class Layout:

@@ -1,9 +1,16 @@
 /* runner-client: the companion of wrapper-server: calls function servers
  * (eval, render, health) and serves as the function runner (serve). See
- * README.md. */
+ * README.md.
+ *
+ * Invoked as `server` it is `runner-client serve`, and as
+ * `grpc-health-probe` that probe: the two paths Porch's function-runner
+ * Deployment runs in its image (/home/nonroot/server and
+ * /home/nonroot/grpc-health-probe), so our image (images/runner_image.py)
+ * replaces Porch's under Porch's own manifest. */
 #include <stdio.h>
 #include <string.h>
 
+#include "grpc/health_probe.h"
 #include "commands.h"
 #include "term_text.h"
 
@@ -35,7 +42,9 @@ static void usage(FILE *out)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "Run 'runner-client help COMMAND' (or 'runner-client COMMAND --help') for a\n"
-          "command's flags.\n", out);
+          "command's flags. Invoked as 'server' it is 'runner-client serve', and as\n"
+          "'grpc-health-probe' that probe (-addr HOST:PORT): the paths Porch's\n"
+          "function-runner Deployment runs.\n", out);
 }
 
 static const struct command *find_command(const char *name)
@@ -52,8 +61,18 @@ static int unknown_command(const char *name)
     return 2;
 }
 
+static int invoked_as_porch_server(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    return !strcmp(base ? base + 1 : argv0, "server");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 0 && probe_invoked_as(argv[0]))
+        return probe_main("runner-client", argc, argv);
+    if (argc > 0 && invoked_as_porch_server(argv[0]))
+        return cmd_serve(argc - 1, argv + 1);
     if (argc < 2) {
         usage(stderr);
         return 2;

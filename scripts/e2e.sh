@@ -5,7 +5,7 @@
 # binaries and images (make all static images; what exists is reused), builds
 # Kubernetes if the lab's cache has no binaries yet (about 8 minutes once),
 # starts the lab in $E2E_LAB_DIR (default /tmp/krm-e2e-lab), pushes the init
-# image and the function images to the lab registry with skopeo, runs
+# image, the function-runner image and the function images to the lab registry with skopeo, runs
 # `pytest tests/e2e`, and takes the lab down, failing if down.sh leaves
 # anything. Needs root (the lab mounts and runs containers).
 #
@@ -133,10 +133,11 @@ E2E_INIT_IMAGE=$(push build/images/wrapper-server:latest krm-e2e-wrapper-server)
 E2E_FN_IMAGE=$(push "$OUT/fn:e2e" krm-e2e-fn)
 E2E_EMBEDDED_IMAGE=$(push "$OUT/fn-embedded:e2e" krm-e2e-fn-embedded)
 E2E_CRASH_WRAPPER_IMAGE=$(push "$OUT/crash-wrapper:e2e" krm-e2e-crash-wrapper)
-export E2E_INIT_IMAGE E2E_FN_IMAGE E2E_EMBEDDED_IMAGE E2E_CRASH_WRAPPER_IMAGE BUILD
+E2E_RUNNER_IMAGE=$(push build/images/function-runner:latest krm-e2e-function-runner)
+export E2E_INIT_IMAGE E2E_FN_IMAGE E2E_EMBEDDED_IMAGE E2E_CRASH_WRAPPER_IMAGE E2E_RUNNER_IMAGE BUILD
 export WRAPPER_SERVER_IMAGE=$E2E_INIT_IMAGE     # runner-client's default, as Porch's
 export E2E_FIGURES=$OUT/figures.txt
-log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE $E2E_CRASH_WRAPPER_IMAGE"
+log "pushed $E2E_INIT_IMAGE $E2E_FN_IMAGE $E2E_EMBEDDED_IMAGE $E2E_CRASH_WRAPPER_IMAGE $E2E_RUNNER_IMAGE"
 
 # ---- 4. the tests ------------------------------------------------------------------------
 # In the background, so a SIGTERM to this script takes the lab down at once

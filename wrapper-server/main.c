@@ -10,13 +10,13 @@
 
 #include "core/log.h"
 #include "core/loop.h"
+#include "grpc/health_probe.h"
 #include "runtime/ev_exec.h"
 #include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
 #include "runtime/services.h"
 #include "cli.h"
-#include "probe.h"
 
 static int run(const ws_config *cfg)
 {
@@ -79,18 +79,12 @@ static int run(const ws_config *cfg)
     return rc;
 }
 
-static int invoked_as_probe(const char *argv0)
-{
-    const char *base = strrchr(argv0, '/');
-    return !strcmp(base ? base + 1 : argv0, "grpc-health-probe");
-}
-
 int main(int argc, char **argv)
 {
-    if (argc > 0 && invoked_as_probe(argv[0]))
-        return probe_main(argc, argv);
+    if (argc > 0 && probe_invoked_as(argv[0]))
+        return probe_main("wrapper-server", argc, argv);
     if (argc > 1 && !strcmp(argv[1], "probe"))
-        return probe_main(argc - 1, argv + 1);
+        return probe_main("wrapper-server", argc - 1, argv + 1);
     ws_config cfg;
     buf text = {0};
     enum ws_cli_result r = ws_cli_parse(argc, argv, &cfg, &text);

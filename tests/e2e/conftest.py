@@ -11,6 +11,7 @@ pytest by hand works too once the variables are exported:
     E2E_FN_IMAGE      a plain busybox function image (tests/e2e/fn_image.py)
     E2E_EMBEDDED_IMAGE  the same image through images/embed
     E2E_CRASH_WRAPPER_IMAGE  a wrapper image whose server exits 3 at start (crash_image.py)
+    E2E_RUNNER_IMAGE  our function-runner image (make images), pushed to REGISTRY
     WRAPPER_SERVER_IMAGE  = E2E_INIT_IMAGE (runner-client's default, as Porch's)
     BUILD             build tree of runner-client (default build)
     K8S_LAB_*         set when the cluster is the lab (the k8s fixture's is_lab)
@@ -23,7 +24,8 @@ a deadline, pod logs), `namespace` (a fresh namespace per test, deleted
 after it), `images` (the pushed image names), `runner` (runs
 $BUILD/bin/runner-client), `figures` (lines printed in the summary).
 The client and the pod predicates live in k8s.py, for tests to import.
-Nothing here needs kubectl.
+Nothing here needs kubectl (test_deploy_incluster.py compares its overlay
+with `kubectl kustomize` when kubectl is there).
 """
 
 import os

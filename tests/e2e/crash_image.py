@@ -33,7 +33,7 @@ def main():
     ap.add_argument("--tag", default="latest")
     ap.add_argument("out")
     a = ap.parse_args()
-    layer = init_image.init_layer(SCRIPT, init_image.read_binary(a.copier), 0)
+    layer = init_image.init_layer(SCRIPT, oci.read_file(a.copier, "run `make static` first"), 0)
     config = {"architecture": "amd64", "os": "linux",
               "config": {"User": init_image.USER, "Env": ["PATH=/bin"], "WorkingDir": "/home/nonroot"},
               "history": [{"created": "1970-01-01T00:00:00Z", "created_by": "tests/e2e/crash_image.py"}]}

@@ -122,16 +122,17 @@ def collection(doc):
     group_version = doc["apiVersion"]
     base = "/api/" + group_version if "/" not in group_version else "/apis/" + group_version
     plural = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "Role": "roles",
-              "RoleBinding": "rolebindings", "CustomResourceDefinition": "customresourcedefinitions"}
+              "RoleBinding": "rolebindings", "CustomResourceDefinition": "customresourcedefinitions",
+              "Deployment": "deployments", "Service": "services"}
     ns = doc["metadata"].get("namespace")
     return base + (f"/namespaces/{ns}" if ns else "") + "/" + plural[doc["kind"]]
 
 
 def test_the_kustomization_applies(api):
-    (kust,) = load("deploy/kustomization.yaml")
+    (kust,) = load("deploy/Kustomization")
     docs = [d for f in kust["resources"] for d in load(os.path.join("deploy", f))]
     assert {d["kind"] for d in docs} >= {"Namespace", "ServiceAccount", "Role", "RoleBinding",
-                                        "CustomResourceDefinition"}
+                                        "CustomResourceDefinition", "Deployment", "Service"}
     made = []
     try:
         for doc in docs:

@@ -2,8 +2,9 @@
 layouts that validate, survive a round trip through a real registry (Debian's
 docker-registry, pushed and pulled with skopeo), and work when unpacked
 (umoci) and run under bubblewrap: the init image's `cp` installs the wrapper
-server the way Porch's init container does, and an embedded function image
-serves EvaluateFunction from its own entrypoint."""
+server the way Porch's init container does, the function-runner image serves
+from its own files alone (no host library) as Porch's Deployment runs it, and
+an embedded function image serves EvaluateFunction from its own entrypoint."""
 
 import hashlib
 import json
@@ -26,6 +27,7 @@ STATIC = os.path.join(ROOT, "build", "static")
 WRAPPER = os.path.join(STATIC, "wrapper-server")
 COPIER = os.path.join(STATIC, "copier")
 INIT_IMAGE = os.path.join(ROOT, "images", "init_image.py")
+RUNNER_IMAGE = os.path.join(ROOT, "images", "runner_image.py")
 EMBED = os.path.join(ROOT, "images", "embed")
 BUSYBOX = "/bin/busybox"
 TOOLS = ["skopeo", "docker-registry", "umoci", "bwrap", "oci-image-tool"]
@@ -236,6 +238,128 @@ def test_init_image_registry_round_trip_and_porch_init_command(init_image, regis
         assert srv.evaluate(rl).resource_list == rl
     finally:
         assert srv.stop() == 0, srv.describe()
+
+
+# ---------------------------------------------------------------- function-runner image
+
+def build_runner(out, env=None):
+    return run([sys.executable, RUNNER_IMAGE, "--client", krmtest.CLIENT_BIN, "--out", str(out)],
+               env=env).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def runner_image(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runner") / "function-runner"
+    return out, build_runner(out)
+
+
+def ldd_closure(binary):
+    """{path the loader uses: real file} of binary's libraries, the loader too."""
+    out = {}
+    for line in run(["ldd", binary]).stdout.splitlines():
+        words = line.split()
+        path = words[2] if "=>" in words else words[0]
+        if path.startswith("/"):
+            out[path.lstrip("/")] = os.path.realpath(path)
+    return out
+
+
+def test_runner_image_is_deterministic(runner_image, tmp_path):
+    first, digest = runner_image
+    assert build_runner(tmp_path / "again") == digest
+    assert tree_bytes(first) == tree_bytes(tmp_path / "again")
+    env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
+    assert build_runner(tmp_path / "epoch", env=env) != digest
+
+
+def test_runner_image_layout_config_and_files(runner_image, tmp_path):
+    """Exactly runner-client (stripped), Porch's two names for it, the
+    functions directory, the shared-library closure and what it reads."""
+    layout, digest = runner_image
+    desc, manifest, config = manifest_of(layout, "latest")
+    assert desc["digest"] == digest and len(manifest["layers"]) == 1
+    inner = config["config"]
+    assert inner["User"] == "65532:65532" and inner["WorkingDir"] == "/home/nonroot"
+    assert inner["Entrypoint"] == ["/home/nonroot/server"] and "Cmd" not in inner
+    run(["oci-image-tool", "validate", "--type", "image", "--ref", "name=latest", str(layout)])
+
+    rootfs = unpack(layout, "latest", tmp_path / "bundle")
+    files = set()
+    for base, dirs, names in os.walk(rootfs):
+        for name in names:
+            files.add(os.path.relpath(os.path.join(base, name), rootfs))
+    libs = ldd_closure(krmtest.CLIENT_BIN)
+    assert "lib64/ld-linux-x86-64.so.2" in libs and any("libcurl" in p for p in libs)
+    assert files == {"home/nonroot/runner-client", "home/nonroot/server", "home/nonroot/grpc-health-probe",
+                     "etc/passwd", "etc/group", "etc/nsswitch.conf", "etc/ssl/certs/ca-certificates.crt",
+                     *libs}
+    for path, real in libs.items():
+        with open(rootfs / path, "rb") as a, open(real, "rb") as b:
+            assert a.read() == b.read(), path
+    home = rootfs / "home" / "nonroot"
+    assert os.listdir(home / "functions") == []
+    for name in ("server", "grpc-health-probe"):
+        assert os.readlink(home / name) == "runner-client"
+    assert stat.S_IMODE(os.lstat(home / "runner-client").st_mode) == 0o555
+    assert ".debug_info" not in run(["readelf", "-S", str(home / "runner-client")]).stdout
+    with open(rootfs / "etc" / "passwd") as f:
+        assert "nonroot:x:65532:65532:nonroot:/home/nonroot:" in f.read()
+    with open(rootfs / "etc/ssl/certs/ca-certificates.crt", "rb") as a, \
+            open("/etc/ssl/certs/ca-certificates.crt", "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_runner_image_runs_from_its_own_files(runner_image, registry, policy, pb, tmp_path):
+    """Pushed, pulled, unpacked and run under bubblewrap with nothing of the
+    host's file system: the entrypoint serves a real call through the exec
+    runtime (its sandbox, libseccomp) as user 65532, the image's own probe
+    reports SERVING, and runner-client in it reads a manifest from a
+    registry (libcurl)."""
+    layout, digest = runner_image
+    pulled = tmp_path / "pulled"
+    assert push_and_pull(policy, registry, layout, "v1", "krm/function-runner", pulled,
+                         local_tag="latest") == digest
+    _, _, config = manifest_of(pulled, "v1")
+    rootfs = unpack(pulled, "v1", tmp_path / "bundle", ("proc", "dev"))
+    fns, cfg = tmp_path / "functions", tmp_path / "config"
+    fns.mkdir()
+    cfg.mkdir()
+    shutil.copy(BUSYBOX, fns / "cat")      # busybox as cat: answers its input
+    (cfg / "fc.yaml").write_text(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata: {name: cat}\n"
+        "spec:\n  image: cat\n  prefixes: [example/]\n  binaryExecutor: {tags: [v1], path: cat}\n")
+    port = free_port()
+    as_nonroot = ["bwrap", "--unshare-user", "--uid", "65532", "--gid", "65532", "--die-with-parent",
+                  "--ro-bind", str(rootfs), "/", "--proc", "/proc", "--dev", "/dev", "--clearenv"]
+    argv = ["--unshare-user", "--uid", "65532", "--gid", "65532",
+            "--ro-bind", str(fns), "/home/nonroot/functions", "--ro-bind", str(cfg), "/tmp",
+            "--chdir", "/home/nonroot", *config["config"]["Entrypoint"],
+            f"--port={port}", "--disable-runtimes=pod", "--function-config=/tmp/fc.yaml"]
+    srv = start_in_bwrap(pb, tmp_path, rootfs, argv, config["config"]["Env"], port)
+    try:
+        rl = deployment_rl()
+        assert srv.evaluate(rl, image="example/cat:v1").resource_list == rl
+        probe = run([*as_nonroot, "/home/nonroot/grpc-health-probe", "-addr", f"localhost:{port}"])
+        assert probe.stderr == "status: SERVING\n"
+    finally:
+        assert srv.stop() == 0, srv.describe()
+    looked_up = run([*as_nonroot, "/home/nonroot/runner-client", "image", "--output", "json",
+                     f"{registry}/krm/function-runner:v1"])
+    answer = json.loads(looked_up.stdout)
+    assert answer["digest"] == digest, looked_up.stdout
+    assert answer["entrypoint"] == ["/home/nonroot/server"], looked_up.stdout
+
+
+def test_runner_image_errors_are_clear_and_write_nothing(tmp_path):
+    out = tmp_path / "out"
+    for args, message in (
+        (["--client", "/etc/hostname"], "/etc/hostname: not an ELF executable"),
+        (["--client", krmtest.CLIENT_BIN, "--ca-bundle", str(tmp_path / "none.crt")],
+         "none.crt: No such file or directory; install ca-certificates"),
+    ):
+        r = run([sys.executable, RUNNER_IMAGE, *args, "--out", str(out)], ok=False)
+        assert r.returncode == 1 and message in r.stderr, r.stderr
+        assert not out.exists() and os.listdir(tmp_path) == [], os.listdir(tmp_path)
 
 
 # ---------------------------------------------------------------- embed

@@ -1,22 +1,26 @@
-"""The grpc-health-probe built into wrapper-server: invoked through the
-`grpc-health-probe` name (a symlink, as in the init image) or as
-`wrapper-server probe`, with grpc-health-probe's flags and exit codes:
-0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING."""
+"""The grpc-health-probe built into wrapper-server and runner-client: invoked
+through the `grpc-health-probe` name (a symlink, as in the init image and the
+runner image) or as `wrapper-server probe`, with grpc-health-probe's flags and
+exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure,
+4 not SERVING. runner-client invoked as `server` is `runner-client serve`
+(Porch's function-runner Deployment runs /home/nonroot/server)."""
 
 import os
+import subprocess
+import time
 from concurrent import futures
 
 import grpc
 import pytest
 
-from krmtest import SERVER_BIN, free_port, run_cli
+from krmtest import CLIENT_BIN, SERVER_BIN, free_port, run_cli
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory):
+@pytest.fixture(scope="module", params=[SERVER_BIN, CLIENT_BIN], ids=["wrapper-server", "runner-client"])
+def probe(request, tmp_path_factory):
     d = tmp_path_factory.mktemp("probe")
     link = d / "grpc-health-probe"
-    os.symlink(os.path.abspath(SERVER_BIN), link)
+    os.symlink(os.path.abspath(request.param), link)
     return str(link)
 
 
@@ -141,3 +145,22 @@ def test_rpc_timeout_exit_3(probe, start_server, pb):
     finally:
         gate.set()
         server.stop(None)
+
+
+def test_runner_client_as_porch_server_serves(probe, tmp_path):
+    """Porch's Deployment: `/home/nonroot/server --port=N ...` and its probe."""
+    server = tmp_path / "server"
+    os.symlink(os.path.abspath(CLIENT_BIN), server)
+    port = free_port()
+    proc = subprocess.Popen([str(server), f"--port={port}", "--disable-runtimes=pod"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while (rc := run_probe(probe, "-addr", f"localhost:{port}"))[0] != 0:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, rc
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    assert "function runner: 0 FunctionConfigs" in proc.stderr.read()

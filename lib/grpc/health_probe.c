@@ -1,10 +1,10 @@
-/* probe: a grpc-health-probe compatible health checker; see probe.h.
+/* health_probe: a grpc-health-probe compatible health checker; see health_probe.h.
  *
  * Flags are parsed as Go's flag package does: "-flag value", "-flag=value",
  * "--flag" the same as "-flag", booleans only as "-b" or "-b=false", and
  * parsing stops at the first non-flag argument or "--". Messages are the
  * ones grpc-health-probe prints, so existing probe logs read the same. */
-#include "probe.h"
+#include "grpc/health_probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +52,7 @@ static const char probe_usage[] =
     "                           (default \"grpc_health_probe\")\n"
     "  -v                       verbose logs\n"
     "  -version                 print the probe version and exit\n"
-    "TLS, ALTS, SPIFFE and -gzip are not supported: the wrapper server speaks cleartext.\n";
+    "TLS, ALTS, SPIFFE and -gzip are not supported: our servers speak cleartext.\n";
 
 static const char *const unsupported_flags[] = {
     "tls", "tls-no-verify", "tls-ca-cert", "tls-client-cert", "tls-client-key",
@@ -270,7 +270,7 @@ static int probe_run(const probe_opts *o)
     return rc;
 }
 
-int probe_main(int argc, char **argv)
+int probe_main(const char *program, int argc, char **argv)
 {
     probe_opts o = {
         .service = "",
@@ -282,7 +282,7 @@ int probe_main(int argc, char **argv)
     if (parse_args(argc, argv, &o) < 0) {
         rc = PROBE_BAD_ARGS;
     } else if (o.version) {
-        printf("grpc-health-probe (wrapper-server built-in)\n");
+        printf("grpc-health-probe (built into %s)\n", program);
         rc = 0;
     } else if (check_options(&o) < 0) {
         rc = PROBE_BAD_ARGS;
@@ -296,4 +296,10 @@ int probe_main(int argc, char **argv)
     for (size_t i = 0; i < 2 * o.n_headers; i++)
         free(o.headers[i]);
     return rc;
+}
+
+int probe_invoked_as(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    return !strcmp(base ? base + 1 : argv0, "grpc-health-probe");
 }
