@@ -25,6 +25,7 @@
 #include "exec_call.h"
 #include "pipeline.h"
 #include "pipeline_run.h"
+#include "render_tree.h"
 #include "rl_input.h"
 #include "term_text.h"
 
@@ -80,9 +81,11 @@ static const char render_usage[] =
     "Runs the pipeline of DIR's Kptfile (default: the current directory) on the\n"
     "package and writes the result back in place, as kpt fn render does: the\n"
     "mutators, then the validators, each {image, name, configMap | configPath}.\n"
-    "It is eval --pipeline DIR DIR (see eval --help for what is read and written).\n"
-    "A failed step stops the pipeline and leaves the package as it was.\n"
-    "Subpackages' Kptfiles are read as resources; their pipelines are not run.\n"
+    "Subpackages (directories beneath DIR with a Kptfile of their own) are rendered\n"
+    "first, depth first: each one's pipeline on its own resources and its rendered\n"
+    "subpackages', then the parent's on its own and all of its subpackages'.\n"
+    "A failed step stops the render (naming the subpackage) and leaves the package\n"
+    "as it was. See eval --help for what is read and written.\n"
     "\n"
     "  -o, --output OUT     stdout, unwrap or a new directory instead of in place\n"
     "  --results-dir DIR    write the functions' results to DIR/results.yaml\n"
@@ -315,7 +318,8 @@ static int run_eval(int argc, char **argv, int render)
                eval_cli_out_prepare(&o.out, &err) < 0) {
         rc = usage_error(&err);
     } else if (piped) {
-        rc = pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
+        rc = render ? render_tree(o.input, &p, rl.data, rl.len, (size_t)o.max_message, &run, &final)
+                    : pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
         if (rc != 2)
             rc = eval_run_finish(&run, &out, &rl, final.data, final.len) || rc ? 1 : 0;
     } else {
