@@ -97,7 +97,7 @@ static const char render_usage[] =
 
 static int usage_error(buf *err)
 {
-    term_printf(stderr, "runner-client %s: %s\n", eval_command, err->data);
+    term_line(stderr, "runner-client %s: %s\n", eval_command, err->data);
     buf_free(err);
     return 2;
 }
@@ -311,7 +311,7 @@ static int run_eval(int argc, char **argv, int render)
         o.image = o.exec; /* the name its progress shows, as kpt shows it */
     }
     if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
     } else if (pipeline_single_config(&rl, o.fn_config, a.fn_args, (size_t)a.n_fn_args,
                                       (size_t)o.max_message, &err) < 0 ||

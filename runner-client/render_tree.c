@@ -307,21 +307,21 @@ static int render_package(tree *t, package *p, const char *dir, const pipeline *
     int rc = 0;
     if (compose_input(t, p, &in, why, sizeof why) < 0) {
         /* what a subpackage's functions answered (a path out of it) */
-        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 1;
     } else if (*p->rel && (buf_printf(&kptfile, "%s/%s", dir, p->rel) < 0 ||
                            pipeline_load_kptfile(&own, kptfile.data, max, &err) < 0)) {
-        term_printf(stderr, "runner-client %s: %s\n", eval_command,
+        term_line(stderr, "runner-client %s: %s\n", eval_command,
                     err.len ? err.data : "out of memory");
         rc = 2;
     } else {
         if (*p->rel)
             steps = &own;
-        term_printf(stderr, "Package \"%s\":\n", *p->rel ? p->rel : dir);
+        term_line(stderr, "Package \"%s\":\n", *p->rel ? p->rel : dir);
         rc = pipeline_run(steps, in.data, in.len, run, 1, &p->output);
     }
     if (rc && *p->rel)
-        term_printf(stderr, "runner-client %s: subpackage \"%s\" failed: nothing is written\n",
+        term_line(stderr, "runner-client %s: subpackage \"%s\" failed: nothing is written\n",
                     eval_command, p->rel);
     pipeline_free(&own);
     buf_free(&in);
@@ -343,7 +343,7 @@ static int render_all(tree *t, const char *dir, const pipeline *root, size_t max
 {
     package **order = malloc(t->n * sizeof *order);
     if (!order) {
-        term_printf(stderr, "runner-client %s: out of memory\n", eval_command);
+        term_line(stderr, "runner-client %s: out of memory\n", eval_command);
         return 1;
     }
     for (size_t i = 0; i < t->n; i++)
@@ -368,14 +368,14 @@ int render_tree(const char *dir, const pipeline *root, const char *input, size_t
     int rc = 0;
     if (event_list_parse(input, len, dir, &t.input, why, sizeof why) < 0 ||
         find_packages(&t, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
     } else if (t.by_rel.n == 1) { /* no subpackage: the input as it is */
         tree_free(&t);
         t = (tree){ 0 };
         rc = pipeline_run(root, input, len, run, 1, final);
     } else if (build_tree(&t, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 1;
     } else {
         package *last = NULL;

@@ -537,7 +537,7 @@ static int runner_lookup(void *ctx, const char *image, const char *tag, buf *pat
 
 static int bad_flag(const char *flag, const char *value, const char *want)
 {
-    term_printf(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
+    term_line(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
             want);
     return -1;
 }
@@ -609,12 +609,12 @@ static int serve_configure(runner *r, const serve_opts *o)
         return -1;
     buf perr = {0};
     if (o->address && server_address_check(o->address, &perr) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
     }
     if (serve_pod_check(&o->pod, &perr) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
     }
@@ -635,7 +635,7 @@ static int serve_configure(runner *r, const serve_opts *o)
     };
     buf why = {0};
     if (rpc_server_config_fill(&r->server, &why) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", why.data);
+        term_line(stderr, "runner-client serve: %s\n", why.data);
         buf_free(&why);
         return -1;
     }
@@ -684,7 +684,7 @@ static int serve_run(runner *r)
     buf err = {0};
     if (l && !r->pod_disabled &&
         !(r->pods = serve_pod_open(l, r->pod_flags, r->server.max_message, &err))) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         buf_free(&err);
         loop_free(l);
         return 2;
@@ -693,7 +693,7 @@ static int serve_run(runner *r)
     r->server.http_get = serve_pod_http_get;   /* GET /debug/pods */
     r->server.http_ctx = r->pods;
     if (!ev) {
-        term_printf(stderr, "runner-client serve: out of memory\n");
+        term_line(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);
         loop_free(l);
         return 1;
@@ -724,7 +724,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int n = rest ? registry_flags_take(reg, argc, argv, rest, &err) : -1;
     if (n < 0 || flags_parse(n, rest, defs, NULL, 0, &n_pos, &help, &err) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         free(rest);
         buf_free(&err);
         return 2;
@@ -735,7 +735,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         return 0;
     }
     if (porch_flags_check(&o->porch, &err) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         buf_free(&err);
         return 2;
     }
@@ -754,7 +754,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     if (serve_configure(&r, o) < 0)
         return 2;
     if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data);
+        term_line(stderr, "runner-client serve: %s\n", err.data);
         buf_free(&err);
         return 2;
     }

@@ -21,7 +21,7 @@ static int parse_limit(const char *flag, const char *text, unsigned long long mi
     if (!text)
         return 0;
     if (parse_uint(text, max, &v) < 0 || v < min) {
-        term_printf(stderr, "runner-client serve: invalid value \"%s\" for %s: want a whole "
+        term_line(stderr, "runner-client serve: invalid value \"%s\" for %s: want a whole "
                     "number %llu-%llu\n", text, flag, min, max);
         return -1;
     }
@@ -39,7 +39,7 @@ static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
     else if (!strcmp(mode, "off"))
         cfg->mode = SANDBOX_OFF;
     else {
-        term_printf(stderr, "runner-client serve: invalid value \"%s\" for --sandbox: want auto, "
+        term_line(stderr, "runner-client serve: invalid value \"%s\" for --sandbox: want auto, "
                     "strict or off\n", mode);
         return -1;
     }
@@ -74,7 +74,7 @@ static int check_secrets(const sandbox *sb, sandbox_mode mode, const serve_sandb
         buf why = {0};
         if (sandbox_check_hidden(sb, secrets[i].path, secrets[i].what, &why) < 0) {
             if (mode == SANDBOX_STRICT) {
-                term_printf(stderr, "runner-client serve: --sandbox strict: %s\n", why.data);
+                term_line(stderr, "runner-client serve: --sandbox strict: %s\n", why.data);
                 rc = -1;
             } else {
                 log_warn("%s", why.data);
@@ -118,7 +118,7 @@ sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions
     buf why = {0};
     sandbox *sb = sandbox_start(&cfg, &why);
     if (!sb) {
-        term_printf(stderr, "runner-client serve: %s\n", why.data ? why.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", why.data ? why.data : "out of memory");
         buf_free(&why);
         return NULL;
     }
