@@ -751,8 +751,10 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     o->pod.ttl_for = runner_pod_ttl;   /* the FunctionConfigs r holds at the time */
     o->pod.limits_for = runner_pod_limits;
     o->pod.ttl_ctx = &r;
-    if (serve_configure(&r, o) < 0)
+    sandbox_config sandboxing;
+    if (serve_configure(&r, o) < 0 || serve_sandbox_parse(&o->sandbox, r.functions_dir, &sandboxing) < 0)
         return 2;
+    /* every flag checked: from here on, files are read and the system probed */
     if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
         term_line(stderr, "runner-client serve: %s\n", err.data);
         buf_free(&err);
@@ -763,7 +765,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         serve_sandbox_secrets secrets = {.function_config = o->config,
                                          .docker_config = reg->docker_config,
                                          .kubeconfig = o->pod.kubeconfig};
-        if (!(sb = serve_sandbox_start(&o->sandbox, r.functions_dir, &secrets))) {
+        if (!(sb = serve_sandbox_start(&sandboxing, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)
                 close(r.functions_fd);

@@ -73,6 +73,8 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->min_ready && parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &n) < 0)
         return buf_printf(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
                           f->min_ready, POD_MAX_PER_FUNCTION), -1;
+    if (f->replica && *f->replica && pod_owner_name_check(f->replica, err) < 0)
+        return -1;
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
         return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
                           "to 1h, such as 15s", f->lease), -1;

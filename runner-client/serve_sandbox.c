@@ -29,8 +29,10 @@ static int parse_limit(const char *flag, const char *text, unsigned long long mi
     return 0;
 }
 
-static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
+int serve_sandbox_parse(const serve_sandbox_flags *f, const char *functions_dir,
+                        sandbox_config *cfg)
 {
+    *cfg = (sandbox_config){.limits = SANDBOX_DEFAULT_LIMITS, .functions_dir = functions_dir};
     const char *mode = f->mode ? f->mode : "auto";
     if (!strcmp(mode, "auto"))
         cfg->mode = SANDBOX_AUTO;
@@ -54,6 +56,12 @@ static int parse_flags(const serve_sandbox_flags *f, sandbox_config *cfg)
     cfg->read_paths = f->read;
     cfg->write_paths = f->write;
     cfg->env_names = f->env;
+    buf why = {0};
+    if (sandbox_config_check(cfg, &why) < 0) {
+        term_line(stderr, "runner-client serve: %s\n", why.data ? why.data : "out of memory");
+        buf_free(&why);
+        return -1;
+    }
     return 0;
 }
 
@@ -109,14 +117,10 @@ static void publish_layers(const sandbox *sb, sandbox_mode mode)
                   "layers in use.", sandbox_info_value);
 }
 
-sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
-                             const serve_sandbox_secrets *secrets)
+sandbox *serve_sandbox_start(const sandbox_config *cfg, const serve_sandbox_secrets *secrets)
 {
-    sandbox_config cfg = {.limits = SANDBOX_DEFAULT_LIMITS, .functions_dir = functions_dir};
-    if (parse_flags(f, &cfg) < 0)
-        return NULL;
     buf why = {0};
-    sandbox *sb = sandbox_start(&cfg, &why);
+    sandbox *sb = sandbox_start(cfg, &why);
     if (!sb) {
         term_line(stderr, "runner-client serve: %s\n", why.data ? why.data : "out of memory");
         buf_free(&why);
@@ -125,10 +129,10 @@ sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions
     serve_sandbox_secrets s = *secrets;
     if (!s.service_account)
         s.service_account = SERVICE_ACCOUNT_DIR;
-    if (check_secrets(sb, cfg.mode, &s) < 0) {
+    if (check_secrets(sb, cfg->mode, &s) < 0) {
         sandbox_free(sb);
         return NULL;
     }
-    publish_layers(sb, cfg.mode);
+    publish_layers(sb, cfg->mode);
     return sb;
 }

@@ -37,9 +37,15 @@ typedef struct serve_sandbox_secrets {
     const char *function_config, *docker_config, *kubeconfig, *service_account;
 } serve_sandbox_secrets;
 
-/* Parses the flags and starts the sandbox. NULL after printing why
- * (a bad flag, strict lacking a layer or seeing a secret). */
-sandbox *serve_sandbox_start(const serve_sandbox_flags *f, const char *functions_dir,
-                             const serve_sandbox_secrets *secrets);
+/* Parses and checks the flags into *cfg, before serve does anything else
+ * (nothing is detected or opened): 0, or -1 after printing the usage
+ * error. Checked also when the exec runtime is off: a bad flag is never
+ * taken silently. */
+int serve_sandbox_parse(const serve_sandbox_flags *f, const char *functions_dir,
+                        sandbox_config *cfg);
+
+/* Starts the sandbox cfg describes. NULL after printing why (strict
+ * lacking a layer or seeing a secret, a --sandbox-read path missing). */
+sandbox *serve_sandbox_start(const sandbox_config *cfg, const serve_sandbox_secrets *secrets);
 
 #endif
