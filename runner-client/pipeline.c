@@ -126,6 +126,7 @@ typedef struct kptfile {
     int dir_fd;            /* the package, which configPath stays beneath */
     size_t max;            /* the most read of the Kptfile, and of its configPaths together */
     size_t config_read;    /* bytes of configPath files read so far */
+    int may_be_empty;      /* a subpackage's: no pipeline is no step, not an error */
     rl_doc *doc;
     const yaml_document_t *y;
     buf *err;
@@ -428,7 +429,7 @@ static int add_kptfile_steps(kptfile *k, pipeline *p)
     if (!rl_yaml_is_null(k->y, pl) && (add_kptfile_list(k, p, pl, "mutators") < 0 ||
                                        add_kptfile_list(k, p, pl, "validators") < 0))
         return -1;
-    if (p->n_steps == before) {
+    if (p->n_steps == before && !k->may_be_empty) {
         buf_printf(k->err, "%s: the pipeline has no mutators or validators", k->path);
         return -1;
     }
@@ -453,11 +454,11 @@ int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const
     return rc;
 }
 
-int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
+static int load_kptfile(pipeline *p, const char *path, size_t max, int may_be_empty, buf *err)
 {
     buf file = { 0 };
     char *dir = NULL;
-    kptfile k = { .max = max, .err = err, .dir_fd = -1 };
+    kptfile k = { .max = max, .err = err, .dir_fd = -1, .may_be_empty = may_be_empty };
     int read_flags = 0, rc = -1;
     if (locate_kptfile(path, &file, &dir, &read_flags, err) < 0) {
         ;
@@ -478,4 +479,14 @@ int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
     free(dir);
     buf_free(&file);
     return rc;
+}
+
+int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
+{
+    return load_kptfile(p, path, max, 0, err);
+}
+
+int pipeline_load_subpackage(pipeline *p, const char *dir, size_t max, buf *err)
+{
+    return load_kptfile(p, dir, max, 1, err);
 }

@@ -310,7 +310,7 @@ static int render_package(tree *t, package *p, const char *dir, const pipeline *
         term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 1;
     } else if (*p->rel && (buf_printf(&kptfile, "%s/%s", dir, p->rel) < 0 ||
-                           pipeline_load_kptfile(&own, kptfile.data, max, &err) < 0)) {
+                           pipeline_load_subpackage(&own, kptfile.data, max, &err) < 0)) {
         term_line(stderr, "runner-client %s: %s\n", eval_command,
                     err.len ? err.data : "out of memory");
         rc = 2;

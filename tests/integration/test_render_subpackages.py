@@ -158,3 +158,22 @@ def test_an_object_a_subpackage_adds_goes_into_it(multi, tmp_path):
                                                 "metadata": {"name": "made"}}
     assert sorted(snapshot(root)) == ["Kptfile", "sub/Kptfile", "sub/cm.yaml",
                                       "sub/configmap_made.yaml"]
+
+
+def test_a_subpackage_without_a_pipeline_passes_its_resources_on(multi, tmp_path):
+    """An upstream package fetched whole often has a Kptfile without a
+    pipeline: kpt renders it as no step, and so does render (the root still
+    needs a pipeline of its own)."""
+    trace = tmp_path / "trace"
+    root = tmp_path / "pkg"
+    kptfile(root, "root", step("mutators", "record", op="record-paths", trace=str(trace)) +
+            "  - image: example.com/set-label:v1\n    configMap: {op: set-label, key: team, value: shop}\n")
+    (root / "upstream").mkdir()
+    (root / "upstream" / "Kptfile").write_text(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: upstream\n"
+        "info:\n  description: no pipeline\n")
+    configmap(root / "upstream" / "cm.yaml", "up")
+    res = client("render", "--addr", multi.addr, str(root))
+    assert res.returncode == 0, explain(res)
+    assert recorded(trace) == [["upstream/Kptfile", "upstream/cm.yaml", "Kptfile"]]
+    assert labels_of(root / "upstream" / "cm.yaml") == [{"team": "shop"}]
