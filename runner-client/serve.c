@@ -754,6 +754,12 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     sandbox_config sandboxing;
     if (serve_configure(&r, o) < 0 || serve_sandbox_parse(&o->sandbox, r.functions_dir, &sandboxing) < 0)
         return 2;
+    /* what is missing, after what is wrong in what was given */
+    if (!r.pod_disabled && serve_pod_require(&o->pod, &err) < 0) {
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return 2;
+    }
     /* every flag checked: from here on, files are read and the system probed */
     if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
         term_line(stderr, "runner-client serve: %s\n", err.data);

@@ -31,9 +31,13 @@ BEFORE = ["--port", "0", "--functions", FUNCTIONS]
     # the pod runtime's replica name, checked before the cluster is looked for
     (["--disable-runtimes=exec", "--replica-name", "Bad_Name"],
      'invalid replica name "Bad_Name": want a DNS-1123 subdomain'),
+    # what the pod runtime requires, missing, before the sandbox is probed
+    ([], "environment variable WRAPPER_SERVER_IMAGE must be set to use pod function evaluator "
+         "runtime"),
 ])
 def test_a_bad_flag_is_the_only_output(binaries, args, message):
     env = dict(os.environ, KUBECONFIG="/nonexistent", HOME="/nonexistent")
+    env.pop("WRAPPER_SERVER_IMAGE", None)
     res = run_cli([CLIENT_BIN, "serve", *BEFORE, *args], env=env)
     out, err = res.stdout.decode(), res.stderr.decode()
     assert res.returncode == 2, f"exit {res.returncode}\n{err}"
