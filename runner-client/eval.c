@@ -27,6 +27,7 @@
 #include "pipeline.h"
 #include "serve_sandbox.h"
 #include "pipeline_run.h"
+#include "render_tree.h"
 #include "rl_input.h"
 #include "term_text.h"
 
@@ -88,9 +89,11 @@ static const char render_usage[] =
     "Runs the pipeline of DIR's Kptfile (default: the current directory) on the\n"
     "package and writes the result back in place, as kpt fn render does: the\n"
     "mutators, then the validators, each {image, name, configMap | configPath}.\n"
-    "It is eval --pipeline DIR DIR (see eval --help for what is read and written).\n"
-    "A failed step stops the pipeline and leaves the package as it was.\n"
-    "Subpackages' Kptfiles are read as resources; their pipelines are not run.\n"
+    "Subpackages (directories beneath DIR with a Kptfile of their own) are rendered\n"
+    "first, depth first: each one's pipeline on its own resources and its rendered\n"
+    "subpackages', then the parent's on its own and all of its subpackages'.\n"
+    "A failed step stops the render (naming the subpackage) and leaves the package\n"
+    "as it was. See eval --help for what is read and written.\n"
     "\n"
     "  -o, --output OUT     stdout, unwrap or a new directory instead of in place\n"
     "  --results-dir DIR    write the functions' results to DIR/results.yaml\n"
@@ -102,7 +105,7 @@ static const char render_usage[] =
 
 static int usage_error(buf *err)
 {
-    term_printf(stderr, "runner-client %s: %s\n", eval_command, err->data);
+    term_line(stderr, "runner-client %s: %s\n", eval_command, err->data);
     buf_free(err);
     return 2;
 }
@@ -317,9 +320,11 @@ static int run_eval(int argc, char **argv, int render)
         rc = eval_output_choose(&out, o.input, o.out.output, &err);
     sandbox *sb = NULL;
     char fn_dir[PATH_MAX];
+    sandbox_config sandboxing;
     if (rc == 0 && o.exec && serve_sandbox_flags_given(&o.sandbox) &&
-        !(sb = serve_sandbox_start("eval", &o.sandbox, exec_dir(o.exec, fn_dir, sizeof fn_dir),
-                                   &(serve_sandbox_secrets){0}))) {
+        (serve_sandbox_parse("eval", &o.sandbox, exec_dir(o.exec, fn_dir, sizeof fn_dir),
+                             &sandboxing) < 0 ||
+         !(sb = serve_sandbox_start("eval", &sandboxing, &(serve_sandbox_secrets){0})))) {
         free(a.fns);
         free(a.rest);
         pipeline_free(&p);
@@ -348,14 +353,15 @@ static int run_eval(int argc, char **argv, int render)
         o.image = o.exec; /* the name its progress shows, as kpt shows it */
     }
     if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         rc = 2;
     } else if (pipeline_single_config(&rl, o.fn_config, a.fn_args, (size_t)a.n_fn_args,
                                       (size_t)o.max_message, &err) < 0 ||
                eval_cli_out_prepare(&o.out, &err) < 0) {
         rc = usage_error(&err);
     } else if (piped) {
-        rc = pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
+        rc = render ? render_tree(o.input, &p, rl.data, rl.len, (size_t)o.max_message, &run, &final)
+                    : pipeline_run(&p, rl.data, rl.len, &run, a.stop_on_error, &final);
         if (rc != 2)
             rc = eval_run_finish(&run, &out, &rl, final.data, final.len) || rc ? 1 : 0;
     } else {

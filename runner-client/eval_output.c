@@ -54,7 +54,7 @@ int eval_output_choose(eval_output *o, const char *input, const char *flag, buf 
 static int write_stdout(const char *data, size_t len)
 {
     if (fd_write_all(STDOUT_FILENO, data, len) < 0) {
-        term_printf(stderr, "runner-client %s: write: %s\n", eval_command, strerror(errno));
+        term_line(stderr, "runner-client %s: write: %s\n", eval_command, strerror(errno));
         return -1;
     }
     return 0;
@@ -92,12 +92,12 @@ int eval_output_write(const eval_output *o, const buf *input, const char *final,
         if (rc == 0)
             rc = write_stdout(text.data ? text.data : "", text.len);
         else
-            term_printf(stderr, "runner-client %s: %s\n", eval_command, why);
+            term_line(stderr, "runner-client %s: %s\n", eval_command, why);
         buf_free(&text);
         return rc;
     }
     rc = write_package(o, input, final, len, why, sizeof why);
     if (rc < 0)
-        term_printf(stderr, "runner-client %s: cannot write the package: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: cannot write the package: %s\n", eval_command, why);
     return rc;
 }

@@ -75,7 +75,7 @@ int eval_step_run(eval_run *run, const char *image, const char *tag, const char 
         rc = results_file_add(&run->results, image, s->failed, p.results, p.error, p.log,
                               p.log_len, &dropped);
     if (rc == 0 && dropped)
-        term_printf(stderr, "runner-client %s: results.yaml keeps %zu fewer results of \"%s\" than "
+        term_line(stderr, "runner-client %s: results.yaml keeps %zu fewer results of \"%s\" than "
                             "it answered: see the warning result in their place\n", eval_command,
                     dropped, name);
     if (s->failed)
@@ -94,7 +94,7 @@ int eval_run_single(eval_run *run, const char *image, const buf *input, const ev
     eval_step s;
     if (eval_step_run(run, image, NULL, input->data, input->len, &s) < 0) {
         eval_step_free(&s);
-        term_printf(stderr, "runner-client %s: out of memory\n", eval_command);
+        term_line(stderr, "runner-client %s: out of memory\n", eval_command);
         return 1;
     }
     const buf *answer = &s.answer.resource_list;
@@ -112,17 +112,18 @@ int eval_run_finish(eval_run *run, const eval_output *o, const buf *input, const
     /* A results.yaml that cannot be written fails the run before the
      * package is touched: the package is then as it was. */
     if (run->results_dir && results_file_check(run->results_dir, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: cannot write the results: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: cannot write the results: %s\n", eval_command, why);
         return 1;
     }
     int rc = eval_output_write(o, input, final, len, run->failed) < 0 || run->failed ? 1 : 0;
     if (run->results_dir) {
         buf path = { 0 };
         if (results_file_write(&run->results, run->results_dir, rc, &path, why, sizeof why) < 0) {
-            term_printf(stderr, "runner-client %s: cannot write the results: %s\n", eval_command, why);
+            term_line(stderr, "runner-client %s: cannot write the results: %s\n", eval_command, why);
             rc = 1;
         } else {
-            term_printf(stderr, "\nFor complete results, see %s\n", path.data);
+            fputc('\n', stderr);
+            term_line(stderr, "For complete results, see %s\n", path.data);
         }
         buf_free(&path);
     }

@@ -32,7 +32,7 @@ int cmd_health(int argc, char **argv)
         (!help && !addr && buf_printf(&err, "--addr HOST:PORT is required") == 0) ||
         (!help && gc_addr_check(addr, &err) < 0) ||
         (!help && call_opts_timeouts(timeout, CALL_HEALTH_TIMEOUT_NS, &opts, &err) < 0)) {
-        term_printf(stderr, "runner-client health: %s\n", err.data);
+        term_line(stderr, "runner-client health: %s\n", err.data);
         buf_free(&err);
         return 2;
     }
@@ -46,24 +46,24 @@ int cmd_health(int argc, char **argv)
     uint8_t packed[1024];
     size_t len = grpc__health__v1__health_check_request__get_packed_size(&req);
     if (len > sizeof packed) {
-        term_printf(stderr, "runner-client health: service name too long\n");
+        term_line(stderr, "runner-client health: service name too long\n");
         return 2;
     }
     grpc__health__v1__health_check_request__pack(&req, packed);
     gc_unary_result r;
     if (gc_unary(addr, "/grpc.health.v1.Health/Check", packed, len, &opts, &r) < 0) {
-        term_printf(stderr, "runner-client: out of memory\n");
+        term_line(stderr, "runner-client: out of memory\n");
         return 1;
     }
     int rc = 1;
     if (r.status != GRPC_OK) {
         peer_hint_apply(addr, r.connected, r.status, &r.message);
-        term_printf(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
+        term_line(stderr, "runner-client: %s: %s\n", grpc_code_name(r.status), r.message);
     } else {
         Grpc__Health__V1__HealthCheckResponse *resp =
             grpc__health__v1__health_check_response__unpack(NULL, r.response_len, r.response);
         if (!resp) {
-            term_printf(stderr, "runner-client: INTERNAL: the HealthCheckResponse is not valid protobuf\n");
+            term_line(stderr, "runner-client: INTERNAL: the HealthCheckResponse is not valid protobuf\n");
         } else {
             const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
                 &grpc__health__v1__health_check_response__serving_status__descriptor,

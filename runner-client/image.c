@@ -103,7 +103,7 @@ static int print_json(const char *image, const registry_result *r)
     json_member_string(&o, "configDigest", r->config_digest);
     int rc = json_obj_end(&o) < 0 || buf_append_str(&out, "\n") < 0 ? -1 : 0;
     if (rc < 0)
-        term_printf(stderr, "runner-client image: out of memory writing the JSON of \"%s\"\n", image);
+        term_line(stderr, "runner-client image: out of memory writing the JSON of \"%s\"\n", image);
     else
         fputs(out.data, stdout);
     buf_free(&out);
@@ -129,7 +129,7 @@ static int run_lookups(const image_cli *cli, const registry_opts *opts)
         registry_result r;
         buf err = {0};
         if (registry_lookup(cli->images[i], opts, &r, &err) < 0) {
-            term_printf(stderr, "runner-client image: %s\n", err.data ? err.data : "lookup failed");
+            term_line(stderr, "runner-client image: %s\n", err.data ? err.data : "lookup failed");
             rc = 1;
         } else {
             if (strcmp(cli->output, "json"))
@@ -142,7 +142,7 @@ static int run_lookups(const image_cli *cli, const registry_opts *opts)
     }
     fflush(stdout);
     if (cli->debug)
-        term_printf(stderr, "runner-client image: %zu HTTP requests, %zu cache hits\n", registry_requests_made(),
+        term_line(stderr, "runner-client image: %zu HTTP requests, %zu cache hits\n", registry_requests_made(),
                 registry_cache_hits());
     return rc;
 }
@@ -156,7 +156,7 @@ int cmd_image(int argc, char **argv)
     if (parse_cli(&cli, argc, argv, &help, &err) < 0 ||
         (!help && (duration_parse(cli.timeout, &timeout_ns) < 0 || timeout_ns < 1000000) &&
          buf_printf(&err, "invalid --timeout \"%s\"", cli.timeout) >= 0)) {
-        term_printf(stderr, "runner-client image: %s\n", err.data);
+        term_line(stderr, "runner-client image: %s\n", err.data);
     } else if (help) {
         fputs(image_usage, stdout);
         rc = 0;

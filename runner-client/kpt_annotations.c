@@ -56,10 +56,12 @@ static void plan_free(doc_plan *plan)
 static void plan_wanted(doc_plan *plan, const char *rel_path, const char *index_text)
 {
     size_t n = 0;
-    plan->wanted[n++] = (annotation){ LEGACY_INDEX_KEY, index_text };
+    if (index_text)
+        plan->wanted[n++] = (annotation){ LEGACY_INDEX_KEY, index_text };
     if (rel_path)
         plan->wanted[n++] = (annotation){ LEGACY_PATH_KEY, rel_path };
-    plan->wanted[n++] = (annotation){ INDEX_KEY, index_text };
+    if (index_text)
+        plan->wanted[n++] = (annotation){ INDEX_KEY, index_text };
     if (rel_path)
         plan->wanted[n++] = (annotation){ PATH_KEY, rel_path };
     plan->n_wanted = n;
@@ -261,7 +263,8 @@ int kpt_annotations_emit_object(rl_writer *w, event_list *list, size_t root, siz
     char index_text[24];
     snprintf(index_text, sizeof index_text, "%zu", index);
     doc_plan plan;
-    int rc = plan_object(w, list, root, rel_path, index_text, &plan);
+    int rc = plan_object(w, list, root, rel_path, index == KPT_NO_INDEX ? NULL : index_text,
+                         &plan);
     if (rc == 0)
         rc = emit_object(w, list, root, end, &plan);
     plan_free(&plan);

@@ -30,9 +30,14 @@
 #define KPT_LEGACY_PATH_KEY "config.kubernetes.io/path"
 #define KPT_LEGACY_INDEX_KEY "config.kubernetes.io/index"
 
+/* `index` for an object that has none and gets none (render moving a
+ * function's new object into its package: it follows the file's numbered
+ * ones, as it would have). */
+#define KPT_NO_INDEX ((size_t)-1)
+
 /* Emits into w the object (a mapping) whose events are [root, end) of
  * list, with the reader annotations for `rel_path` (NULL: none) and
- * `index`. Returns 0, or -1 with a message located at w's current
+ * `index` (KPT_NO_INDEX: none). Returns 0, or -1 with a message located at w's current
  * document (metadata or annotations that are not mappings). */
 int kpt_annotations_emit_object(rl_writer *w, event_list *list, size_t root, size_t end,
                                 const char *rel_path, size_t index);

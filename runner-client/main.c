@@ -57,7 +57,7 @@ static const struct command *find_command(const char *name)
 
 static int unknown_command(const char *name)
 {
-    term_printf(stderr, "runner-client: unknown command \"%s\" (see --help)\n", name);
+    term_line(stderr, "runner-client: unknown command \"%s\" (see --help)\n", name);
     return 2;
 }
 

@@ -126,21 +126,18 @@ typedef struct kptfile {
     int dir_fd;            /* the package, which configPath stays beneath */
     size_t max;            /* the most read of the Kptfile, and of its configPaths together */
     size_t config_read;    /* bytes of configPath files read so far */
-    size_t entries;        /* steps and configMap entries made so far */
-    size_t max_entries;    /* ... at most (see KPTFILE_ALIAS_SLACK) */
+    int may_be_empty;      /* a subpackage's: no pipeline is no step, not an error */
     rl_doc *doc;
     const yaml_document_t *y;
     buf *err;
 } kptfile;
 
-/* An alias makes one node many steps or many configMap entries: 3,000 steps
- * that are one aliased step with a 3,000-entry configMap, 41 KB of Kptfile,
- * held 9 million entries (2.9 GB). The steps and entries made may exceed the
- * Kptfile's nodes by this many and no more (kpt's yaml.v3 likewise refuses
- * "excessive aliasing"); a configPath named again is read again, so the
- * configPath files read together count against the input limit. */
-#define KPTFILE_ALIAS_SLACK 100000
-
+/* Aliases make one node many steps or configMap entries; the Kptfile is
+ * read with every YAML input's limits (krm/yaml_limits.h), so the copies
+ * they stand for weigh no more than its text (1 MiB for a smaller one):
+ * its steps cost at most what a Kptfile of that size would without them.
+ * A configPath named again is read again, so the configPath files read
+ * together count against the input limit. */
 #define TOO_BIG ": more than a request may carry (--max-message)"
 #define CONFIGS_TOO_BIG                                                                    \
     ": the pipeline's configPath files together are more than a request may carry "       \
@@ -198,18 +195,6 @@ int pipeline_single_config(buf *rl, const char *fn_config, char *const *args, si
     buf_free(&text);
     rl_doc_free(config);
     return rc;
-}
-
-/* Counts n more steps or entries; -1 with the step's error past the limit. */
-static int step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int count_entries(kptfile *k, const char *list, size_t i, size_t n)
-{
-    if (n > k->max_entries - k->entries)
-        return step_error(k, list, i, "the pipeline's steps and configMap entries come to more "
-                          "than %zu (aliases repeat them): excessive aliasing", k->max_entries);
-    k->entries += n;
-    return 0;
 }
 
 rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err)
@@ -272,8 +257,6 @@ static int step_config_map(kptfile *k, const char *list, size_t i, int map, pl_s
     if (!m || m->type != YAML_MAPPING_NODE)
         return step_error(k, list, i, "configMap is not a mapping");
     size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
-    if (count_entries(k, list, i, n) < 0)
-        return -1;
     rl_kv *pairs = calloc(n ? n : 1, sizeof *pairs);
     if (!pairs)
         return step_error(k, list, i, "out of memory");
@@ -343,8 +326,6 @@ static int add_kptfile_step(kptfile *k, pipeline *p, const char *list, size_t i,
         return step_error(k, list, i, "selectors and exclude are not supported");
     if (!rl_yaml_text(k->y, rl_yaml_get(k->y, entry, "image")))
         return step_error(k, list, i, "image is required (a string)");
-    if (count_entries(k, list, i, 1) < 0)
-        return -1;
     if (optional_text(k, list, i, entry, "image", &image) < 0)
         return -1;
     if (!*image)
@@ -442,14 +423,13 @@ static int add_kptfile_steps(kptfile *k, pipeline *p)
 {
     size_t before = p->n_steps;
     k->y = rl_doc_yaml(k->doc);
-    k->max_entries = (size_t)(k->y->nodes.top - k->y->nodes.start) + KPTFILE_ALIAS_SLACK;
     int pl = check_kptfile(k);
     if (pl < 0)
         return -1;
     if (!rl_yaml_is_null(k->y, pl) && (add_kptfile_list(k, p, pl, "mutators") < 0 ||
                                        add_kptfile_list(k, p, pl, "validators") < 0))
         return -1;
-    if (p->n_steps == before) {
+    if (p->n_steps == before && !k->may_be_empty) {
         buf_printf(k->err, "%s: the pipeline has no mutators or validators", k->path);
         return -1;
     }
@@ -474,11 +454,11 @@ int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const
     return rc;
 }
 
-int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
+static int load_kptfile(pipeline *p, const char *path, size_t max, int may_be_empty, buf *err)
 {
     buf file = { 0 };
     char *dir = NULL;
-    kptfile k = { .max = max, .err = err, .dir_fd = -1 };
+    kptfile k = { .max = max, .err = err, .dir_fd = -1, .may_be_empty = may_be_empty };
     int read_flags = 0, rc = -1;
     if (locate_kptfile(path, &file, &dir, &read_flags, err) < 0) {
         ;
@@ -499,4 +479,14 @@ int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
     free(dir);
     buf_free(&file);
     return rc;
+}
+
+int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err)
+{
+    return load_kptfile(p, path, max, 0, err);
+}
+
+int pipeline_load_subpackage(pipeline *p, const char *dir, size_t max, buf *err)
+{
+    return load_kptfile(p, dir, max, 1, err);
 }

@@ -42,6 +42,11 @@ int pipeline_add_fn(pipeline *p, const char *spec, buf *err);
  * file and the entry in err. */
 int pipeline_load_kptfile(pipeline *p, const char *path, size_t max, buf *err);
 
+/* The same for the Kptfile of a subpackage, directory `dir`, which render
+ * runs first: one without a pipeline (or with an empty one) adds no step
+ * and is no error, as kpt passes such a package's resources on. */
+int pipeline_load_subpackage(pipeline *p, const char *dir, size_t max, buf *err);
+
 /* The same for a Kptfile's text already read: `path` names it in messages,
  * `dir` is the package each configPath is read beneath (up to max bytes). */
 int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,

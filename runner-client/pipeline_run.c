@@ -53,10 +53,10 @@ static void step_ctx_init(step_ctx *c, const pl_step *step, size_t number)
 static void report_failure(const step_ctx *c, const char *what)
 {
     if (c->step->name)
-        term_printf(stderr, "runner-client %s: step %zu \"%s\" (%s) failed: %s\n", eval_command, c->number, c->step->image,
+        term_line(stderr, "runner-client %s: step %zu \"%s\" (%s) failed: %s\n", eval_command, c->number, c->step->image,
                 c->step->name, what);
     else
-        term_printf(stderr, "runner-client %s: step %zu \"%s\" failed: %s\n", eval_command, c->number, c->step->image, what);
+        term_line(stderr, "runner-client %s: step %zu \"%s\" failed: %s\n", eval_command, c->number, c->step->image, what);
 }
 
 /* Keeps a step's results (and `error` as one more) for the final list.
@@ -69,7 +69,7 @@ static int keep_results(kept_results *k, const step_ctx *c, const rl_list *resul
                             &dropped) < 0)
         return -1;
     if (dropped)
-        term_printf(stderr, "runner-client %s: step %zu \"%s\": the ResourceList keeps %zu fewer "
+        term_line(stderr, "runner-client %s: step %zu \"%s\": the ResourceList keeps %zu fewer "
                             "results than it answered: see the warning result in their place\n",
                     eval_command, c->number, c->step->image, dropped);
     return 0;
@@ -156,12 +156,12 @@ static int write_final(const buf *state, const kept_results *k, buf *final)
     char why[1024];
     rl_rewrite_opts o = { .drop = STATE_ONLY };
     if (rl_rewrite(state->data, state->len, &o, final, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: cannot write the output: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: cannot write the output: %s\n", eval_command, why);
         return -1;
     }
     if (k->text.len && (buf_append_str(final, "results:\n") < 0 ||
                         buf_append(final, k->text.data, k->text.len) < 0)) {
-        term_printf(stderr, "runner-client %s: out of memory\n", eval_command);
+        term_line(stderr, "runner-client %s: out of memory\n", eval_command);
         return -1;
     }
     return 0;
@@ -177,7 +177,7 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
     rl_rewrite_opts o = { .drop = STATE_ONLY };
     if (rl_parse(input, len, &checked, why, sizeof why) < 0 ||
         rl_rewrite(input, len, &o, &state, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client %s: the input is not a valid ResourceList: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: the input is not a valid ResourceList: %s\n", eval_command, why);
         rl_free(&checked);
         buf_free(&state);
         return 2;
@@ -193,7 +193,7 @@ int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run
             failed = 1;
     }
     if (rc < 0)
-        term_printf(stderr, "runner-client %s: out of memory\n", eval_command);
+        term_line(stderr, "runner-client %s: out of memory\n", eval_command);
     else if (write_final(&state, &kept, final) < 0)
         rc = -1;
     buf_free(&kept.text);

@@ -137,7 +137,7 @@ static void skip_link(const walk *w, const char *path, const char *rel, const ch
     struct stat st;
     int to_dir = fstatat(w->pkg_fd, rel, &st, 0) == 0 && S_ISDIR(st.st_mode);
     if (is_resource_file(name) || to_dir)
-        term_printf(stderr,
+        term_line(stderr,
                     "runner-client eval: warning: %s: skipped: a symbolic link%s (links inside a "
                     "package are not followed, as kpt ignores them)\n",
                     path, to_dir ? " to a directory" : "");

@@ -474,7 +474,7 @@ static void drop_backups(stage *s)
     for (size_t i = 0; i < s->n_moves; i++) {
         const stage_move *m = &s->moves[i];
         if (m->backup && remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0)
-            term_printf(stderr, WARNING "%s/%s%s%s: the original of a replaced file could not "
+            term_line(stderr, WARNING "%s/%s%s%s: the original of a replaced file could not "
                         "be removed: %s\n", s->dir, m->dir, *m->dir ? "/" : "", m->backup,
                         strerror(errno));
     }
@@ -532,7 +532,7 @@ static int note_leftover(const char *path, const struct stat *st, int type, stru
     if (!staged && !has_prefix(name, BENEATH_BACKUP))
         return 0;
     if (leftovers_seen++ < LEFTOVERS_SHOWN)
-        term_printf(stderr, WARNING "%s is left from an interrupted write-back: %s\n", path,
+        term_line(stderr, WARNING "%s is left from an interrupted write-back: %s\n", path,
                     staged ? "new content never put in place; remove it"
                            : "the original of a file that was being replaced or removed; "
                              "keep what you need of it, then remove it");
@@ -546,7 +546,7 @@ size_t pkg_stage_leftovers(const char *dir)
      * reader's to report */
     (void)nftw(dir, note_leftover, 16, FTW_PHYS);
     if (leftovers_seen > LEFTOVERS_SHOWN)
-        term_printf(stderr, WARNING "and %zu more such entries under %s\n",
+        term_line(stderr, WARNING "and %zu more such entries under %s\n",
                     leftovers_seen - LEFTOVERS_SHOWN, dir);
     return leftovers_seen;
 }

@@ -59,7 +59,7 @@ typedef struct render_req {
 
 static int usage_error(const char *sub, const char *msg)
 {
-    term_printf(stderr, "runner-client pod%s%s: %s\n", sub ? " " : "", sub ? sub : "", msg);
+    term_line(stderr, "runner-client pod%s%s: %s\n", sub ? " " : "", sub ? sub : "", msg);
     return 2;
 }
 
@@ -243,12 +243,12 @@ static int render(render_req *r)
         o.name = id;
     if (pod_template_render(&o, POD_TEMPLATE_POD | POD_TEMPLATE_SERVICE, &out, reason, sizeof reason) < 0) {
         buf_free(&out);
-        term_printf(stderr, "runner-client pod render: %s\n", reason);
+        term_line(stderr, "runner-client pod render: %s\n", reason);
         return 1;
     }
     int rc = fwrite(out.data, 1, out.len, stdout) == out.len && fflush(stdout) == 0 ? 0 : 1;
     if (rc)
-        term_printf(stderr, "runner-client pod render: cannot write the output\n");
+        term_line(stderr, "runner-client pod render: cannot write the output\n");
     buf_free(&out);
     return rc;
 }
@@ -261,7 +261,7 @@ static int cmd_pod_render(int argc, char **argv)
     buf err = {0};
     int rc;
     if (!r.rest || !r.entry)
-        rc = (term_printf(stderr, "runner-client: out of memory\n"), 1);
+        rc = (term_line(stderr, "runner-client: out of memory\n"), 1);
     else if (split_args(argc, argv, &r, &err) < 0)
         rc = usage_error("render", err.data);
     else
@@ -332,6 +332,6 @@ int cmd_pod(int argc, char **argv)
         return cmd_pod_kube(argv[0], argc - 1, argv + 1);
     if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))
         return fputs(pod_usage, stdout), 0;
-    term_printf(stderr, "runner-client pod: unknown subcommand \"%s\" (render, id, create, list or delete)\n", argv[0]);
+    term_line(stderr, "runner-client pod: unknown subcommand \"%s\" (render, id, create, list or delete)\n", argv[0]);
     return 2;
 }

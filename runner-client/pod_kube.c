@@ -179,12 +179,12 @@ static void on_namespace(const kube_result *res, void *ctx)
 {
     kube_run *r = ctx;
     if (res->not_found)
-        term_printf(stderr, "runner-client pod list: namespace \"%s\" does not exist on %s\n", r->ns,
+        term_line(stderr, "runner-client pod list: namespace \"%s\" does not exist on %s\n", r->ns,
                 r->cfg.server), r->rc = 1;
     else if (!res->ok)
         fail(r, "list", res->error);
     else
-        term_printf(stderr, "no function pods in namespace \"%s\"\n", r->ns);
+        term_line(stderr, "no function pods in namespace \"%s\"\n", r->ns);
     call_ended(r);
 }
 
@@ -272,7 +272,7 @@ static void on_list_for_delete(const kube_result *res, void *ctx)
     if (!res->ok)
         fail(r, "delete", res->error);
     else if (!items || items->type != JSON_ARRAY || items->len == 0)
-        term_printf(stderr, "no function pods in namespace \"%s\"\n", r->ns);
+        term_line(stderr, "no function pods in namespace \"%s\"\n", r->ns);
     for (size_t i = 0; res->ok && items && items->type == JSON_ARRAY && i < items->len; i++) {
         const char *name = kube_path_str(items->items[i], "metadata.name");
         if (name)
@@ -299,7 +299,7 @@ static const char list_usage[] =
 static int run_loop(kube_run *r)
 {
     if (r->pending && loop_run(r->l) < 0) {
-        term_printf(stderr, "runner-client pod: the event loop failed\n");
+        term_line(stderr, "runner-client pod: the event loop failed\n");
         return 1;
     }
     return r->rc;
@@ -323,7 +323,7 @@ int cmd_pod_kube(const char *sub, int argc, char **argv)
             args[n_args++] = argv[i];
     }
     if (!args)
-        return term_printf(stderr, "runner-client: out of memory\n"), 1;
+        return term_line(stderr, "runner-client: out of memory\n"), 1;
     int bad = flags_parse(n_args, args, defs, pos, 2, &n_pos, &help, &err) < 0;
     free(args);
     if (bad) {
@@ -359,11 +359,11 @@ int cmd_pod_kube(const char *sub, int argc, char **argv)
     }
     int rc = started ? run_loop(&r) : 1;
     if (is_delete && all && r.n_failed)
-        term_printf(stderr, "runner-client pod delete: deleted %zu of %zu function pods in namespace "
+        term_line(stderr, "runner-client pod delete: deleted %zu of %zu function pods in namespace "
                     "\"%s\"; not deleted: %s\n", r.n_deleted, r.n_deleted + r.n_failed, r.ns,
                     r.failed.data ? r.failed.data : "?");
     else if (is_delete && all && r.n_deleted)
-        term_printf(stderr, "deleted %zu function pods in namespace \"%s\"\n", r.n_deleted, r.ns);
+        term_line(stderr, "deleted %zu function pods in namespace \"%s\"\n", r.n_deleted, r.ns);
     buf_free(&err);
     buf_free(&r.failed);
     run_close(&r);

@@ -210,7 +210,7 @@ static void on_created(const pod_answer *a, void *ctx)
         term_row(stdout, pod, NULL, 2);
         term_row(stdout, uid, NULL, 2);
         term_row(stdout, addr, NULL, 2);
-        term_printf(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
+        term_line(stderr, "pod %s %s, serving after %.2f s%s\n", a->pod, a->created ? "created" : "found",
                 (double)a->waited_ns / 1e9, a->ready ? "" : " (its wrapper answered SERVING; not Ready yet)");
         r->rc = fflush(stdout) == 0 ? 0 : 1;
     }
@@ -277,7 +277,7 @@ static void on_evaluated(ev_call *call, const ev_result *res, void *ctx)
     const ev_pod_last *last = ev_pod_last_call(call->ev);
     k->oom = fn_call_result_set(k->out, res) < 0;
     if (last)
-        term_printf(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
+        term_line(stderr, "runner-client: pod %s (%s%s) at %s: pod %.2f s, call answered %.2f s after the start\n",
                 last->pod, last->created ? "created" : "reused",
                 last->ready ? "" : ", wrapper SERVING before the pod was Ready", last->addr,
                 (double)last->pod_wait_ns / 1e9, (double)(loop_now_ns() - k->t0) / 1e9);

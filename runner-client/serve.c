@@ -638,7 +638,7 @@ static int runner_watch_cluster(runner *r, loop *l, buf *err)
 
 static int bad_flag(const char *flag, const char *value, const char *want)
 {
-    term_printf(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
+    term_line(stderr, "runner-client serve: invalid value \"%s\" for %s: want %s\n", value, flag,
             want);
     return -1;
 }
@@ -710,12 +710,12 @@ static int serve_configure(runner *r, const serve_opts *o)
         return -1;
     buf perr = {0};
     if (o->address && server_address_check(o->address, &perr) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
     }
     if (serve_pod_check(&o->pod, &perr) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
     }
@@ -738,7 +738,7 @@ static int serve_configure(runner *r, const serve_opts *o)
     };
     buf why = {0};
     if (rpc_server_config_fill(&r->server, &why) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", why.data);
+        term_line(stderr, "runner-client serve: %s\n", why.data);
         buf_free(&why);
         return -1;
     }
@@ -796,7 +796,7 @@ static int serve_run(runner *r)
     buf err = {0};
     if (l && !r->pod_disabled &&
         !(r->pods = serve_pod_open(l, r->pod_flags, r->server.max_message, &err))) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         buf_free(&err);
         loop_free(l);
         return 2;
@@ -805,7 +805,7 @@ static int serve_run(runner *r)
     r->server.http_get = serve_http_get;   /* GET /debug/pods, /debug/sandbox */
     r->server.http_ctx = r;
     if (!ev) {
-        term_printf(stderr, "runner-client serve: out of memory\n");
+        term_line(stderr, "runner-client serve: out of memory\n");
         serve_pod_close(r->pods);
         loop_free(l);
         return 1;
@@ -849,7 +849,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int n = rest ? registry_flags_take(reg, argc, argv, rest, &err) : -1;
     if (n < 0 || flags_parse(n, rest, defs, NULL, 0, &n_pos, &help, &err) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         free(rest);
         buf_free(&err);
         return 2;
@@ -860,7 +860,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         return 0;
     }
     if (porch_flags_check(&o->porch, &err) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
         buf_free(&err);
         return 2;
     }
@@ -876,10 +876,18 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     o->pod.ttl_for = runner_pod_ttl;   /* the FunctionConfigs r holds at the time */
     o->pod.limits_for = runner_pod_limits;
     o->pod.ttl_ctx = &r;
-    if (serve_configure(&r, o) < 0)
+    sandbox_config sandboxing;
+    if (serve_configure(&r, o) < 0 || serve_sandbox_parse("serve", &o->sandbox, r.functions_dir, &sandboxing) < 0)
         return 2;
+    /* what is missing, after what is wrong in what was given */
+    if (!r.pod_disabled && serve_pod_require(&o->pod, &err) < 0) {
+        term_line(stderr, "runner-client serve: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        return 2;
+    }
+    /* every flag checked: from here on, files are read and the system probed */
     if (runner_load(&r, &r.cfg, &r.functions_fd, &err) < 0) {
-        term_printf(stderr, "runner-client serve: %s\n", err.data);
+        term_line(stderr, "runner-client serve: %s\n", err.data);
         buf_free(&err);
         return 2;
     }
@@ -888,7 +896,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         serve_sandbox_secrets secrets = {.function_config = o->config,
                                          .docker_config = reg->docker_config,
                                          .kubeconfig = o->pod.kubeconfig};
-        if (!(sb = serve_sandbox_start("serve", &o->sandbox, r.functions_dir, &secrets))) {
+        if (!(sb = serve_sandbox_start("serve", &sandboxing, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)
                 close(r.functions_fd);

@@ -41,6 +41,17 @@ static void serve_pod_metrics(buf *out, void *ctx)
     pod_cache_metrics(p->pc, out);
 }
 
+/* In Porch's own words. */
+int serve_pod_require(const serve_pod_flags *f, buf *err)
+{
+    if (f->wrapper && *f->wrapper)
+        return 0;
+    return buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod "
+                      "function evaluator runtime (Porch's words; --wrapper-server-image is the "
+                      "same: the init container's image), or run without pods with "
+                      "--disable-runtimes=pod"), -1;
+}
+
 int serve_pod_check(const serve_pod_flags *f, buf *err)
 {
     int64_t ns;
@@ -73,6 +84,8 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->min_ready && parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &n) < 0)
         return buf_printf(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
                           f->min_ready, POD_MAX_PER_FUNCTION), -1;
+    if (f->replica && *f->replica && pod_owner_name_check(f->replica, err) < 0)
+        return -1;
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
         return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
                           "to 1h, such as 15s", f->lease), -1;
@@ -145,11 +158,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .lease_ns = lease_ns};
     if (f->registry)
         po.registry = p->registry = registry_flags_opts(f->registry, 0);
-    /* first, as Porch checks it */
-    if (!f->wrapper || !*f->wrapper) {
-        buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod function "
-                   "evaluator runtime (Porch's words; --wrapper-server-image is the same: the init "
-                   "container's image), or run without pods with --disable-runtimes=pod");
+    if (serve_pod_require(f, err) < 0) {   /* first, as Porch checks it */
         serve_pod_close(p);
         return NULL;
     }

@@ -89,6 +89,11 @@ typedef struct serve_pod serve_pod;
 /* Checks the flags (exit 2 material): -1 with why in err. */
 int serve_pod_check(const serve_pod_flags *f, buf *err);
 
+/* What the pod runtime cannot run without, given (the wrapper server's
+ * image): checked with the flags when it is to run, after each flag's
+ * value. -1 with why in err. */
+int serve_pod_require(const serve_pod_flags *f, buf *err);
+
 /* Loads the Kubernetes configuration (kubectl's search; exec credential
  * plugins run now) and makes the client and the pod cache. NULL with why in
  * err: no configuration found says where it looked and that

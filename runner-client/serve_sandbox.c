@@ -21,7 +21,7 @@ static int parse_limit(const char *command, const char *flag, const char *text, 
     if (!text)
         return 0;
     if (parse_uint(text, max, &v) < 0 || v < min) {
-        term_printf(stderr, "runner-client %s: invalid value \"%s\" for %s: want a whole "
+        term_line(stderr, "runner-client %s: invalid value \"%s\" for %s: want a whole "
                     "number %llu-%llu\n", command, text, flag, min, max);
         return -1;
     }
@@ -29,8 +29,10 @@ static int parse_limit(const char *command, const char *flag, const char *text, 
     return 0;
 }
 
-static int parse_flags(const char *command, const serve_sandbox_flags *f, sandbox_config *cfg)
+int serve_sandbox_parse(const char *command, const serve_sandbox_flags *f,
+                        const char *functions_dir, sandbox_config *cfg)
 {
+    *cfg = (sandbox_config){.limits = SANDBOX_DEFAULT_LIMITS, .functions_dir = functions_dir};
     const char *mode = f->mode ? f->mode : "auto";
     if (!strcmp(mode, "auto"))
         cfg->mode = SANDBOX_AUTO;
@@ -39,7 +41,7 @@ static int parse_flags(const char *command, const serve_sandbox_flags *f, sandbo
     else if (!strcmp(mode, "off"))
         cfg->mode = SANDBOX_OFF;
     else {
-        term_printf(stderr, "runner-client %s: invalid value \"%s\" for --sandbox: want auto, "
+        term_line(stderr, "runner-client %s: invalid value \"%s\" for --sandbox: want auto, "
                     "strict or off\n", command, mode);
         return -1;
     }
@@ -54,6 +56,12 @@ static int parse_flags(const char *command, const serve_sandbox_flags *f, sandbo
     cfg->read_paths = f->read;
     cfg->write_paths = f->write;
     cfg->env_names = f->env;
+    buf why = {0};
+    if (sandbox_config_check(cfg, &why) < 0) {
+        term_line(stderr, "runner-client %s: %s\n", command, why.data ? why.data : "out of memory");
+        buf_free(&why);
+        return -1;
+    }
     return 0;
 }
 
@@ -75,7 +83,7 @@ static int check_secrets(const char *command, const sandbox *sb, sandbox_mode mo
         buf why = {0};
         if (sandbox_check_hidden(sb, secrets[i].path, secrets[i].what, &why) < 0) {
             if (mode == SANDBOX_STRICT) {
-                term_printf(stderr, "runner-client %s: --sandbox strict: %s\n", command, why.data);
+                term_line(stderr, "runner-client %s: --sandbox strict: %s\n", command, why.data);
                 rc = -1;
             } else {
                 log_warn("%s", why.data);
@@ -181,26 +189,23 @@ const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_san
     return setup;
 }
 
-sandbox *serve_sandbox_start(const char *command, const serve_sandbox_flags *f,
-                             const char *functions_dir, const serve_sandbox_secrets *secrets)
+sandbox *serve_sandbox_start(const char *command, const sandbox_config *cfg,
+                             const serve_sandbox_secrets *secrets)
 {
-    sandbox_config cfg = {.limits = SANDBOX_DEFAULT_LIMITS, .functions_dir = functions_dir};
-    if (parse_flags(command, f, &cfg) < 0)
-        return NULL;
     buf why = {0};
-    sandbox *sb = sandbox_start(&cfg, &why);
+    sandbox *sb = sandbox_start(cfg, &why);
     if (!sb) {
-        term_printf(stderr, "runner-client %s: %s\n", command, why.data ? why.data : "out of memory");
+        term_line(stderr, "runner-client %s: %s\n", command, why.data ? why.data : "out of memory");
         buf_free(&why);
         return NULL;
     }
     serve_sandbox_secrets s = *secrets;
     if (!s.service_account)
         s.service_account = SERVICE_ACCOUNT_DIR;
-    if (check_secrets(command, sb, cfg.mode, &s) < 0) {
+    if (check_secrets(command, sb, cfg->mode, &s) < 0) {
         sandbox_free(sb);
         return NULL;
     }
-    publish_layers(sb, cfg.mode);
+    publish_layers(sb, cfg->mode);
     return sb;
 }

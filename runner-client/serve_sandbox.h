@@ -44,11 +44,18 @@ typedef struct serve_sandbox_secrets {
  * its failure logged. NULL: none (no layer used) or it failed. */
 const spawn_child_setup *serve_sandbox_setup_for(sandbox *sb, const fnconfig_sandbox *fs);
 
-/* Parses the flags and starts the sandbox (command, "serve" or "eval",
- * names the command in messages). NULL after printing why (a bad flag,
- * strict lacking a layer or seeing a secret). */
-sandbox *serve_sandbox_start(const char *command, const serve_sandbox_flags *f,
-                             const char *functions_dir, const serve_sandbox_secrets *secrets);
+/* Parses and checks the flags into *cfg, before the command does anything
+ * else (nothing is detected or opened): 0, or -1 after printing the usage
+ * error. command, "serve" or "eval", names the command in messages.
+ * serve checks them also when the exec runtime is off: a bad flag is never
+ * taken silently. */
+int serve_sandbox_parse(const char *command, const serve_sandbox_flags *f,
+                        const char *functions_dir, sandbox_config *cfg);
+
+/* Starts the sandbox cfg describes. NULL after printing why (strict
+ * lacking a layer or seeing a secret, a --sandbox-read path missing). */
+sandbox *serve_sandbox_start(const char *command, const sandbox_config *cfg,
+                             const serve_sandbox_secrets *secrets);
 
 /* GET /debug/sandbox (rpc_server_config.http_get's contract): the
  * sandbox's view as JSON (sandbox_view); sb NULL when the exec runtime is

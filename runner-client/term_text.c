@@ -20,32 +20,57 @@ int term_escape(const char *text, size_t len, buf *out)
     return 0;
 }
 
-int term_printf(FILE *f, const char *fmt, ...)
+/* text[0..len) escaped into out; its line breaks kept (`one_line` 0) or
+ * written as \n and \r, but for a final line break (1). */
+static int escape_message(const char *text, size_t len, int one_line, buf *out)
+{
+    int ends_line = one_line && len && text[len - 1] == '\n';
+    len -= (size_t)ends_line;
+    int rc = 0;
+    for (size_t i = 0, run; i < len && rc == 0; i += run) {
+        for (run = 0; i + run < len && text[i + run] != '\n' &&
+                      (!one_line || text[i + run] != '\r'); run++)
+            ;
+        rc = term_escape(text + i, run, out);
+        if (i + run < len && rc == 0) {
+            const char *brk = !one_line ? "\n" : text[i + run] == '\n' ? "\\n" : "\\r";
+            rc = buf_append_str(out, brk);
+            run++;
+        }
+    }
+    return rc == 0 && ends_line ? buf_append(out, "\n", 1) : rc;
+}
+
+static int write_message(FILE *f, int one_line, const char *fmt, va_list ap)
 {
     char *text = NULL;
-    va_list ap;
-    va_start(ap, fmt);
     int n = vasprintf(&text, fmt, ap);
-    va_end(ap);
     if (n < 0)
         return -1;
     buf out = { 0 };
-    int rc = 0;
-    /* line by line: the line breaks are the message's own */
-    for (const char *p = text, *end = text + n; p < end && rc == 0;) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        rc = term_escape(p, len, &out);
-        p += len;
-        if (nl && rc == 0) {
-            rc = buf_append(&out, "\n", 1);
-            p++;
-        }
-    }
+    int rc = escape_message(text, (size_t)n, one_line, &out);
     free(text);
     if (rc == 0)
         rc = fwrite(out.data ? out.data : "", 1, out.len, f) == out.len ? (int)out.len : -1;
     buf_free(&out);
+    return rc;
+}
+
+int term_printf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = write_message(f, 0, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int term_line(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = write_message(f, 1, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

@@ -19,9 +19,17 @@
  * decides what a line break becomes). 0, or -1 when out of memory. */
 int term_escape(const char *text, size_t len, buf *out);
 
-/* fprintf, escaped as above, line breaks kept. Returns the bytes written,
- * or -1. */
+/* fprintf, escaped as above, line breaks kept: for the messages whose
+ * lines are meant (a pod's last log lines under its failure). Returns the
+ * bytes written, or -1. */
 int term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* fprintf of a one-line message (fmt ends in its one line break): escaped
+ * as above, and a line break or carriage return inside it written as \n or
+ * \r, so an argument (an image, a path, a server's text) can neither end
+ * the line nor forge the next one ("[PASS] ..."). Returns the bytes
+ * written, or -1. */
+int term_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* One line of a table or a listing on f: each cell escaped as above, line
  * breaks too (a pod name cannot forge a row), left-aligned in widths[i]

@@ -121,6 +121,11 @@ typedef struct pod_cache_opts {
     void *api_ctx;
 } pod_cache_opts;
 
+/* A replica name pod_cache_opts.owner can be (its Lease is named after
+ * it): 0, or -1 with why in err. pod_cache_new checks it too; a command
+ * taking it as a flag checks it first. */
+int pod_owner_name_check(const char *owner, buf *err);
+
 /* What a caller gets; strings live until the callback returns. */
 typedef struct pod_answer {
     const char *error;         /* NULL on success: then the rest is set */

@@ -353,13 +353,19 @@ void owner_scan_start(pod_cache *pc)
     buf_free(&err);
 }
 
-int owner_start(pod_cache *pc, buf *err)
+int pod_owner_name_check(const char *owner, buf *err)
 {
-    if (!dns1123_subdomain_valid(pc->o.owner) ||
-        strlen(pc->o.owner) + strlen(KUBE_LEASE_PREFIX) > 253)
+    if (!dns1123_subdomain_valid(owner) || strlen(owner) + strlen(KUBE_LEASE_PREFIX) > 253)
         return buf_printf(err, "invalid replica name \"%s\": want a DNS-1123 subdomain of at most %zu "
                           "characters (lowercase letters, digits, '-' and '.'), as a pod name is",
-                          pc->o.owner, 253 - strlen(KUBE_LEASE_PREFIX)), -1;
+                          owner, 253 - strlen(KUBE_LEASE_PREFIX)), -1;
+    return 0;
+}
+
+int owner_start(pod_cache *pc, buf *err)
+{
+    if (pod_owner_name_check(pc->o.owner, err) < 0)
+        return -1;
     if (!(pc->own.scan = calloc(1, sizeof *pc->own.scan)) ||
         !(pc->own.lease = kube_lease_start(pc->c, pc->o.namespace, pc->o.owner, pc->o.lease_ns))) {
         free(pc->own.scan);

@@ -447,6 +447,47 @@ static int make_env(sandbox *sb, const char *tmp)
     return 0;
 }
 
+/* The read-only roots every function gets besides --sandbox-read: the
+ * system's, and --functions. */
+#define FIXED_READ_ROOTS (sizeof system_roots / sizeof *system_roots + 1)
+
+/* One entry of a path list, the n-th (0-based) to go in: absolute, and
+ * within the room. 0, or -1 with why. */
+static int path_entry_check(const char *flag, const char *p, size_t n, buf *why)
+{
+    if (p[0] != '/')
+        return buf_printf(why, "%s: not an absolute path: %s", flag, p), -1;
+    if (n >= SANDBOX_LANDLOCK_MAX_PATHS)
+        return buf_printf(why, "%s: more than %d paths", flag, SANDBOX_LANDLOCK_MAX_PATHS), -1;
+    return 0;
+}
+
+/* Checks the entries of a comma-separated list, the first to go in as the
+ * `n`-th path. */
+static int path_list_check(const char *flag, const char *list, size_t n, buf *why)
+{
+    if (!list || !*list)
+        return 0;
+    char *copy = strdup(list);
+    if (!copy)
+        return buf_append_str(why, "out of memory"), -1;
+    int rc = 0;
+    for (char *save = NULL, *p = strtok_r(copy, ",", &save); p && rc == 0;
+         p = strtok_r(NULL, ",", &save))
+        rc = path_entry_check(flag, p, n++, why);
+    free(copy);
+    return rc;
+}
+
+int sandbox_config_check(const sandbox_config *cfg, buf *why)
+{
+    size_t fixed = FIXED_READ_ROOTS - (cfg->functions_dir ? 0 : 1);
+    if (path_list_check("--sandbox-read", cfg->read_paths, fixed, why) < 0 ||
+        path_list_check("--sandbox-write", cfg->write_paths, 0, why) < 0)
+        return -1;
+    return 0;
+}
+
 /* Appends the comma-separated absolute paths of list to paths[*n]; each
  * must be there (a directory when directories is set). */
 static int split_paths(const char *flag, const char *list, int directories, char **copy,
@@ -459,11 +500,8 @@ static int split_paths(const char *flag, const char *list, int directories, char
         return -1;
     }
     for (char *save = NULL, *p = strtok_r(*copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (p[0] != '/' || *n == SANDBOX_LANDLOCK_MAX_PATHS) {
-            buf_printf(why, "%s: %s%s", flag, p[0] != '/' ? "not an absolute path: " : "more than "
-                       "32 paths", p[0] != '/' ? p : "");
+        if (path_entry_check(flag, p, *n, why) < 0)
             return -1;
-        }
         /* checked now: one that cannot be opened would fail every child's
          * Landlock rules, and auto would run without Landlock */
         int fd = open(p, O_PATH | O_CLOEXEC | (directories ? O_DIRECTORY : 0));

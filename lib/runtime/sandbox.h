@@ -71,6 +71,12 @@ typedef struct sandbox_config {
 
 typedef struct sandbox sandbox;
 
+/* Checks what cfg asks before anything is detected or opened: the
+ * --sandbox-read and --sandbox-write lists, each entry an absolute path,
+ * no more than the sandbox has room for. 0, or -1 with why naming the
+ * flag. sandbox_start checks the same (and that each path is there). */
+int sandbox_config_check(const sandbox_config *cfg, buf *why);
+
 /* Detects the layers, prepares them and logs which are used. NULL with why
  * when strict lacks one (why names it and what would allow it), or on
  * ENOMEM. With mode off: a sandbox using no layer (its setup is NULL). */

@@ -180,3 +180,62 @@ def test_serve_flags_reference_is_the_help():
     res = client("help", "serve")
     assert res.returncode == 0, explain(res)
     assert block.group(1) == res.out, explain(res)
+
+
+# ---- every relative link of the guide and the docs/ pages resolves ----
+
+def github_anchor(heading):
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation
+    dropped, spaces as hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    found, seen = set(), {}
+    text = re.sub(r"^```.*?^```", "", open(path, encoding="utf-8").read(), flags=re.M | re.S)
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        slug = github_anchor(heading)
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def relative_links(path):
+    """(line number, target) of each Markdown link that is not a URL, outside code blocks."""
+    links, in_code = [], False
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        line = re.sub(r"`[^`]*`", "", line)
+        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+            if not re.match(r"[a-z][a-z0-9+.-]*:", target):
+                links.append((number, target))
+    return links
+
+
+GUIDE_PAGES = [os.path.join(ROOT, "README.md")] + sorted(
+    os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+
+
+@pytest.mark.parametrize("page", GUIDE_PAGES, ids=lambda p: os.path.relpath(p, ROOT))
+def test_relative_links_resolve(page):
+    """A page's links lead somewhere: each file exists and each #anchor is one
+    of its headings; and no code block is left open (it hides the headings
+    after it, as a merge once left docs/pods.md)."""
+    fences = [n for n, line in enumerate(open(page, encoding="utf-8"), 1) if line.startswith("```")]
+    assert len(fences) % 2 == 0, f"{os.path.relpath(page, ROOT)}: a code block left open (``` at lines {fences})"
+    broken = []
+    for number, target in relative_links(page):
+        file_part, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(page), file_part)) if file_part else page
+        where = f"{os.path.relpath(page, ROOT)}:{number}: {target}"
+        if not os.path.exists(dest):
+            broken.append(f"{where}: no file {os.path.relpath(dest, ROOT)}")
+        elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+            broken.append(f"{where}: no heading with anchor #{anchor} in {os.path.relpath(dest, ROOT)}")
+    assert not broken, "\n".join(broken)

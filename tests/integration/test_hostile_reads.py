@@ -158,7 +158,8 @@ def test_a_fifo_function_config_stops_serve_at_start(tmp_path):
     SIGHUP) given a FIFO ends with the reason instead of waiting."""
     fifo = tmp_path / "functions.yaml"
     os.mkfifo(fifo)
-    res = client("serve", "--port", "0", "--function-config", str(fifo), timeout=QUICK)
+    res = client("serve", "--port", "0", "--disable-runtimes=pod", "--function-config", str(fifo),
+                 timeout=QUICK)
     assert res.returncode != 0, explain(res)
     assert f"{fifo}: {FIFO_WHY}" in res.err, explain(res)
 

@@ -239,7 +239,7 @@ def test_serve_refuses_a_deep_function_config_file(tmp_path):
     config = tmp_path / "fc.yaml"
     config.write_text("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
                       "metadata:\n  name: x\nspec:\n  x:\n" + deep_block(2, 2_000_000))
-    res, cpu, rss = run_measured([CLIENT_BIN, "serve", "--port", "0",
+    res, cpu, rss = run_measured([CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod",
                                   "--function-config", str(config)])
     assert res.returncode == 2, explain(res)
     assert f"{config}: document 1: line 7, column 1999: {DEPTH_PROBLEM}" in res.err, explain(res)

@@ -185,13 +185,15 @@ def test_sighup_reloads_and_keeps_calls_in_flight(runner, config_file, tmp_path)
 def test_bad_config_at_start_exits_2_naming_the_file(tmp_path, functions):
     bad = tmp_path / "bad.yaml"
     bad.write_text(function_config("a", "a", [], "set-ns"))
-    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--function-config", str(bad), "--functions", str(functions)])
+    # the pod runtime off: without its wrapper image that flag error would come first
+    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod", "--function-config", str(bad),
+                 "--functions", str(functions)])
     assert r.returncode == 2
     assert str(bad).encode() in r.stderr and b"tags" in r.stderr, r.stderr
 
     dup = tmp_path / "dup.yaml"
     dup.write_text(function_config("a", "a", ["v1"], "set-ns") + "---\n" + function_config("a", "b", ["v1"], "set-ns"))
-    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--function-config", str(dup)])
+    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--disable-runtimes=pod", "--function-config", str(dup)])
     assert r.returncode == 2 and b"a" in r.stderr, r.stderr
 
 

@@ -34,3 +34,32 @@ Test(term_text, plain_and_utf8_text_unchanged)
     cr_assert_str_eq(text, "runner-client: naïve ✓ 100%\n");
     free(text);
 }
+
+static char *printed_line(const char *fmt, const char *what)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    cr_assert_geq(term_line(f, fmt, what), 0);
+    fclose(f);
+    return text;
+}
+
+/* A one-line message stays one line whatever its argument holds: a line
+ * break or carriage return in it cannot end the line or forge the next. */
+Test(term_text, one_line_message_escapes_line_breaks_of_its_arguments)
+{
+    char *text = printed_line("runner-client render: subpackage \"%s\" failed\n",
+                              "sub\n[PASS] \"x\" in 0s\r\n\x1b[2J");
+    cr_assert_str_eq(text, "runner-client render: subpackage \"sub\\n[PASS] \"x\" in 0s"
+                           "\\r\\n\\x1b[2J\" failed\n");
+    free(text);
+}
+
+Test(term_text, one_line_message_without_a_final_line_break)
+{
+    char *text = printed_line("%s", "a\nb");
+    cr_assert_str_eq(text, "a\\nb");
+    free(text);
+}
