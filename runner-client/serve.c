@@ -739,6 +739,10 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         buf_free(&err);
         return 2;
     }
+    o->pod.pod_template = o->porch.base_pod_template;
+    o->pod.service_template = o->porch.base_service_template;
+    o->pod.template_wait = o->porch.template_wait_timeout;
+    o->pod.skip_templates = o->porch.skip_template_creation;
     if (o->pod_ns) {   /* Porch's names win over ours */
         o->pod.ns = o->pod_ns;
         o->pod.ns_flag = "--pod-namespace";

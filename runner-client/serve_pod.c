@@ -13,6 +13,7 @@
 #include "kube/kube_client.h"
 #include "kube/kube_http.h"
 #include "kube/kube_pod_cache.h"
+#include "kube/kube_templates.h"
 #include "kube/kubeconfig.h"
 #include "kube/pod_id.h"
 #include "oci/image_ref.h"
@@ -33,6 +34,7 @@ struct serve_pod {
     registry_opts registry;   /* the tag listing's (a request's Tag constraint) */
     char replica[254];         /* --replica-name, $POD_NAME or the host name */
     int min_ready;             /* --min-ready-pods */
+    kube_templates_opts templates;   /* the base templates the cache reads */
 };
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -73,6 +75,15 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
     if (f->min_ready && parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &n) < 0)
         return buf_printf(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
                           f->min_ready, POD_MAX_PER_FUNCTION), -1;
+    if (f->template_wait && (duration_parse(f->template_wait, &ns) < 0 || ns < 0))
+        return buf_printf(err, "invalid value \"%s\" for --template-wait-timeout: want a duration "
+                          "such as 2m (0: do not wait)", f->template_wait), -1;
+    const char *const names[][2] = {{f->pod_template, "--base-pod-template-name"},
+                                    {f->service_template, "--base-service-template-name"}};
+    for (size_t i = 0; i < 2; i++)
+        if (names[i][0] && !dns1123_subdomain_valid(names[i][0]))
+            return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 subdomain (a "
+                              "Kubernetes object name)", names[i][0], names[i][1]), -1;
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
         return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
                           "to 1h, such as 15s", f->lease), -1;
@@ -143,6 +154,15 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
                          .limits_for = f->limits_for, .owner = p->replica,
                          .lease_ns = lease_ns};
+    int64_t wait_ns = 0;
+    if (f->template_wait)
+        duration_parse(f->template_wait, &wait_ns);
+    p->templates = (kube_templates_opts){.namespace = f->ns ? f->ns : POD_DEFAULT_NAMESPACE,
+                                         .pod_name = f->pod_template,
+                                         .service_name = f->service_template,
+                                         .wrapper_image = f->wrapper,
+                                         .skip_creation = f->skip_templates > 0, .wait_ns = wait_ns};
+    po.templates = &p->templates;
     if (f->registry)
         po.registry = p->registry = registry_flags_opts(f->registry, 0);
     /* first, as Porch checks it */

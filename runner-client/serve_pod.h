@@ -27,6 +27,10 @@ typedef struct serve_pod_flags {
     const char *max_retries;               /* --max-grpc-retries */
     const char *replica, *lease;           /* --replica-name, --lease-duration */
     const char *min_ready;                 /* --min-ready-pods */
+    /* the base templates (Porch's pod-evaluator flags): names, wait, and
+     * --skip-template-creation (0 or 1) */
+    const char *pod_template, *service_template, *template_wait;
+    int skip_templates;
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -77,6 +81,13 @@ typedef struct serve_pod_flags {
     "                               keeps N pods started, before any call and through\n" \
     "                               the idle TTL, re-started when one goes (default 0;\n" \
     "                               its annotation fn.kpt.dev/min-ready-pods: \"N\" wins)\n" \
+    "  --base-pod-template-name N   the PodTemplate function pods are made from, read\n" \
+    "                               from the pod namespace (default base-pod-template,\n" \
+    "                               as Porch); created from the built-in one when missing\n" \
+    "  --base-service-template-name N  the ServiceTemplate of their Services (default\n" \
+    "                               base-service-template)\n" \
+    "  --skip-template-creation     never create them: a missing one is an error\n" \
+    "  --template-wait-timeout DUR  wait up to DUR for a missing one to appear (default 0)\n" \
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP

@@ -114,6 +114,15 @@ typedef struct pod_cache_opts {
      * commands). */
     const char *owner;
     int64_t lease_ns;
+    /* The base templates, read from the cluster by the cache from its start
+     * (kube_templates; a pod to create meanwhile waits for them, and fails
+     * with their error, which the next one retries): pods and Services
+     * are made from them, stamped with the PodTemplate's version, and a pod
+     * of another version is neither adopted nor, once the version changes,
+     * given new calls: it is deleted when its calls are done, as Porch
+     * replaces it. NULL: the built-in template (pod_template), version
+     * inline-v1 (one-shot commands). */
+    const struct kube_templates_opts *templates;
 } pod_cache_opts;
 
 /* What a caller gets; strings live until the callback returns. */
