@@ -125,6 +125,23 @@ static void fail(tmpl *m, const char *why)
     buf_free(&msg);
 }
 
+/* A 404 for the kind itself (its CRD is not installed) names no object;
+ * one for a missing object of a served kind has details.name. */
+static int kind_missing(const kube_result *r)
+{
+    return r->not_found && !kube_path_str(r->obj, "details.name");
+}
+
+static void no_crd(tmpl *m)
+{
+    kube_templates *t = m->t;
+    log_warn("the cluster has no ServiceTemplate kind (config.porch.kpt.dev/v1alpha1; install its "
+             "CRD from deploy/): function Services are made from the built-in template");
+    m->no_crd = m->held = 1;
+    if (t->pod.held)
+        answer(t, NULL);
+}
+
 static void on_created(const kube_result *r, void *ctx)
 {
     tmpl *m = ctx;
@@ -137,15 +154,8 @@ static void on_created(const kube_result *r, void *ctx)
     }
     if (r->already_exists)   /* someone else was first: read theirs */
         return find(m);
-    kube_templates *t = m->t;
-    if (r->not_found && m == &t->svc) {   /* no such kind: the CRD is not installed */
-        log_warn("the cluster has no ServiceTemplate kind (config.porch.kpt.dev/v1alpha1; install "
-                 "its CRD from deploy/): function Services are made from the built-in template");
-        m->no_crd = m->held = 1;
-        if (t->pod.held)
-            answer(t, NULL);
-        return;
-    }
+    if (r->not_found && m == &m->t->svc)
+        return no_crd(m);
     fail(m, r->error);
 }
 
@@ -205,6 +215,8 @@ static void on_get(const kube_result *r, void *ctx)
         return;
     if (r->ok)
         return keep(m, r->obj);
+    if (m == &m->t->svc && kind_missing(r))
+        return no_crd(m);
     if (r->not_found)
         return missing(m);
     fail(m, r->error);

@@ -14,6 +14,7 @@ import json
 import threading
 
 import pytest
+import yaml
 
 from krmtest import CLIENT_BIN, run_cli
 from test_hostile_kube import NS, FakeAPI, kubeconfig
@@ -89,9 +90,11 @@ class Cluster:
         if path == base:        # the watch's list, by name
             return f.send(h, 200, {"kind": "List", "metadata": {"resourceVersion": "50"},
                                    "items": [obj] if obj else []})
-        if obj is None:
+        if obj is None:   # as the API server answers for a missing object of a served kind
+            name = path.rsplit('/', 1)[1]
             return f.send(h, 404, {"kind": "Status", "code": 404, "reason": "NotFound",
-                                   "message": f"{path.rsplit('/', 1)[1]} not found"})
+                                   "message": f"{name} not found",
+                                   "details": {"name": name, "kind": base.rsplit("/", 1)[1]}})
         f.send(h, 200, obj)
 
     def post_template(self, f, h, path, query):
@@ -103,9 +106,9 @@ class Cluster:
         f.send(h, 201, obj)
 
     def post_object(self, f, h, path, query):
-        obj = json.loads(h.body)
+        obj = yaml.safe_load(h.body)   # the built-in Service is sent as YAML
         with self.lock:
-            self.posts.append((path, json.loads(h.body)))
+            self.posts.append((path, yaml.safe_load(h.body)))
         obj.setdefault("metadata", {}).update(name=obj["metadata"].get("name") or "fn-pod-1",
                                                uid="u-1", resourceVersion="1")
         f.send(h, 201, obj)
@@ -227,6 +230,20 @@ def test_wait_timeout_waits_for_the_template_to_appear(start_server, tmp_path, m
     assert pod["metadata"]["annotations"]["fn.kpt.dev/template-version"] == "44"
     assert cluster.gets[PODTEMPLATES] >= 3 and not cluster.posted(PODTEMPLATES)
     assert "waiting up to 20 s for it to appear" in srv.stderr()
+
+
+def test_a_cluster_without_the_servicetemplate_kind_gets_the_built_in_service(
+        start_server, tmp_path, make_cluster):
+    """Its CRD not installed: the API server answers 404 naming no object,
+    for the GET and the POST alike; even with --skip-template-creation the
+    Services are the built-in one's (logged), as before templates were read."""
+    cluster = make_cluster(pod_template=custom_pod_template())
+    cluster.fake.routes = [r for r in cluster.fake.routes if r[1] != SERVICETEMPLATES]
+    srv = serve(start_server, tmp_path, cluster, "--skip-template-creation")
+    pod, svc = pod_posted(srv, cluster)
+    assert pod["metadata"]["labels"]["team"] == "a"
+    assert svc["spec"]["ports"] == [{"protocol": "TCP", "port": 9446, "targetPort": 9446}]
+    assert "the cluster has no ServiceTemplate kind" in srv.stderr()
 
 
 def test_a_template_without_the_function_container_is_refused(start_server, tmp_path, make_cluster):
