@@ -743,6 +743,9 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     o->pod.service_template = o->porch.base_service_template;
     o->pod.template_wait = o->porch.template_wait_timeout;
     o->pod.skip_templates = o->porch.skip_template_creation;
+    o->pod.private_registries = o->porch.private_registries;
+    o->pod.auth_secret_path = o->porch.auth_secret_path;
+    o->pod.auth_secret_name = o->porch.auth_secret_name;
     if (o->pod_ns) {   /* Porch's names win over ours */
         o->pod.ns = o->pod_ns;
         o->pod.ns_flag = "--pod-namespace";
@@ -766,7 +769,10 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     if (r.exec_enabled) {
         serve_sandbox_secrets secrets = {.function_config = o->config,
                                          .docker_config = reg->docker_config,
-                                         .kubeconfig = o->pod.kubeconfig};
+                                         .kubeconfig = o->pod.kubeconfig,
+                                         .registry_auth = o->pod.private_registries <= 0 ? NULL
+                                             : o->pod.auth_secret_path ? o->pod.auth_secret_path
+                                             : SERVE_POD_AUTH_PATH};
         if (!(sb = serve_sandbox_start(&o->sandbox, r.functions_dir, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)

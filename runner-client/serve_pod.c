@@ -2,11 +2,14 @@
 #include "serve_pod.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/duration.h"
+#include "core/fdio.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/numparse.h"
 #include "grpc/metrics.h"
@@ -21,6 +24,7 @@
 #include "runtime/health_check.h"
 
 #define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+#define SERVE_POD_AUTH_SECRET "auth-secret"   /* Porch's default */
 _Static_assert(SERVE_POD_MAX_PODS == POD_MAX_PER_FUNCTION, "one cap, said twice");
 #define SERVE_POD_MAX_RETRIES 10   /* each retry may wait for a pod: bounded */
 
@@ -35,7 +39,30 @@ struct serve_pod {
     char replica[254];         /* --replica-name, $POD_NAME or the host name */
     int min_ready;             /* --min-ready-pods */
     kube_templates_opts templates;   /* the base templates the cache reads */
+    buf auth;                  /* --enable-private-registries: the dockerconfigjson's bytes */
 };
+
+#define SERVE_POD_AUTH_MAX (1u << 20)   /* a Secret's own limit */
+
+/* The private registries' dockerconfigjson, read whole and checked: a
+ * Docker config with an "auths" object (Porch reads its auths). */
+static int read_auth(serve_pod *p, const char *path, buf *err)
+{
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, path, 0, SERVE_POD_AUTH_MAX, &p->auth, why) < 0)
+        return buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): %s", path,
+                          why), -1;
+    buf perr = {0};
+    json *v = json_parse(p->auth.data, p->auth.len, &perr);
+    const json *auths = json_get(v, "auths");
+    if (!v || !auths || auths->type != JSON_OBJECT)
+        buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): not a "
+                   "dockerconfigjson (a JSON object with \"auths\"): %s", path,
+                   perr.data ? perr.data : "no \"auths\" object");
+    json_free(v);
+    buf_free(&perr);
+    return err->len ? -1 : 0;
+}
 
 static void serve_pod_metrics(buf *out, void *ctx)
 {
@@ -84,6 +111,13 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
         if (names[i][0] && !dns1123_subdomain_valid(names[i][0]))
             return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 subdomain (a "
                               "Kubernetes object name)", names[i][0], names[i][1]), -1;
+    if (f->private_registries > 0 && f->auth_secret_name && !dns1123_subdomain_valid(f->auth_secret_name))
+        return buf_printf(err, "invalid value \"%s\" for --registry-auth-secret-name: want a DNS-1123 "
+                          "subdomain (a Kubernetes object name)", f->auth_secret_name), -1;
+    if (f->private_registries > 0 && f->registry && f->registry->docker_config)
+        return buf_printf(err, "--docker-config and --enable-private-registries both give the "
+                          "registry credentials: give one (the latter reads "
+                          "--registry-auth-secret-path)"), -1;
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
         return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
                           "to 1h, such as 15s", f->lease), -1;
@@ -165,6 +199,17 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     po.templates = &p->templates;
     if (f->registry)
         po.registry = p->registry = registry_flags_opts(f->registry, 0);
+    if (f->private_registries > 0) {
+        const char *path = f->auth_secret_path ? f->auth_secret_path : SERVE_POD_AUTH_PATH;
+        if (read_auth(p, path, err) < 0) {
+            serve_pod_close(p);
+            return NULL;
+        }
+        po.registry.docker_config = p->registry.docker_config = path;   /* the lookups' credentials */
+        po.pull_secret = f->auth_secret_name ? f->auth_secret_name : SERVE_POD_AUTH_SECRET;
+        po.pull_secret_data = p->auth.data;
+        po.pull_secret_len = p->auth.len;
+    }
     /* first, as Porch checks it */
     if (!f->wrapper || !*f->wrapper) {
         buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod function "
@@ -260,5 +305,6 @@ void serve_pod_close(serve_pod *p)
     pod_cache_free(p->pc);
     kube_client_free(p->c);
     kube_config_free(&p->cfg);
+    buf_free(&p->auth);
     free(p);
 }

@@ -31,6 +31,10 @@ typedef struct serve_pod_flags {
      * --skip-template-creation (0 or 1) */
     const char *pod_template, *service_template, *template_wait;
     int skip_templates;
+    /* private registries (Porch's --enable-private-registries, on when 1):
+     * the mounted dockerconfigjson and the Secret it becomes */
+    int private_registries;
+    const char *auth_secret_path, *auth_secret_name;
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -88,10 +92,17 @@ typedef struct serve_pod_flags {
     "                               base-service-template)\n" \
     "  --skip-template-creation     never create them: a missing one is an error\n" \
     "  --template-wait-timeout DUR  wait up to DUR for a missing one to appear (default 0)\n" \
+    "  --enable-private-registries  the dockerconfigjson at --registry-auth-secret-path\n" \
+    "                               (default /var/tmp/config-secret/.dockerconfigjson, as\n" \
+    "                               Porch) gives the image lookups' credentials and becomes\n" \
+    "                               Secret --registry-auth-secret-name (default auth-secret)\n" \
+    "                               in the pod namespace, named in every function pod's\n" \
+    "                               imagePullSecrets\n" \
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP
 
+#define SERVE_POD_AUTH_PATH "/var/tmp/config-secret/.dockerconfigjson"   /* Porch's default */
 #define SERVE_POD_MAX_PODS 64   /* pods per function at most (the cache's POD_MAX_PER_FUNCTION) */
 
 typedef struct serve_pod serve_pod;

@@ -114,9 +114,10 @@ static int create_one(pod *p, int which, const char *resource, kube_result_fn *d
 void fn_create(pod *p)
 {
     kube_templates *kt = p->pc->templates;
-    if (kt && kube_templates_state(kt) != 1) {
+    if ((kt && kube_templates_state(kt) != 1) || p->pc->secret_busy) {
         p->awaits_templates = 1;   /* template_ready takes it on */
-        kube_templates_retry(kt);  /* after a failure: read again */
+        if (kt)
+            kube_templates_retry(kt);  /* after a failure: read again */
         return;
     }
     buf err = {0};
@@ -355,7 +356,7 @@ void pod_cache_off_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx)
 
 int pod_cache_busy(const pod_cache *pc)
 {
-    return pc->api_calls;
+    return pc->api_calls + (pc->templates ? kube_templates_busy(pc->templates) : 0);
 }
 
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state)
@@ -420,6 +421,8 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         }
         kube_templates_on_change(pc->templates, template_changed, pc);
     }
+    if (pc->o.pull_secret)
+        pull_secret_start(pc);
     if (pc->o.owner && owner_start(pc, err) < 0) {
         free(pc);
         return NULL;

@@ -123,6 +123,15 @@ typedef struct pod_cache_opts {
      * replaces it. NULL: the built-in template (pod_template), version
      * inline-v1 (one-shot commands). */
     const struct kube_templates_opts *templates;
+    /* Private registries (Porch's --enable-private-registries): the
+     * dockerconfigjson pull_secret_data becomes Secret pull_secret (type
+     * kubernetes.io/dockerconfigjson) in the namespace at the cache's start,
+     * created, or patched when its bytes differ (pods wait for it), and
+     * every pod made from the templates names it in imagePullSecrets.
+     * NULL: none. The bytes must outlive the cache. */
+    const char *pull_secret;
+    const char *pull_secret_data;
+    size_t pull_secret_len;
 } pod_cache_opts;
 
 /* What a caller gets; strings live until the callback returns. */

@@ -147,6 +147,7 @@ struct pod_cache {
     kube_client *c;
     pod_cache_opts o;
     struct kube_templates *templates;   /* o.templates read from the cluster, or NULL */
+    int secret_busy;           /* o.pull_secret being read or written (kube_pull_secret) */
     fn_entry *fns;
     pod_waiter *pending;       /* waiters not routed yet */
     int api_calls;             /* API requests of all pods, those that left included */
@@ -205,6 +206,9 @@ void template_retire_if_done(pod *p);
 void template_changed(const char *version, void *ctx);
 /* The templates' reading ended (ctx the cache): the pods waiting go on. */
 void template_ready(const char *error, void *ctx);
+/* kube_pull_secret: o.pull_secret read and written when it differs; then
+ * template_ready(NULL) lets the waiting pods go on. */
+void pull_secret_start(pod_cache *pc);
 /* kube_fn_table: p's Service and Pod created (p has its podId). */
 void fn_create(pod *p);
 

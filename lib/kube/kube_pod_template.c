@@ -32,7 +32,7 @@ int template_render(pod *p, int which, buf *body, const char **content_type, buf
         .wrapper_image = pc->o.wrapper_image, .entrypoint = (const char *const *)meta->entrypoint,
         .n_entrypoint = meta->n_entrypoint, .max_request_body_size = pc->o.max_request_body_size,
         .template_version = template_version(pc), .probe = POD_PROBE_EXEC,
-        .escape_dollar = 1, .owner = pc->o.owner,
+        .escape_dollar = 1, .owner = pc->o.owner, .pull_secret = pc->o.pull_secret,
     };
     const kube_templates *kt = pc->templates;
     const json *tmpl = !kt ? NULL : which == POD_TEMPLATE_POD ? kube_templates_pod(kt)
@@ -90,6 +90,8 @@ void template_ready(const char *error, void *ctx)
     pod_cache *pc = ctx;
     if (error)
         log_warn("%s", error);
+    else if (pc->secret_busy || (pc->templates && kube_templates_state(pc->templates) != 1))
+        return;   /* the other one's end takes them on */
     for (fn_entry *f = pc->fns, *next_fn; f; f = next_fn) {
         next_fn = f->next;
         for (pod *p = f->pods, *next; p; p = next) {

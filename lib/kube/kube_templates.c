@@ -316,6 +316,11 @@ void kube_templates_free(kube_templates *t)
     maybe_free(t);
 }
 
+int kube_templates_busy(const kube_templates *t)
+{
+    return busy(t);
+}
+
 int kube_templates_state(const kube_templates *t)
 {
     return t->state;

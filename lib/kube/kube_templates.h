@@ -43,6 +43,9 @@ typedef void kube_templates_ready_fn(const char *error, void *ctx);
 kube_templates *kube_templates_start(kube_client *c, const kube_templates_opts *o,
                                      kube_templates_ready_fn *ready, void *ctx, buf *err);
 void kube_templates_free(kube_templates *t);
+/* API calls in flight (a server about to exit lets them end: free t only
+ * then, or they are left allocated). */
+int kube_templates_busy(const kube_templates *t);
 /* 1 when held, 0 while read, -1 when the reading failed. */
 int kube_templates_state(const kube_templates *t);
 /* After a failure: read them again (ready runs again). */

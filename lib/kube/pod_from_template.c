@@ -60,6 +60,26 @@ static int patch_function(json *spec, const pod_template_opts *o, buf *err)
     return rc < 0 ? buf_printf(err, "out of memory"), -1 : 0;
 }
 
+/* Private registries: the Secret in imagePullSecrets, unless the template
+ * names it already (Porch's appendImagePullSecret). */
+static int add_pull_secret(json *spec, const char *name)
+{
+    if (!name)
+        return 0;
+    json *list = json_want(spec, "imagePullSecrets", JSON_ARRAY);
+    for (size_t i = 0; list && i < list->len; i++) {
+        const char *have = json_get_str(list->items[i], "name");
+        if (have && !strcmp(have, name))
+            return 0;
+    }
+    json *ref = json_new(JSON_OBJECT);
+    if (!list || !ref || set_str(ref, "name", name) < 0) {
+        json_free(ref);
+        return -1;
+    }
+    return json_push(list, ref);
+}
+
 int pod_from_template(const json *tmpl, const pod_template_opts *o, buf *out, buf *err)
 {
     json *t = template_copy(tmpl, "PodTemplate", err);
@@ -74,7 +94,8 @@ int pod_from_template(const json *tmpl, const pod_template_opts *o, buf *out, bu
                    "server into the function container)");
         goto out;
     }
-    if (set_str(inits->items[0], "image", o->wrapper_image) < 0 || patch_function(spec, o, err) < 0)
+    if (set_str(inits->items[0], "image", o->wrapper_image) < 0 || patch_function(spec, o, err) < 0 ||
+        add_pull_secret(spec, o->pull_secret) < 0)
         goto oom;
     json *meta = json_want(t, "metadata", JSON_OBJECT);
     json *labels = meta ? json_want(meta, "labels", JSON_OBJECT) : NULL;

@@ -306,6 +306,14 @@ static void pod_doc(yw *w, const pod_template_opts *o, int *oom)
     init_container(w, o);
     function_container(w, o, oom);
     volumes(w);
+    if (o->pull_secret) {
+        str(w, "imagePullSecrets");
+        seq_begin(w);
+        map_begin(w);
+        kv(w, "name", o->pull_secret);
+        map_end(w);
+        seq_end(w);
+    }
     map_end(w);
     map_end(w);
     doc_end(w);

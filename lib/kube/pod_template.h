@@ -72,6 +72,8 @@ typedef struct pod_template_opts {
     int escape_dollar;             /* protect the entrypoint from $(VAR) / $$ expansion */
     const char *owner;             /* the runner replica making it (pod_owner), annotated on
                                       the Pod and the Service; NULL: none */
+    const char *pull_secret;       /* a Secret named in imagePullSecrets (private registries);
+                                      NULL: none */
 } pod_template_opts;
 
 enum { POD_TEMPLATE_POD = 1, POD_TEMPLATE_SERVICE = 2 };

@@ -24,10 +24,6 @@ REFUSED = [
      "--pod-cache-config is a flag of Porch releases before the FunctionConfig CRD"),
     (["--function-pod-template=kpt-function-eval-pod-template"],
      "--function-pod-template is a flag of Porch releases before the FunctionConfig CRD"),
-    (["--enable-private-registries"], "--enable-private-registries is not implemented yet: the pod "
-     "runtime cannot hand a pull secret to function pods"),
-    (["--enable-private-registries=true", "--registry-auth-secret-name=auth-secret"],
-     "--enable-private-registries is not implemented yet"),
     (["--enable-private-registries-tls=true"], "--enable-private-registries-tls is not implemented yet"),
 ]
 

@@ -190,3 +190,25 @@ Test(json_edit, writing_escapes_and_numbers)
     json_free(v);
     buf_free(&out);
 }
+
+Test(pod_from_template, pull_secret_named_once)
+{
+    const char *t = "{\"template\":{\"spec\":{\"initContainers\":[{}],\"containers\":[{\"name\":"
+                    "\"function\"}],\"imagePullSecrets\":[{\"name\":\"other\"}]}}}";
+    buf err = {0};
+    pod_template_opts o = opts();
+    o.pull_secret = "auth-secret";
+    json *pod = pod_from(t, &o, &err);
+    cr_assert(pod, "%s", err.data);
+    const json *list = json_get(json_get(pod, "spec"), "imagePullSecrets");
+    cr_assert_eq(list->len, 2);
+    cr_assert_str_eq(AT(pod, "spec", "imagePullSecrets", "#1", "name"), "auth-secret");
+    json_free(pod);
+    /* named already: kept as it is */
+    const char *named = "{\"template\":{\"spec\":{\"initContainers\":[{}],\"containers\":[{\"name\":"
+                        "\"function\"}],\"imagePullSecrets\":[{\"name\":\"auth-secret\"}]}}}";
+    pod = pod_from(named, &o, &err);
+    cr_assert_eq(json_get(json_get(pod, "spec"), "imagePullSecrets")->len, 1);
+    json_free(pod);
+    buf_free(&err);
+}
