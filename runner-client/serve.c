@@ -160,6 +160,14 @@ static void runner_pod_limits(const char *image, void *ctx, int *max_pods, int *
         *waitlist = e->pod.queue_len;
 }
 
+/* An image's podExecutor.templateOverrides (JSON), or NULL. */
+static const char *runner_pod_overrides(const char *image, void *ctx)
+{
+    const runner *r = ctx;
+    const fnconfig_entry *e = fnconfig_pod_params(&r->cfg, image);
+    return e ? e->pod.overrides : NULL;
+}
+
 static void runner_warn_unsupported(const runner *r, const fnconfig *c)
 {
     for (size_t i = 0; i < c->n; i++) {
@@ -757,6 +765,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     runner r = {0};
     o->pod.ttl_for = runner_pod_ttl;   /* the FunctionConfigs r holds at the time */
     o->pod.limits_for = runner_pod_limits;
+    o->pod.overrides_for = runner_pod_overrides;
     o->pod.ttl_ctx = &r;
     if (serve_configure(&r, o) < 0)
         return 2;

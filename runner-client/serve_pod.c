@@ -186,7 +186,8 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
                          .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx,
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
-                         .limits_for = f->limits_for, .owner = p->replica,
+                         .limits_for = f->limits_for, .overrides_for = f->overrides_for,
+                         .owner = p->replica,
                          .lease_ns = lease_ns};
     int64_t wait_ns = 0;
     if (f->template_wait)

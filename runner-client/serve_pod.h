@@ -43,7 +43,9 @@ typedef struct serve_pod_flags {
     /* An image's own pod cap and waitlist (podExecutor's maxParallelExecutions
      * and preferredMaxQueueLength): changes what it has, leaves the rest. */
     void (*limits_for)(const char *image, void *ctx, int *max_pods, int *waitlist);
-    void *ttl_ctx;                 /* ttl_for's and limits_for's */
+    /* An image's podExecutor.templateOverrides as JSON, or NULL. */
+    const char *(*overrides_for)(const char *image, void *ctx);
+    void *ttl_ctx;                 /* ttl_for's, limits_for's and overrides_for's */
 } serve_pod_flags;
 
 #define SERVE_POD_FLAGS_HELP \

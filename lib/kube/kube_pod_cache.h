@@ -132,6 +132,10 @@ typedef struct pod_cache_opts {
     const char *pull_secret;
     const char *pull_secret_data;
     size_t pull_secret_len;
+    /* An image's podExecutor.templateOverrides as JSON (its FunctionConfig;
+     * NULL: none), merged into the pods made from the templates as Porch
+     * merges them. ctx: config_ctx. */
+    const char *(*overrides_for)(const char *image, void *ctx);
 } pod_cache_opts;
 
 /* What a caller gets; strings live until the callback returns. */

@@ -33,6 +33,7 @@ int template_render(pod *p, int which, buf *body, const char **content_type, buf
         .n_entrypoint = meta->n_entrypoint, .max_request_body_size = pc->o.max_request_body_size,
         .template_version = template_version(pc), .probe = POD_PROBE_EXEC,
         .escape_dollar = 1, .owner = pc->o.owner, .pull_secret = pc->o.pull_secret,
+        .overrides = pc->o.overrides_for ? pc->o.overrides_for(p->image, pc->o.config_ctx) : NULL,
     };
     const kube_templates *kt = pc->templates;
     const json *tmpl = !kt ? NULL : which == POD_TEMPLATE_POD ? kube_templates_pod(kt)

@@ -80,6 +80,65 @@ static int add_pull_secret(json *spec, const char *name)
     return json_push(list, ref);
 }
 
+/* A copy of v set as member key of obj, when v is there and not null (Go's
+ * non-nil: an empty list replaces too). */
+static int replace_with(json *obj, const char *key, const json *v)
+{
+    if (!v || v->type == JSON_NULL)
+        return 0;
+    return json_set(obj, key, json_copy(v));
+}
+
+/* Porch's mergeContainerOverrides: resources' requests and limits, envFrom
+ * and env, each replacing the container's when given. */
+static int merge_container(json *c, const json *o)
+{
+    if (!o || o->type != JSON_OBJECT)
+        return 0;
+    if (!c || c->type != JSON_OBJECT)
+        return -1;
+    const json *res = json_get(o, "resources");
+    json *have = NULL;
+    if (res && res->type == JSON_OBJECT &&
+        ((json_get(res, "requests") && json_get(res, "requests")->type != JSON_NULL) ||
+         (json_get(res, "limits") && json_get(res, "limits")->type != JSON_NULL)) &&
+        !(have = json_want(c, "resources", JSON_OBJECT)))
+        return -1;
+    if (have && (replace_with(have, "requests", json_get(res, "requests")) < 0 ||
+                 replace_with(have, "limits", json_get(res, "limits")) < 0))
+        return -1;
+    return replace_with(c, "envFrom", json_get(o, "envFrom")) < 0 ||
+           replace_with(c, "env", json_get(o, "env")) < 0 ? -1 : 0;
+}
+
+/* Porch's mergeTemplateOverrides, after its patches: serviceAccountName
+ * when not empty, the pod's securityContext, and the first init container
+ * and the first container (by index, as Porch: its contract puts the
+ * wrapper's copy and the function there). */
+static int merge_overrides(json *spec, const char *text, buf *err)
+{
+    json *ov = json_parse(text, strlen(text), err);
+    if (!ov)
+        return -1;
+    int rc = 0;
+    const char *sa = json_get_str(ov, "serviceAccountName");
+    if (sa && *sa)
+        rc = set_str(spec, "serviceAccountName", sa);
+    if (rc == 0)
+        rc = replace_with(spec, "securityContext", json_get(ov, "securityContext"));
+    const json *inits = json_get(spec, "initContainers"), *cs = json_get(spec, "containers");
+    if (rc == 0)
+        rc = merge_container(inits && inits->type == JSON_ARRAY && inits->len ? inits->items[0] : NULL,
+                             json_get(ov, "initContainer"));
+    if (rc == 0)
+        rc = merge_container(cs && cs->type == JSON_ARRAY && cs->len ? cs->items[0] : NULL,
+                             json_get(ov, "container"));
+    json_free(ov);
+    if (rc < 0)
+        buf_printf(err, "cannot apply the FunctionConfig's templateOverrides (out of memory)");
+    return rc;
+}
+
 int pod_from_template(const json *tmpl, const pod_template_opts *o, buf *out, buf *err)
 {
     json *t = template_copy(tmpl, "PodTemplate", err);
@@ -110,6 +169,8 @@ int pod_from_template(const json *tmpl, const pod_template_opts *o, buf *out, bu
     buf_free(&generate);
     if (bad)
         goto oom;
+    if (o->overrides && merge_overrides(spec, o->overrides, err) < 0)
+        goto out;
     json_obj pod;
     json_obj_begin(&pod, out);
     json_obj_string(&pod, "apiVersion", "v1");

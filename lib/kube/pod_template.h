@@ -74,6 +74,8 @@ typedef struct pod_template_opts {
                                       the Pod and the Service; NULL: none */
     const char *pull_secret;       /* a Secret named in imagePullSecrets (private registries);
                                       NULL: none */
+    const char *overrides;         /* a FunctionConfig's podExecutor.templateOverrides as JSON
+                                      (pod_from_template merges it; NULL: none) */
 } pod_template_opts;
 
 enum { POD_TEMPLATE_POD = 1, POD_TEMPLATE_SERVICE = 2 };

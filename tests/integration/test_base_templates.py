@@ -266,3 +266,61 @@ def test_bad_template_flags_refused(args, message):
     r = run_cli([CLIENT_BIN, "serve", "--port", "0", *args])
     assert r.returncode == 2, r.stderr
     assert message in r.stderr.decode(), r.stderr
+
+
+OVERRIDES_CONFIG = """\
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: FunctionConfig
+metadata:
+  name: fn
+spec:
+  image: fn
+  prefixes: ["127.0.0.1:{port}/"]
+  podExecutor:
+    tags: [v1]
+    templateOverrides:
+      serviceAccountName: function-sa
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+      initContainer:
+        resources:
+          limits: {{cpu: 100m}}
+      container:
+        resources:
+          requests: {{memory: 32Mi}}
+          limits: {{memory: "1Gi", cpu: 1}}
+        env:
+        - name: LEVEL
+          value: "3"
+        envFrom:
+        - configMapRef: {{name: fn-env}}
+"""
+
+
+def test_function_configs_template_overrides_are_merged(start_server, tmp_path, make_cluster):
+    """podExecutor.templateOverrides merged as Porch's mergeTemplateOverrides:
+    service account, pod security context, and the first init container's
+    and first container's resources (requests and limits each replaced when
+    given), env and envFrom, typed as YAML reads them (1 a number, "3" a
+    string)."""
+    cluster = make_cluster(pod_template=custom_pod_template(), service_template=custom_service_template())
+    tmpl = cluster.templates[PODTEMPLATES]
+    # as Porch, the first container: put the function container first
+    spec = tmpl["template"]["spec"]
+    spec["containers"].reverse()
+    cfg = tmp_path / "fnconfig.yaml"
+    cfg.write_text(OVERRIDES_CONFIG.format(port=cluster.fake.port))
+    srv = serve(start_server, tmp_path, cluster, "--function-config", str(cfg))
+    pod, _ = pod_posted(srv, cluster)
+    spec = pod["spec"]
+    assert spec["serviceAccountName"] == "function-sa"
+    assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 65532}
+    assert spec["initContainers"][0]["resources"] == {"limits": {"cpu": "100m"}}
+    fn = spec["containers"][0]
+    assert fn["name"] == "function"
+    assert fn["resources"] == {"limits": {"memory": "1Gi", "cpu": 1}, "requests": {"memory": "32Mi"}}
+    assert fn["env"] == [{"name": "LEVEL", "value": "3"}]
+    assert fn["envFrom"] == [{"configMapRef": {"name": "fn-env"}}]
+    assert fn["securityContext"] == {"runAsUser": 65532}   # the container's own: not touched
+    assert spec["containers"][1] == {"name": "sidecar", "image": "busybox"}

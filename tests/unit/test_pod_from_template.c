@@ -212,3 +212,56 @@ Test(pod_from_template, pull_secret_named_once)
     json_free(pod);
     buf_free(&err);
 }
+
+Test(pod_from_template, template_overrides_merged_as_porch)
+{
+    const char *t = "{\"template\":{\"spec\":{\"serviceAccountName\":\"base\",\"securityContext\":"
+                    "{\"fsGroup\":1},\"initContainers\":[{\"name\":\"copy\",\"resources\":{\"limits\":"
+                    "{\"cpu\":\"1\"}}}],\"containers\":[{\"name\":\"function\",\"env\":[{\"name\":\"A\"}],"
+                    "\"resources\":{\"requests\":{\"cpu\":\"1\"},\"limits\":{\"cpu\":\"2\"}}}]}}}";
+    static const struct { const char *ov, *field, *want; } cases[] = {
+        /* an empty serviceAccountName keeps the template's, as Porch */
+        {"{\"serviceAccountName\":\"\"}", "sa", "base"},
+        {"{\"serviceAccountName\":\"x\"}", "sa", "x"},
+        {"{\"securityContext\":{\"runAsUser\":7}}", "sc", "{\"runAsUser\":7}"},
+        {"{\"securityContext\":null}", "sc", "{\"fsGroup\":1}"},
+        /* requests only: the limits stay */
+        {"{\"container\":{\"resources\":{\"requests\":{\"cpu\":\"3\"}}}}", "res",
+         "{\"requests\":{\"cpu\":\"3\"},\"limits\":{\"cpu\":\"2\"}}"},
+        {"{\"container\":{\"env\":[]}}", "env", "[]"},   /* Go's non-nil empty list */
+        {"{\"container\":{\"envFrom\":[{\"secretRef\":{\"name\":\"s\"}}]}}", "envFrom",
+         "[{\"secretRef\":{\"name\":\"s\"}}]"},
+        {"{\"initContainer\":{\"resources\":{\"limits\":null,\"requests\":{\"memory\":\"1Mi\"}}}}", "init",
+         "{\"limits\":{\"cpu\":\"1\"},\"requests\":{\"memory\":\"1Mi\"}}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        buf err = {0}, got = {0};
+        pod_template_opts o = opts();
+        o.overrides = cases[i].ov;
+        json *pod = pod_from(t, &o, &err);
+        cr_assert(pod, "%s: %s", cases[i].ov, err.data);
+        const json *spec = json_get(pod, "spec");
+        const json *fn = json_get(spec, "containers")->items[0];
+        const char *f = cases[i].field;
+        const json *v = !strcmp(f, "sa") ? json_get(spec, "serviceAccountName")
+                      : !strcmp(f, "sc") ? json_get(spec, "securityContext")
+                      : !strcmp(f, "res") ? json_get(fn, "resources")
+                      : !strcmp(f, "init") ? json_get(json_get(spec, "initContainers")->items[0], "resources")
+                      : json_get(fn, f);
+        if (v->type == JSON_STRING)
+            buf_append_str(&got, v->str);
+        else
+            json_write_value(&got, v);
+        cr_assert_str_eq(got.data, cases[i].want, "%s", cases[i].ov);
+        json_free(pod);
+        buf_free(&err);
+        buf_free(&got);
+    }
+    /* not JSON: refused, naming why */
+    buf err = {0};
+    pod_template_opts o = opts();
+    o.overrides = "{";
+    cr_assert_null(pod_from(t, &o, &err));
+    cr_assert(err.data && strstr(err.data, "offset"), "%s", err.data);
+    buf_free(&err);
+}
