@@ -82,3 +82,37 @@ def test_hand_made_template_is_used_and_an_edit_replaces_the_pod(api, pb, k8s, i
                        f"{retired:.2f} s after the PUT")
     finally:
         r.stop()
+
+
+def test_template_overrides_reach_the_pod(api, pb, k8s, images, namespace, tmp_path):  # noqa: F811
+    """A FunctionConfig's podExecutor.templateOverrides on a real pod: the
+    function container's env and memory limit, the kubelet running it."""
+    repo, tag = images.fn.rsplit(":", 1)
+    prefix, name = repo.rsplit("/", 1)
+    cfg = tmp_path / "fnconfig.yaml"
+    cfg.write_text(f"""apiVersion: config.porch.kpt.dev/v1alpha1
+kind: FunctionConfig
+metadata:
+  name: {name}
+spec:
+  image: {name}
+  prefixes: ["{prefix}/"]
+  podExecutor:
+    tags: [{tag}]
+    templateOverrides:
+      container:
+        resources:
+          limits: {{memory: 64Mi}}
+        env:
+        - name: FROM_OVERRIDES
+          value: "yes"
+""")
+    r = Runner(pb, k8s, namespace, tmp_path, "--function-config", str(cfg))
+    try:
+        check_answer(r.evaluate(images.fn))
+        [pod] = function_pods(api, namespace)
+        fn = pod["spec"]["containers"][0]
+        assert fn["env"] == [{"name": "FROM_OVERRIDES", "value": "yes"}]
+        assert fn["resources"]["limits"] == {"memory": "64Mi"}
+    finally:
+        r.stop()
