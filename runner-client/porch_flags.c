@@ -16,8 +16,9 @@ int porch_flags_check(const porch_flags *p, buf *err)
     if (p->function_pod_template && *p->function_pod_template)
         return buf_printf(err, "--function-pod-template %s%s", old_release,
                           "function pods are made from the PodTemplate --base-pod-template-name (default base-pod-template) in the pod namespace, as porch-server makes them"), -1;
-    if (p->private_registries_tls > 0)
-        return buf_append_str(err, "--enable-private-registries-tls is not implemented yet: "
-                              "registries are reached with the system's CA store"), -1;
+    if (p->private_registries_tls > 0 && p->private_registries <= 0)
+        return buf_append_str(err, "--enable-private-registries-tls needs "
+                              "--enable-private-registries (Porch ignores it without): give both, "
+                              "or neither"), -1;
     return 0;
 }

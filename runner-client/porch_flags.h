@@ -46,8 +46,8 @@ typedef struct porch_flags {
 #define PORCH_FLAGS_HELP \
     "  Porch's flags not served yet, refused when they would change what runs:\n" \
     "  --config F, --pod-cache-config F, --function-pod-template CM (Porch before\n" \
-    "  the FunctionConfig CRD); --enable-private-registries-tls (=false taken, with\n" \
-    "  --tls-secret-path); --enable-private-registries: see the pod runtime's flags\n"
+    "  the FunctionConfig CRD); --enable-private-registries[-tls]: see the pod\n" \
+    "  runtime's flags\n"
 
 /* 0, or -1 with the first refused flag and why in err. */
 int porch_flags_check(const porch_flags *p, buf *err);

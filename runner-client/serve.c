@@ -754,6 +754,8 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     o->pod.private_registries = o->porch.private_registries;
     o->pod.auth_secret_path = o->porch.auth_secret_path;
     o->pod.auth_secret_name = o->porch.auth_secret_name;
+    o->pod.private_registries_tls = o->porch.private_registries_tls;
+    o->pod.tls_secret_path = o->porch.tls_secret_path;
     if (o->pod_ns) {   /* Porch's names win over ours */
         o->pod.ns = o->pod_ns;
         o->pod.ns_flag = "--pod-namespace";

@@ -2,6 +2,7 @@
 #include "serve_pod.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,47 @@ struct serve_pod {
     int min_ready;             /* --min-ready-pods */
     kube_templates_opts templates;   /* the base templates the cache reads */
     buf auth;                  /* --enable-private-registries: the dockerconfigjson's bytes */
+    buf ca_file;               /* --enable-private-registries-tls: the CA file's path */
 };
 
+#define SERVE_POD_TLS_PATH "/var/tmp/tls-secret/"   /* Porch's default */
 #define SERVE_POD_AUTH_MAX (1u << 20)   /* a Secret's own limit */
+
+/* The private registries' CA, as Porch finds it: ca.crt in dir, else
+ * ca.pem; read to check it is a regular file of PEM certificates within
+ * the limit (the lookups read it again, by path). */
+static int find_ca(serve_pod *p, const char *dir, buf *err)
+{
+    static const char *const names[] = {"ca.crt", "ca.pem"};
+    char why[2][FDIO_WHY_MAX];
+    for (int i = 0; i < 2; i++) {
+        buf path = {0}, pem = {0};
+        buf_printf(&path, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]);
+        int rc = path.data ? file_read_at(AT_FDCWD, path.data, 0, SERVE_POD_AUTH_MAX, &pem, why[i]) : -1;
+        if (!path.data)
+            snprintf(why[i], sizeof why[i], "out of memory");
+        int is_pem = rc == 0 && pem.data && strstr(pem.data, "-----BEGIN CERTIFICATE-----");
+        buf_free(&pem);
+        if (rc == 0 && !is_pem) {
+            buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): %s holds no PEM "
+                       "certificate (-----BEGIN CERTIFICATE-----)", dir, names[i]);
+            buf_free(&path);
+            return -1;
+        }
+        if (rc == 0) {
+            p->ca_file = path;
+            return 0;
+        }
+        buf_free(&path);
+        if (errno != ENOENT)   /* there, but unreadable: say so, not "not found" */
+            return buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): %s %s",
+                              dir, names[i], why[i]), -1;
+    }
+    /* Porch's words */
+    return buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): ca.crt not found: "
+                      "%s, and ca.pem also not found: %s", dir, why[0], why[1]), -1;
+}
+
 
 /* The private registries' dockerconfigjson, read whole and checked: a
  * Docker config with an "auths" object (Porch reads its auths). */
@@ -207,6 +246,13 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
             return NULL;
         }
         po.registry.docker_config = p->registry.docker_config = path;   /* the lookups' credentials */
+        if (f->private_registries_tls > 0) {
+            if (find_ca(p, f->tls_secret_path ? f->tls_secret_path : SERVE_POD_TLS_PATH, err) < 0) {
+                serve_pod_close(p);
+                return NULL;
+            }
+            po.registry.ca_file = p->registry.ca_file = p->ca_file.data;
+        }
         po.pull_secret = f->auth_secret_name ? f->auth_secret_name : SERVE_POD_AUTH_SECRET;
         po.pull_secret_data = p->auth.data;
         po.pull_secret_len = p->auth.len;
@@ -307,5 +353,6 @@ void serve_pod_close(serve_pod *p)
     kube_client_free(p->c);
     kube_config_free(&p->cfg);
     buf_free(&p->auth);
+    buf_free(&p->ca_file);
     free(p);
 }

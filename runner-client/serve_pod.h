@@ -33,8 +33,8 @@ typedef struct serve_pod_flags {
     int skip_templates;
     /* private registries (Porch's --enable-private-registries, on when 1):
      * the mounted dockerconfigjson and the Secret it becomes */
-    int private_registries;
-    const char *auth_secret_path, *auth_secret_name;
+    int private_registries, private_registries_tls;
+    const char *auth_secret_path, *auth_secret_name, *tls_secret_path;
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -100,6 +100,9 @@ typedef struct serve_pod_flags {
     "                               Secret --registry-auth-secret-name (default auth-secret)\n" \
     "                               in the pod namespace, named in every function pod's\n" \
     "                               imagePullSecrets\n" \
+    "  --enable-private-registries-tls  with the above: the CA ca.crt (else ca.pem) in\n" \
+    "                               --tls-secret-path (default /var/tmp/tls-secret/) is\n" \
+    "                               trusted for registries, beside the system's\n" \
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP

@@ -24,7 +24,8 @@ REFUSED = [
      "--pod-cache-config is a flag of Porch releases before the FunctionConfig CRD"),
     (["--function-pod-template=kpt-function-eval-pod-template"],
      "--function-pod-template is a flag of Porch releases before the FunctionConfig CRD"),
-    (["--enable-private-registries-tls=true"], "--enable-private-registries-tls is not implemented yet"),
+    (["--enable-private-registries-tls=true"], "--enable-private-registries-tls needs "
+     "--enable-private-registries"),
 ]
 
 

@@ -8,11 +8,16 @@ test_base_templates; tests/e2e/test_private_registry.py pulls through a
 registry that requires the login."""
 
 import base64
+import http.server
 import json
+import ssl
+import subprocess
+import threading
 
 import pytest
 
 from krmtest import CLIENT_BIN, run_cli
+from test_hostile_kube import FakeAPI
 from test_base_templates import (NS, Cluster, custom_pod_template, custom_service_template,  # noqa: F401
                                  make_cluster, pod_posted, serve)
 
@@ -127,3 +132,83 @@ def test_bad_private_registry_flags_refused(args, message):
     r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--enable-private-registries", *args])
     assert r.returncode == 2, r.stderr
     assert message in r.stderr.decode(), r.stderr
+
+
+def make_ca_and_cert(d):
+    """A CA and a server certificate for IP 127.0.0.2 it signed (openssl)."""
+    def ssl_cmd(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ssl_cmd("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca")
+    ssl_cmd("req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.2")
+    (d / "ext").write_text("subjectAltName=IP:127.0.0.2\n")
+    ssl_cmd("x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "srv.crt", "-days", "1", "-extfile", "ext")
+
+
+@pytest.fixture
+def tls_registry(tmp_path):
+    """The scripted registry (FakeAPI's image) over HTTPS on 127.0.0.2, its
+    certificate signed by a CA of the test's: (image, the CA's directory)."""
+    d = tmp_path / "tls"
+    d.mkdir()
+    make_ca_and_cert(d)
+    fake = FakeAPI()
+    fake.add_image()
+    handler = fake.srv.RequestHandlerClass
+    fake.close()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.2", 0), handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / "srv.crt", d / "srv.key")
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    (d / "ca.key").unlink()   # the secret directory holds the CA's certificate only
+    yield f"127.0.0.2:{srv.server_address[1]}/fn:v1", d
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_tls_ca_trusted_for_the_lookup(start_server, tmp_path, make_cluster, tls_registry):  # noqa: F811
+    image, ca_dir = tls_registry
+    cluster = with_secret(make_cluster(pod_template=custom_pod_template(),
+                                       service_template=custom_service_template()))
+    cluster.image = image
+    f = auth_file(tmp_path, {"auths": {}})
+    plain = serve(start_server, tmp_path, cluster, "--enable-private-registries",
+                  f"--registry-auth-secret-path={f}")
+    err = plain.evaluate_error(image=image, timeout=10)
+    assert "certificate" in err.details().lower(), err.details()
+    assert not cluster.posted(f"/api/v1/namespaces/{NS}/pods")
+    plain.stop()
+    srv = serve(start_server, tmp_path, cluster, "--enable-private-registries",
+                f"--registry-auth-secret-path={f}", "--enable-private-registries-tls",
+                f"--tls-secret-path={ca_dir}")
+    pod, _ = pod_posted(srv, cluster)
+    assert pod["spec"]["containers"][1]["image"] == image   # the function container
+
+
+@pytest.mark.parametrize("files, message", [
+    ({}, "ca.crt not found: No such file or directory, and ca.pem also not found: No such file or "
+         "directory"),
+    ({"ca.pem": "not a certificate"}, "ca.pem holds no PEM certificate"),
+], ids=["none", "not-pem"])
+def test_bad_tls_secret_refused_at_start(tmp_path, files, message):
+    d = tmp_path / "tls"
+    d.mkdir()
+    for name, text in files.items():
+        (d / name).write_text(text)
+    kc = tmp_path / "kubeconfig"
+    kc.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--kubeconfig", str(kc), "--wrapper-server-image",
+                 "example.com/w:1", "--enable-private-registries",
+                 f"--registry-auth-secret-path={auth_file(tmp_path)}",
+                 "--enable-private-registries-tls", f"--tls-secret-path={d}"])
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.decode()
+    assert f"--tls-secret-path {d} (--enable-private-registries-tls): " + message in err, err
+
+
+def test_tls_without_private_registries_refused():
+    r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--enable-private-registries-tls"])
+    assert r.returncode == 2, r.stderr
+    assert "--enable-private-registries-tls needs --enable-private-registries" in r.stderr.decode()
