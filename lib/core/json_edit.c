@@ -1,6 +1,7 @@
 /* json_edit: changing a JSON tree and writing it; see json_edit.h. */
 #include "core/json_edit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +117,7 @@ int json_write_value(buf *out, const json *v)
     case JSON_TRUE:
         return buf_append_str(out, "true");
     case JSON_NUMBER:
-        return json_write_float(out, v->number);
+        return isfinite(v->number) ? json_write_float(out, v->number) : -1;
     case JSON_STRING:
         return json_write_string(out, v->str, v->len);
     default:

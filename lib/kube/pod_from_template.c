@@ -11,6 +11,8 @@
 #define IMAGE_LABEL "fn.kpt.dev/image"
 #define VERSION_ANNOTATION "fn.kpt.dev/template-version"
 #define FUNCTION_CONTAINER "function"
+#define WRITE_FAILED "cannot write the %s: a number in the template is out of range (JSON holds " \
+                     "finite numbers only), or out of memory"
 
 /* A copy of tmpl's "template" member to edit, or NULL with why in err. */
 static json *template_copy(const json *tmpl, const char *kind, buf *err)
@@ -90,13 +92,14 @@ static int replace_with(json *obj, const char *key, const json *v)
 }
 
 /* Porch's mergeContainerOverrides: resources' requests and limits, envFrom
- * and env, each replacing the container's when given. */
+ * and env, each replacing the container's when given. -1 when out of
+ * memory; -2 when the template has no such container to merge into. */
 static int merge_container(json *c, const json *o)
 {
     if (!o || o->type != JSON_OBJECT)
         return 0;
     if (!c || c->type != JSON_OBJECT)
-        return -1;
+        return -2;
     const json *res = json_get(o, "resources");
     json *have = NULL;
     if (res && res->type == JSON_OBJECT &&
@@ -127,16 +130,19 @@ static int merge_overrides(json *spec, const char *text, buf *err)
     if (rc == 0)
         rc = replace_with(spec, "securityContext", json_get(ov, "securityContext"));
     const json *inits = json_get(spec, "initContainers"), *cs = json_get(spec, "containers");
-    if (rc == 0)
-        rc = merge_container(inits && inits->type == JSON_ARRAY && inits->len ? inits->items[0] : NULL,
-                             json_get(ov, "initContainer"));
-    if (rc == 0)
-        rc = merge_container(cs && cs->type == JSON_ARRAY && cs->len ? cs->items[0] : NULL,
-                             json_get(ov, "container"));
+    if (rc == 0 && (rc = merge_container(inits && inits->type == JSON_ARRAY && inits->len
+                                             ? inits->items[0] : NULL,
+                                         json_get(ov, "initContainer"))) == -2)
+        buf_printf(err, "the FunctionConfig's templateOverrides.initContainer has no init container "
+                   "to go to: the PodTemplate's first init container is not an object");
+    if (rc == 0 && (rc = merge_container(cs && cs->type == JSON_ARRAY && cs->len ? cs->items[0] : NULL,
+                                         json_get(ov, "container"))) == -2)
+        buf_printf(err, "the FunctionConfig's templateOverrides.container has no container to go "
+                   "to: the PodTemplate's first container is not an object");
     json_free(ov);
-    if (rc < 0)
-        buf_printf(err, "cannot apply the FunctionConfig's templateOverrides (out of memory)");
-    return rc;
+    if (rc == -1)
+        buf_printf(err, "cannot apply the FunctionConfig's templateOverrides: out of memory");
+    return rc < 0 ? -1 : 0;
 }
 
 int pod_from_template(const json *tmpl, const pod_template_opts *o, buf *out, buf *err)
@@ -179,8 +185,10 @@ int pod_from_template(const json *tmpl, const pod_template_opts *o, buf *out, bu
     pod.rc |= json_write_value(out, meta);
     json_obj_key(&pod, "spec");
     pod.rc |= json_write_value(out, spec);
-    if (json_obj_end(&pod) < 0)
-        goto oom;
+    if (json_obj_end(&pod) < 0) {
+        buf_printf(err, WRITE_FAILED, "Pod");
+        goto out;
+    }
     rc = 0;
     goto out;
 oom:
@@ -221,7 +229,7 @@ int service_from_template(const json *tmpl, const pod_template_opts *o, buf *out
     rc |= json_obj_end(&svc);
     json_free(t);
     if (rc < 0)
-        buf_printf(err, "out of memory");
+        buf_printf(err, WRITE_FAILED, "Service");
     return rc < 0 ? -1 : 0;
 }
 

@@ -188,6 +188,9 @@ Test(json_edit, writing_escapes_and_numbers)
     cr_assert_eq(json_write_value(&out, v), 0);
     cr_assert_str_eq(out.data, "[\"a\\u0000\\n\\u003c\",-0.5,9446,1e+21,{\"k\\\"\":{}}]");
     json_free(v);
+    json *inf = parse("[1e999]");   /* read as infinity: JSON cannot write it */
+    cr_assert_eq(json_write_value(&out, inf), -1);
+    json_free(inf);
     buf_free(&out);
 }
 
@@ -256,6 +259,18 @@ Test(pod_from_template, template_overrides_merged_as_porch)
         json_free(pod);
         buf_free(&err);
         buf_free(&got);
+    }
+    /* the first container is not an object (the function is the second):
+     * the overrides have nowhere to go, and say so */
+    {
+        buf err = {0};
+        pod_template_opts o = opts();
+        o.overrides = "{\"container\":{\"env\":[]}}";
+        cr_assert_null(pod_from("{\"template\":{\"spec\":{\"initContainers\":[{}],\"containers\":"
+                                "[\"x\",{\"name\":\"function\"}]}}}", &o, &err));
+        cr_assert(err.data && strstr(err.data, "templateOverrides.container has no container"), "%s",
+                  err.data);
+        buf_free(&err);
     }
     /* not JSON: refused, naming why */
     buf err = {0};
