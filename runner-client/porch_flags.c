@@ -1,8 +1,6 @@
 /* porch_flags: Porch's flags refused until served; see porch_flags.h. */
 #include "porch_flags.h"
 
-#include <stddef.h>
-
 int porch_flags_check(const porch_flags *p, buf *err)
 {
     static const char old_release[] =
@@ -17,27 +15,10 @@ int porch_flags_check(const porch_flags *p, buf *err)
                           "FunctionConfig with --function-config"), -1;
     if (p->function_pod_template && *p->function_pod_template)
         return buf_printf(err, "--function-pod-template %s%s", old_release,
-                          "the pod runtime uses Porch's built-in function pod template"), -1;
-    if (p->private_registries > 0)
-        return buf_append_str(err, "--enable-private-registries is not implemented yet: the "
-                              "pod runtime cannot hand a pull secret to function pods; pull "
-                              "from registries the nodes can reach, or run without it"), -1;
-    if (p->private_registries_tls > 0)
-        return buf_append_str(err, "--enable-private-registries-tls is not implemented yet: "
-                              "registries are reached with the system's CA store"), -1;
-    static const struct { const char *flag; size_t field; } templates[] = {
-        {"--base-pod-template-name", offsetof(porch_flags, base_pod_template)},
-        {"--base-service-template-name", offsetof(porch_flags, base_service_template)},
-        {"--template-wait-timeout", offsetof(porch_flags, template_wait_timeout)},
-    };
-    for (size_t i = 0; i < sizeof templates / sizeof templates[0]; i++)
-        if (*(const char *const *)((const char *)p + templates[i].field))
-            return buf_printf(err, "%s is not implemented yet: base templates are not read "
-                              "from the cluster; the pod runtime uses Porch's built-in pod "
-                              "and Service templates", templates[i].flag), -1;
-    if (p->skip_template_creation >= 0)
-        return buf_append_str(err, "--skip-template-creation is not implemented yet: base "
-                              "templates are not read from or created in the cluster; the pod "
-                              "runtime uses Porch's built-in pod and Service templates"), -1;
+                          "function pods are made from the PodTemplate --base-pod-template-name (default base-pod-template) in the pod namespace, as porch-server makes them"), -1;
+    if (p->private_registries_tls > 0 && p->private_registries <= 0)
+        return buf_append_str(err, "--enable-private-registries-tls needs "
+                              "--enable-private-registries (Porch ignores it without): give both, "
+                              "or neither"), -1;
     return 0;
 }

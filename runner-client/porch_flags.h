@@ -19,7 +19,8 @@ typedef struct porch_flags {
     /* private registries: their secrets are read only with the switch on */
     int private_registries, private_registries_tls;   /* -1: not given */
     const char *auth_secret_path, *auth_secret_name, *tls_secret_path;
-    /* porch-server's pod evaluator: base templates from the cluster */
+    /* porch-server's pod evaluator: base templates from the cluster (served:
+     * serve hands them to its pod runtime) */
     const char *base_pod_template, *base_service_template, *template_wait_timeout;
     int skip_template_creation;                        /* -1: not given */
 } porch_flags;
@@ -45,9 +46,8 @@ typedef struct porch_flags {
 #define PORCH_FLAGS_HELP \
     "  Porch's flags not served yet, refused when they would change what runs:\n" \
     "  --config F, --pod-cache-config F, --function-pod-template CM (Porch before\n" \
-    "  the FunctionConfig CRD); --enable-private-registries[-tls] (=false taken, with\n" \
-    "  --registry-auth-secret-path/-name and --tls-secret-path); --base-pod-template-name,\n" \
-    "  --base-service-template-name, --skip-template-creation, --template-wait-timeout\n"
+    "  the FunctionConfig CRD); --enable-private-registries[-tls]: see the pod\n" \
+    "  runtime's flags\n"
 
 /* 0, or -1 with the first refused flag and why in err. */
 int porch_flags_check(const porch_flags *p, buf *err);

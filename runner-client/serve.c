@@ -174,6 +174,14 @@ static void runner_pod_limits(const char *image, void *ctx, int *max_pods, int *
         *waitlist = e->pod.queue_len;
 }
 
+/* An image's podExecutor.templateOverrides (JSON), or NULL. */
+static const char *runner_pod_overrides(const char *image, void *ctx)
+{
+    const runner *r = ctx;
+    const fnconfig_entry *e = fnconfig_pod_params(&r->cfg, image);
+    return e ? e->pod.overrides : NULL;
+}
+
 static void runner_warn_unsupported(const runner *r, const fnconfig *c)
 {
     for (size_t i = 0; i < c->n; i++) {
@@ -864,6 +872,15 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         buf_free(&err);
         return 2;
     }
+    o->pod.pod_template = o->porch.base_pod_template;
+    o->pod.service_template = o->porch.base_service_template;
+    o->pod.template_wait = o->porch.template_wait_timeout;
+    o->pod.skip_templates = o->porch.skip_template_creation;
+    o->pod.private_registries = o->porch.private_registries;
+    o->pod.auth_secret_path = o->porch.auth_secret_path;
+    o->pod.auth_secret_name = o->porch.auth_secret_name;
+    o->pod.private_registries_tls = o->porch.private_registries_tls;
+    o->pod.tls_secret_path = o->porch.tls_secret_path;
     if (o->pod_ns) {   /* Porch's names win over ours */
         o->pod.ns = o->pod_ns;
         o->pod.ns_flag = "--pod-namespace";
@@ -875,6 +892,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     runner r = {0};
     o->pod.ttl_for = runner_pod_ttl;   /* the FunctionConfigs r holds at the time */
     o->pod.limits_for = runner_pod_limits;
+    o->pod.overrides_for = runner_pod_overrides;
     o->pod.ttl_ctx = &r;
     sandbox_config sandboxing;
     if (serve_configure(&r, o) < 0 || serve_sandbox_parse("serve", &o->sandbox, r.functions_dir, &sandboxing) < 0)
@@ -895,7 +913,10 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
     if (r.exec_enabled) {
         serve_sandbox_secrets secrets = {.function_config = o->config,
                                          .docker_config = reg->docker_config,
-                                         .kubeconfig = o->pod.kubeconfig};
+                                         .kubeconfig = o->pod.kubeconfig,
+                                         .registry_auth = o->pod.private_registries <= 0 ? NULL
+                                             : o->pod.auth_secret_path ? o->pod.auth_secret_path
+                                             : SERVE_POD_AUTH_PATH};
         if (!(sb = serve_sandbox_start("serve", &sandboxing, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)

@@ -2,17 +2,22 @@
 #include "serve_pod.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/duration.h"
+#include "core/fdio.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/numparse.h"
 #include "grpc/metrics.h"
 #include "kube/kube_client.h"
 #include "kube/kube_http.h"
 #include "kube/kube_pod_cache.h"
+#include "kube/kube_templates.h"
 #include "kube/kubeconfig.h"
 #include "kube/pod_id.h"
 #include "oci/image_ref.h"
@@ -20,6 +25,7 @@
 #include "runtime/health_check.h"
 
 #define SERVE_POD_SETTLE_NS (5LL * 1000000000)
+#define SERVE_POD_AUTH_SECRET "auth-secret"   /* Porch's default */
 _Static_assert(SERVE_POD_MAX_PODS == POD_MAX_PER_FUNCTION, "one cap, said twice");
 #define SERVE_POD_MAX_RETRIES 10   /* each retry may wait for a pod: bounded */
 
@@ -33,7 +39,69 @@ struct serve_pod {
     registry_opts registry;   /* the tag listing's (a request's Tag constraint) */
     char replica[254];         /* --replica-name, $POD_NAME or the host name */
     int min_ready;             /* --min-ready-pods */
+    kube_templates_opts templates;   /* the base templates the cache reads */
+    buf auth;                  /* --enable-private-registries: the dockerconfigjson's bytes */
+    buf ca_file;               /* --enable-private-registries-tls: the CA file's path */
 };
+
+#define SERVE_POD_TLS_PATH "/var/tmp/tls-secret/"   /* Porch's default */
+#define SERVE_POD_AUTH_MAX (1u << 20)   /* a Secret's own limit */
+
+/* The private registries' CA, as Porch finds it: ca.crt in dir, else
+ * ca.pem; read to check it is a regular file of PEM certificates within
+ * the limit (the lookups read it again, by path). */
+static int find_ca(serve_pod *p, const char *dir, buf *err)
+{
+    static const char *const names[] = {"ca.crt", "ca.pem"};
+    char why[2][FDIO_WHY_MAX];
+    for (int i = 0; i < 2; i++) {
+        buf path = {0}, pem = {0};
+        buf_printf(&path, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]);
+        int rc = path.data ? file_read_at(AT_FDCWD, path.data, 0, SERVE_POD_AUTH_MAX, &pem, why[i]) : -1;
+        if (!path.data)
+            snprintf(why[i], sizeof why[i], "out of memory");
+        int is_pem = rc == 0 && pem.data && strstr(pem.data, "-----BEGIN CERTIFICATE-----");
+        buf_free(&pem);
+        if (rc == 0 && !is_pem) {
+            buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): %s holds no PEM "
+                       "certificate (-----BEGIN CERTIFICATE-----)", dir, names[i]);
+            buf_free(&path);
+            return -1;
+        }
+        if (rc == 0) {
+            p->ca_file = path;
+            return 0;
+        }
+        buf_free(&path);
+        if (errno != ENOENT)   /* there, but unreadable: say so, not "not found" */
+            return buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): %s %s",
+                              dir, names[i], why[i]), -1;
+    }
+    /* Porch's words */
+    return buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): ca.crt not found: "
+                      "%s, and ca.pem also not found: %s", dir, why[0], why[1]), -1;
+}
+
+
+/* The private registries' dockerconfigjson, read whole and checked: a
+ * Docker config with an "auths" object (Porch reads its auths). */
+static int read_auth(serve_pod *p, const char *path, buf *err)
+{
+    char why[FDIO_WHY_MAX];
+    if (file_read_at(AT_FDCWD, path, 0, SERVE_POD_AUTH_MAX, &p->auth, why) < 0)
+        return buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): %s", path,
+                          why), -1;
+    buf perr = {0};
+    json *v = json_parse(p->auth.data, p->auth.len, &perr);
+    const json *auths = json_get(v, "auths");
+    if (!v || !auths || auths->type != JSON_OBJECT)
+        buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): not a "
+                   "dockerconfigjson (a JSON object with \"auths\"): %s", path,
+                   perr.data ? perr.data : "no \"auths\" object");
+    json_free(v);
+    buf_free(&perr);
+    return err->len ? -1 : 0;
+}
 
 static void serve_pod_metrics(buf *out, void *ctx)
 {
@@ -86,6 +154,22 @@ int serve_pod_check(const serve_pod_flags *f, buf *err)
                           f->min_ready, POD_MAX_PER_FUNCTION), -1;
     if (f->replica && *f->replica && pod_owner_name_check(f->replica, err) < 0)
         return -1;
+    if (f->template_wait && (duration_parse(f->template_wait, &ns) < 0 || ns < 0))
+        return buf_printf(err, "invalid value \"%s\" for --template-wait-timeout: want a duration "
+                          "such as 2m (0: do not wait)", f->template_wait), -1;
+    const char *const names[][2] = {{f->pod_template, "--base-pod-template-name"},
+                                    {f->service_template, "--base-service-template-name"}};
+    for (size_t i = 0; i < 2; i++)
+        if (names[i][0] && !dns1123_subdomain_valid(names[i][0]))
+            return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 subdomain (a "
+                              "Kubernetes object name)", names[i][0], names[i][1]), -1;
+    if (f->private_registries > 0 && f->auth_secret_name && !dns1123_subdomain_valid(f->auth_secret_name))
+        return buf_printf(err, "invalid value \"%s\" for --registry-auth-secret-name: want a DNS-1123 "
+                          "subdomain (a Kubernetes object name)", f->auth_secret_name), -1;
+    if (f->private_registries > 0 && f->registry && f->registry->docker_config)
+        return buf_printf(err, "--docker-config and --enable-private-registries both give the "
+                          "registry credentials: give one (the latter reads "
+                          "--registry-auth-secret-path)"), -1;
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
         return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
                           "to 1h, such as 15s", f->lease), -1;
@@ -154,13 +238,41 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
                          .ttl_ns = ttl_ns, .scan_ns = scan_ns,
                          .ttl_for = ttl_ns > 0 ? f->ttl_for : NULL, .config_ctx = f->ttl_ctx,
                          .max_pods = (int)max_pods, .waitlist = (int)waitlist,
-                         .limits_for = f->limits_for, .owner = p->replica,
+                         .limits_for = f->limits_for, .overrides_for = f->overrides_for,
+                         .owner = p->replica,
                          .lease_ns = lease_ns};
+    int64_t wait_ns = 0;
+    if (f->template_wait)
+        duration_parse(f->template_wait, &wait_ns);
+    p->templates = (kube_templates_opts){.namespace = f->ns ? f->ns : POD_DEFAULT_NAMESPACE,
+                                         .pod_name = f->pod_template,
+                                         .service_name = f->service_template,
+                                         .wrapper_image = f->wrapper,
+                                         .skip_creation = f->skip_templates > 0, .wait_ns = wait_ns};
+    po.templates = &p->templates;
     if (f->registry)
         po.registry = p->registry = registry_flags_opts(f->registry, 0);
     if (serve_pod_require(f, err) < 0) {   /* first, as Porch checks it */
         serve_pod_close(p);
         return NULL;
+    }
+    if (f->private_registries > 0) {
+        const char *path = f->auth_secret_path ? f->auth_secret_path : SERVE_POD_AUTH_PATH;
+        if (read_auth(p, path, err) < 0) {
+            serve_pod_close(p);
+            return NULL;
+        }
+        po.registry.docker_config = p->registry.docker_config = path;   /* the lookups' credentials */
+        if (f->private_registries_tls > 0) {
+            if (find_ca(p, f->tls_secret_path ? f->tls_secret_path : SERVE_POD_TLS_PATH, err) < 0) {
+                serve_pod_close(p);
+                return NULL;
+            }
+            po.registry.ca_file = p->registry.ca_file = p->ca_file.data;
+        }
+        po.pull_secret = f->auth_secret_name ? f->auth_secret_name : SERVE_POD_AUTH_SECRET;
+        po.pull_secret_data = p->auth.data;
+        po.pull_secret_len = p->auth.len;
     }
     buf why = {0};
     if (kube_config_load(&o, &p->cfg, &why) < 0 || kube_config_exec_credential(&p->cfg, &why) < 0) {
@@ -254,5 +366,7 @@ void serve_pod_close(serve_pod *p)
     pod_cache_free(p->pc);
     kube_client_free(p->c);
     kube_config_free(&p->cfg);
+    buf_free(&p->auth);
+    buf_free(&p->ca_file);
     free(p);
 }

@@ -28,6 +28,14 @@ typedef struct serve_pod_flags {
     const char *max_retries;               /* --max-grpc-retries */
     const char *replica, *lease;           /* --replica-name, --lease-duration */
     const char *min_ready;                 /* --min-ready-pods */
+    /* the base templates (Porch's pod-evaluator flags): names, wait, and
+     * --skip-template-creation (0 or 1) */
+    const char *pod_template, *service_template, *template_wait;
+    int skip_templates;
+    /* private registries (Porch's --enable-private-registries, on when 1):
+     * the mounted dockerconfigjson and the Secret it becomes */
+    int private_registries, private_registries_tls;
+    const char *auth_secret_path, *auth_secret_name, *tls_secret_path;
     const char *ns_flag, *ready_flag;      /* as typed, for errors (NULL: --namespace,
                                               --ready-timeout; Porch's names are aliases) */
     const registry_flags *registry;   /* the images' lookups; NULL: defaults */
@@ -36,7 +44,9 @@ typedef struct serve_pod_flags {
     /* An image's own pod cap and waitlist (podExecutor's maxParallelExecutions
      * and preferredMaxQueueLength): changes what it has, leaves the rest. */
     void (*limits_for)(const char *image, void *ctx, int *max_pods, int *waitlist);
-    void *ttl_ctx;                 /* ttl_for's and limits_for's */
+    /* An image's podExecutor.templateOverrides as JSON, or NULL. */
+    const char *(*overrides_for)(const char *image, void *ctx);
+    void *ttl_ctx;                 /* ttl_for's, limits_for's and overrides_for's */
 } serve_pod_flags;
 
 #define SERVE_POD_FLAGS_HELP \
@@ -78,10 +88,27 @@ typedef struct serve_pod_flags {
     "                               keeps N pods started, before any call and through\n" \
     "                               the idle TTL, re-started when one goes (default 0;\n" \
     "                               its annotation fn.kpt.dev/min-ready-pods: \"N\" wins)\n" \
+    "  --base-pod-template-name N   the PodTemplate function pods are made from, read\n" \
+    "                               from the pod namespace (default base-pod-template,\n" \
+    "                               as Porch); created from the built-in one when missing\n" \
+    "  --base-service-template-name N  the ServiceTemplate of their Services (default\n" \
+    "                               base-service-template)\n" \
+    "  --skip-template-creation     never create them: a missing one is an error\n" \
+    "  --template-wait-timeout DUR  wait up to DUR for a missing one to appear (default 0)\n" \
+    "  --enable-private-registries  the dockerconfigjson at --registry-auth-secret-path\n" \
+    "                               (default /var/tmp/config-secret/.dockerconfigjson, as\n" \
+    "                               Porch) gives the image lookups' credentials and becomes\n" \
+    "                               Secret --registry-auth-secret-name (default auth-secret)\n" \
+    "                               in the pod namespace, named in every function pod's\n" \
+    "                               imagePullSecrets\n" \
+    "  --enable-private-registries-tls  with the above: the CA ca.crt (else ca.pem) in\n" \
+    "                               --tls-secret-path (default /var/tmp/tls-secret/) is\n" \
+    "                               trusted for registries, beside the system's\n" \
     "  --warm-up-pod-cache[=false]  at start, a pod for each FunctionConfig with\n" \
     "                               podExecutor.tags (its first prefix and tag; default true)\n" \
     REGISTRY_FLAGS_HELP
 
+#define SERVE_POD_AUTH_PATH "/var/tmp/config-secret/.dockerconfigjson"   /* Porch's default */
 #define SERVE_POD_MAX_PODS 64   /* pods per function at most (the cache's POD_MAX_PER_FUNCTION) */
 
 typedef struct serve_pod serve_pod;

@@ -77,6 +77,7 @@ static int check_secrets(const char *command, const sandbox *sb, sandbox_mode mo
         {s->docker_config ? s->docker_config : docker, "the registry credentials"},
         {s->kubeconfig, "the kubeconfig"},
         {s->service_account, "the service-account directory"},
+        {s->registry_auth, "the private registries' credentials"},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof secrets / sizeof *secrets && !rc; i++) {

@@ -37,6 +37,7 @@ typedef struct serve_sandbox_flags {
 /* What is checked to be hidden from functions (NULL entries skipped). */
 typedef struct serve_sandbox_secrets {
     const char *function_config, *docker_config, *kubeconfig, *service_account;
+    const char *registry_auth;   /* --enable-private-registries' dockerconfigjson, or NULL */
 } serve_sandbox_secrets;
 
 /* The child setup of a function with its FunctionConfig's sandbox

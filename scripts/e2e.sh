@@ -105,6 +105,9 @@ else
     # RBAC enforced, as on real clusters (tests/e2e/test_rbac.py needs it; the
     # lab's admin token is in system:masters, so the rest does not notice)
     export K8S_LAB_AUTHORIZATION_MODE=${K8S_LAB_AUTHORIZATION_MODE:-RBAC}
+    # with the private registry (login required; tests/e2e/test_private_registry.py
+    # runs a function from it through serve --enable-private-registries)
+    export K8S_LAB_PRIVATE_REGISTRY=${K8S_LAB_PRIVATE_REGISTRY:-e2e:$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
     "$LAB/build-kubernetes.sh" >/dev/null          # cached after the first build
     log "starting the lab in $LAB_DIR"
     lab_env=$("$LAB/up.sh" --dir "$LAB_DIR")      # on failure it cleans up itself

@@ -37,6 +37,7 @@
 #include "core/duration.h"
 #include "core/fdio.h"
 #include "core/numparse.h"
+#include "krm/yaml_json.h"
 #include "krm/yaml_load.h"
 #include "krm/yaml_node.h"
 
@@ -68,6 +69,7 @@ static void entry_free(fnconfig_entry *e)
     free(e->binary.beneath);
     strv_free(e->pod.tags, e->pod.n_tags);
     free(e->pod.service_account);
+    free(e->pod.overrides);
     strv_free(e->go.tags, e->go.n_tags);
     free(e->go.id);
     memset(e, 0, sizeof *e);
@@ -363,6 +365,12 @@ static int parse_template_overrides(const doc_ctx *x, const yaml_node_t *n, fnco
     for (size_t i = 1; i < COUNT(known); i++)
         if (want_mapping(x, v[i], paths[i]) < 0)
             return -1;
+    buf json = {0};
+    if (yaml_node_to_json(x->d, n, &json) < 0 || !(e->pod.overrides = buf_steal(&json, NULL))) {
+        buf_free(&json);
+        return failf(x, "spec.podExecutor.templateOverrides", "not writable as JSON (a number "
+                    "such as .inf, a non-string key) or out of memory");
+    }
     e->pod.has_template_overrides = 1;
     return 0;
 }

@@ -66,6 +66,8 @@ typedef struct fnconfig_entry {
         int queue_len;             /* preferredMaxQueueLength; 0 = default */
         int has_template_overrides;
         char *service_account;     /* templateOverrides.serviceAccountName */
+        char *overrides;           /* templateOverrides as JSON (yaml_json), for the pod
+                                      runtime's merge; NULL when absent */
         int min_ready;             /* metadata.annotations fn.kpt.dev/min-ready-pods
                                       (FNCONFIG_MAX_MIN_READY at most); -1: absent */
     } pod;

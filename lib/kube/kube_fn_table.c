@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "kube/kube_templates.h"
 #include "kube/pod_template.h"
 
 /* ---- images ------------------------------------------------------------------ */
@@ -96,34 +97,33 @@ static void on_service_created(const kube_result *r, void *ctx)
 
 static int create_one(pod *p, int which, const char *resource, kube_result_fn *done, buf *err)
 {
-    const pod_cache_opts *o = &p->pc->o;
-    const registry_result *meta = &p->fn->meta;
-    pod_template_opts t = {
-        .pod_id = p->pod_id, .namespace = o->namespace, .image = p->image,
-        .wrapper_image = o->wrapper_image, .entrypoint = (const char *const *)meta->entrypoint,
-        .n_entrypoint = meta->n_entrypoint, .max_request_body_size = o->max_request_body_size,
-        .template_version = POD_DEFAULT_TEMPLATE_VERSION, .probe = POD_PROBE_EXEC,
-        .escape_dollar = 1, .owner = o->owner,
-    };
-    buf yaml = {0};
-    char why[256];
-    if (pod_template_render(&t, which, &yaml, why, sizeof why) < 0) {
-        buf_printf(err, "cannot render the function pod for %s: %s", p->image, why);
+    buf body = {0};
+    const char *type;
+    if (template_render(p, which, &body, &type, err) < 0) {
+        buf_free(&body);
         return -1;
     }
-    kube_ref ref = {"/api/v1", resource, o->namespace, NULL, NULL};
-    int rc = p->pc->api->create(p->pc->api_ctx, &ref, "application/yaml", yaml.data, yaml.len,
-                                done, p, err);
-    buf_free(&yaml);
+    kube_ref ref = {"/api/v1", resource, p->pc->o.namespace, NULL, NULL};
+    int rc = p->pc->api->create(p->pc->api_ctx, &ref, type, body.data, body.len, done, p, err);
+    buf_free(&body);
     if (rc == 0)
         pod_api_begin(p);
     return rc;
 }
 
-static void create(pod *p)
+void fn_create(pod *p)
 {
+    kube_templates *kt = p->pc->templates;
+    if ((kt && kube_templates_state(kt) != 1) || p->pc->secret_busy) {
+        p->awaits_templates = 1;   /* template_ready takes it on */
+        if (kt)
+            kube_templates_retry(kt);  /* after a failure: read again */
+        return;
+    }
     buf err = {0};
     pod_set(p, POD_EV_CREATE_SENT);
+    if (pod_set_str(&p->version, template_version(p->pc)) < 0)
+        return pod_fail(p, "out of memory", 0);
     if (create_one(p, POD_TEMPLATE_SERVICE, "services", on_service_created, &err) < 0 ||
         create_one(p, POD_TEMPLATE_POD, "pods", on_pod_created, &err) < 0)
         pod_fail(p, err.data ? err.data : "out of memory", 0);
@@ -133,7 +133,8 @@ static void create(pod *p)
 static void adopt(pod *p, const json *obj)
 {
     if (pod_set_str(&p->name, kube_path_str(obj, "metadata.name")) < 0 ||
-        pod_set_str(&p->uid, kube_path_str(obj, "metadata.uid")) < 0)
+        pod_set_str(&p->uid, kube_path_str(obj, "metadata.uid")) < 0 ||
+        pod_set_str(&p->version, template_version(p->pc)) < 0)   /* adoptable: the same */
         return pod_fail(p, "out of memory", 0);
     pod_set(p, POD_EV_ADOPTED);
     stats_for(p->pc, p->image)->adopted++;
@@ -156,13 +157,14 @@ static int adoptable(const pod *p, const json *obj)
     const json *inits = json_get(json_get(obj, "spec"), "initContainers");
     const char *wrapper = inits && inits->type == JSON_ARRAY && inits->len > 0
                               ? json_get_str(inits->items[0], "image") : NULL;
-    int ok = version && !strcmp(version, POD_DEFAULT_TEMPLATE_VERSION) && wrapper &&
+    const char *ours = template_version(p->pc);
+    int ok = version && !strcmp(version, ours) && wrapper &&
              !strcmp(wrapper, p->pc->o.wrapper_image);
     if (!ok)
         log_info("pod %s for %s not adopted: made from another template (version %s, wrapper image "
                  "%s; ours: %s, %s); left alone", kube_path_str(obj, "metadata.name") ?
                  kube_path_str(obj, "metadata.name") : "?", p->image, version ? version : "none",
-                 wrapper ? wrapper : "none", POD_DEFAULT_TEMPLATE_VERSION, p->pc->o.wrapper_image);
+                 wrapper ? wrapper : "none", ours, p->pc->o.wrapper_image);
     return ok;
 }
 
@@ -204,7 +206,7 @@ static void on_claimed(const kube_result *r, void *ctx)
     if (p->relists++ < POD_MAX_RELISTS)
         list_pods(p);
     else
-        create(p);
+        fn_create(p);
 }
 
 static void on_list(const kube_result *r, void *ctx)
@@ -243,7 +245,7 @@ static void on_list(const kube_result *r, void *ctx)
     else if (others_live && next_postfix(p))
         list_pods(p);
     else
-        create(p);
+        fn_create(p);
 }
 
 /* The image's facts are known: p's podId, then its pods by that label. */
@@ -330,6 +332,7 @@ void pod_cache_call_end(pod_cache *pc, const char *image, const char *name)
     if (p) {
         p->calls -= p->calls > 0;
         p->last_used_ns = pod_now(pc);
+        template_retire_if_done(p);
     }
 }
 
@@ -353,7 +356,7 @@ void pod_cache_off_drop(pod_cache *pc, pod_drop_fn *fn, void *ctx)
 
 int pod_cache_busy(const pod_cache *pc)
 {
-    return pc->api_calls;
+    return pc->api_calls + (pc->templates ? kube_templates_busy(pc->templates) : 0);
 }
 
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state)
@@ -413,6 +416,15 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         pc->o.max_pods = POD_MAX_PER_FUNCTION;
     if (pc->o.waitlist <= 0)
         pc->o.waitlist = POD_DEFAULT_WAITLIST;
+    if (pc->o.templates) {
+        if (!(pc->templates = kube_templates_start(c, pc->o.templates, template_ready, pc, err))) {
+            free(pc);
+            return NULL;
+        }
+        kube_templates_on_change(pc->templates, template_changed, pc);
+    }
+    if (pc->o.pull_secret)
+        pull_secret_start(pc);
     if (pc->o.owner && owner_start(pc, err) < 0) {
         free(pc);
         return NULL;
@@ -434,6 +446,7 @@ void pod_cache_free(pod_cache *pc)
     if (!pc)
         return;
     loop_timer_cancel(pc->l, pc->scan);
+    kube_templates_free(pc->templates);
     owner_stop(pc);
     warm_free(pc);   /* before the pods leave: none is started again */
     while (pc->pending) {

@@ -119,6 +119,28 @@ typedef struct pod_cache_opts {
      * the real ones, on the client given to pod_cache_new. */
     const struct pod_api *api;
     void *api_ctx;
+    /* The base templates, read from the cluster by the cache from its start
+     * (kube_templates; a pod to create meanwhile waits for them, and fails
+     * with their error, which the next one retries): pods and Services
+     * are made from them, stamped with the PodTemplate's version, and a pod
+     * of another version is neither adopted nor, once the version changes,
+     * given new calls: it is deleted when its calls are done, as Porch
+     * replaces it. NULL: the built-in template (pod_template), version
+     * inline-v1 (one-shot commands). */
+    const struct kube_templates_opts *templates;
+    /* Private registries (Porch's --enable-private-registries): the
+     * dockerconfigjson pull_secret_data becomes Secret pull_secret (type
+     * kubernetes.io/dockerconfigjson) in the namespace at the cache's start,
+     * created, or patched when its bytes differ (pods wait for it), and
+     * every pod made from the templates names it in imagePullSecrets.
+     * NULL: none. The bytes must outlive the cache. */
+    const char *pull_secret;
+    const char *pull_secret_data;
+    size_t pull_secret_len;
+    /* An image's podExecutor.templateOverrides as JSON (its FunctionConfig;
+     * NULL: none), merged into the pods made from the templates as Porch
+     * merges them. ctx: config_ctx. */
+    const char *(*overrides_for)(const char *image, void *ctx);
 } pod_cache_opts;
 
 /* A replica name pod_cache_opts.owner can be (its Lease is named after

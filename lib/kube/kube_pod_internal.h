@@ -61,6 +61,11 @@ struct pod {
     char pod_id[POD_ID_MAX + 1];
     char *name, *uid, *ip, *cluster_ip, *addr, *shown;
     char *node;                /* spec.nodeName, once scheduled */
+    char *version;             /* its template version (fn.kpt.dev/template-version), once
+                                  created or adopted */
+    int awaits_templates;      /* its create waits for the base templates */
+    int stale;                 /* made from an older template: takes no new call, and is
+                                  deleted once its calls are done (kube_pod_template) */
     pod_event last_event;      /* the last transition (for /debug/pods) */
     int64_t changed_ns;        /* and when */
     int created;               /* this cache created it (else adopted) */
@@ -145,6 +150,8 @@ struct pod_cache {
     const pod_api *api;
     void *api_ctx;
     pod_cache_opts o;
+    struct kube_templates *templates;   /* o.templates read from the cluster, or NULL */
+    int secret_busy;           /* o.pull_secret being read or written (kube_pull_secret) */
     fn_entry *fns;
     pod_waiter *pending;       /* waiters not routed yet */
     pod *held;                 /* pods that left the table, held by their API calls or watch
@@ -204,6 +211,22 @@ void pod_observe(pod *p, const json *obj);
 void pod_watch(pod *p);
 
 /* ---- kube_fn_table.c: images, lookup, create or adopt ---- */
+/* kube_pod_template: the template version pods are made from now; p's Pod
+ * or Service body (POD_TEMPLATE_POD or _SERVICE) and its content type; a
+ * stale pod deleted once it has no call; the version changed (the
+ * templates' listener, ctx the cache). */
+const char *template_version(const pod_cache *pc);
+int template_render(pod *p, int which, buf *body, const char **content_type, buf *err);
+void template_retire_if_done(pod *p);
+void template_changed(const char *version, void *ctx);
+/* The templates' reading ended (ctx the cache): the pods waiting go on. */
+void template_ready(const char *error, void *ctx);
+/* kube_pull_secret: o.pull_secret read and written when it differs; then
+ * template_ready(NULL) lets the waiting pods go on. */
+void pull_secret_start(pod_cache *pc);
+/* kube_fn_table: p's Service and Pod created (p has its podId). */
+void fn_create(pod *p);
+
 void fn_start_pod(pod *p);
 void fn_release(fn_entry *f);  /* f goes once its last pod has left */
 pod *fn_pod_named(pod_cache *pc, const char *image, const char *name);

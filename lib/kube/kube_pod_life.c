@@ -94,6 +94,7 @@ static void pod_free(pod *p)
     free(p->addr);
     free(p->shown);
     free(p->node);
+    free(p->version);
     free(p);
 }
 

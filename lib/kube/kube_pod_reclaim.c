@@ -99,6 +99,10 @@ void reclaim_idle(pod_cache *pc, const owner_listing *ls)
             int64_t ttl = reclaim_ttl(pc, p->image);
             if (p->state != POD_SERVING || !p->name || (ls && taken_over(p, ls)))
                 continue;
+            if (p->stale) {   /* normally gone at its last call's end already */
+                template_retire_if_done(p);
+                continue;
+            }
             if (!p->calls && ttl > 0 && now - p->last_used_ns >= ttl && serving > keep) {
                 serving--;
                 reclaim(p, ttl, !ls || !pod_owner_service_in_use(ls->pods, ls->n, p->pod_id, p->name));

@@ -51,16 +51,22 @@ static int count_waiters(const pod *p)
 }
 
 /* f's pods as pod_route sees them (at most POD_MAX_PER_FUNCTION); avoid
- * counts as failing: it takes a call only when no other pod can. */
-static int views(fn_entry *f, pod *avoid, pod_route_view *v, pod **by, unsigned *postfixes)
+ * counts as failing: it takes a call only when no other pod can. A stale
+ * pod (an older template) is no choice, but its postfix stays taken
+ * (*n_postfixes of them). */
+static int views(fn_entry *f, pod *avoid, pod_route_view *v, pod **by, unsigned *postfixes,
+                 int *n_postfixes)
 {
-    int n = 0;
-    for (pod *p = f->pods; p && n < POD_MAX_PER_FUNCTION; p = p->next, n++) {
+    int n = 0, np = 0;
+    for (pod *p = f->pods; p && np < POD_MAX_PER_FUNCTION; p = p->next) {
+        postfixes[np++] = p->postfix;
+        if (p->stale)
+            continue;
         v[n] = (pod_route_view){.load = p->calls + count_waiters(p),
                                 .failed = p->state == POD_FAILED || p == avoid};
-        by[n] = p;
-        postfixes[n] = p->postfix;
+        by[n++] = p;
     }
+    *n_postfixes = np;
     return n;
 }
 
@@ -89,14 +95,14 @@ void route_waiter_avoiding(fn_entry *f, pod_waiter *w, pod *avoid)
     pod_route_view v[POD_MAX_PER_FUNCTION];
     pod *by[POD_MAX_PER_FUNCTION];
     unsigned postfixes[POD_MAX_PER_FUNCTION];
-    int n = views(f, avoid, v, by, postfixes), cap, waitlist;
+    int np, n = views(f, avoid, v, by, postfixes, &np), cap, waitlist;
     limits(f->pc, f->image, &cap, &waitlist);
     if (cap > POD_MAX_PER_FUNCTION)
         cap = POD_MAX_PER_FUNCTION;
     int i = pod_route_pick(v, n, cap, waitlist, &f->rr);
     if (i != POD_ROUTE_NEW)
         return join(by[i], w);
-    pod *p = pod_new(f, pod_route_postfix(postfixes, n));
+    pod *p = pod_new(f, pod_route_postfix(postfixes, np));
     if (!p) {
         answer_oom(w);
         fn_release(f);
@@ -123,7 +129,7 @@ void route_hand_off(pod *p, fn_entry *f, const char *why)
         pod_route_view v[POD_MAX_PER_FUNCTION];
         pod *by[POD_MAX_PER_FUNCTION];
         unsigned postfixes[POD_MAX_PER_FUNCTION];
-        int n = views(f, NULL, v, by, postfixes);
+        int np, n = views(f, NULL, v, by, postfixes, &np);
         int i = n ? pod_route_pick(v, n, n, 1, &f->rr) : POD_ROUTE_NEW;
         if (i == POD_ROUTE_NEW) {
             answer(p, w, why);

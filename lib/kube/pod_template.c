@@ -188,19 +188,21 @@ static void init_container(yw *w, const pod_template_opts *o)
     seq_end(w);
 }
 
-/* Kubernetes turns "$$" into "$" and "$(VAR)" into VAR's value, and keeps
- * any other '$' as it is; doubling each '$' that comes before a '$' or a
- * '(' makes the expanded text equal the original. */
+int pod_template_arg(const char *arg, int escape_dollar, buf *out)
+{
+    if (!escape_dollar || (!strstr(arg, "$$") && !strstr(arg, "$(")))
+        return buf_append_str(out, arg);
+    int rc = 0;
+    for (const char *c = arg; *c; c++)
+        rc |= c[0] == '$' && (c[1] == '$' || c[1] == '(') ? buf_append_str(out, "$$")
+                                                          : buf_append(out, c, 1);
+    return rc;
+}
+
 static void entrypoint_arg(yw *w, const char *arg, int escape_dollar, int *oom)
 {
-    if (!escape_dollar || (!strstr(arg, "$$") && !strstr(arg, "$("))) {
-        str(w, arg);
-        return;
-    }
     buf b = {0};
-    for (const char *c = arg; *c; c++)
-        *oom |= c[0] == '$' && (c[1] == '$' || c[1] == '(') ? buf_append_str(&b, "$$")
-                                                             : buf_append(&b, c, 1);
+    *oom |= pod_template_arg(arg, escape_dollar, &b);
     str(w, b.data ? b.data : "");
     buf_free(&b);
 }
@@ -304,6 +306,14 @@ static void pod_doc(yw *w, const pod_template_opts *o, int *oom)
     init_container(w, o);
     function_container(w, o, oom);
     volumes(w);
+    if (o->pull_secret) {
+        str(w, "imagePullSecrets");
+        seq_begin(w);
+        map_begin(w);
+        kv(w, "name", o->pull_secret);
+        map_end(w);
+        seq_end(w);
+    }
     map_end(w);
     map_end(w);
     doc_end(w);

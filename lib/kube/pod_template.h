@@ -72,6 +72,10 @@ typedef struct pod_template_opts {
     int escape_dollar;             /* protect the entrypoint from $(VAR) / $$ expansion */
     const char *owner;             /* the runner replica making it (pod_owner), annotated on
                                       the Pod and the Service; NULL: none */
+    const char *pull_secret;       /* a Secret named in imagePullSecrets (private registries);
+                                      NULL: none */
+    const char *overrides;         /* a FunctionConfig's podExecutor.templateOverrides as JSON
+                                      (pod_from_template merges it; NULL: none) */
 } pod_template_opts;
 
 enum { POD_TEMPLATE_POD = 1, POD_TEMPLATE_SERVICE = 2 };
@@ -80,6 +84,12 @@ enum { POD_TEMPLATE_POD = 1, POD_TEMPLATE_SERVICE = 2 };
  * separated by "---", to out. Returns 0, or -1 with a reason in err (a value
  * that is not UTF-8, out of memory). */
 int pod_template_render(const pod_template_opts *o, int which, buf *out, char *err, size_t errlen);
+
+/* Appends one entrypoint argument as the pod's args hold it: with
+ * escape_dollar, each '$' before a '$' or a '(' doubled (Kubernetes turns
+ * "$$" into "$" and "$(VAR)" into VAR's value, and keeps any other '$', so
+ * the expanded text equals arg). 0, or -1 when out of memory. */
+int pod_template_arg(const char *arg, int escape_dollar, buf *out);
 
 /* 1 when s may be written as a plain YAML scalar and still read back as
  * that string by YAML 1.1 and 1.2 resolvers (exposed for the tests). */

@@ -34,6 +34,9 @@ typedef struct registry_opts {
     size_t n_insecure;
     const char *platform;            /* NULL: "linux/amd64" */
     long timeout_ms;                 /* per request; 0: 30 s */
+    const char *ca_file;             /* PEM CAs trusted for https:// registries beside the
+                                        system's (serve's --enable-private-registries-tls);
+                                        NULL: the system's only */
 } registry_opts;
 
 typedef struct registry_result {

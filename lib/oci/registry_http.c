@@ -339,6 +339,8 @@ static int hop_start(reg_client *c, char *url, buf *err)
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+    if (c->opts->ca_file)   /* beside the system's CA directory, which stays */
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->opts->ca_file);
     set_auth(c, c->hop_mode, c->xfer_auth);
     c->errbuf[0] = '\0';
     atomic_fetch_add(&requests_made, 1);

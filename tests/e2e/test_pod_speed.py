@@ -33,6 +33,7 @@ import pytest
 from busybox_image import push_busybox_image, registry_tls_verify
 from k8s import SLOW, is_ready
 from test_pod_runtime import check_answer, eval_kube, function_pods
+from test_base_templates import hand_made_template
 from test_pod_template import render
 from test_serve_pods import Runner, pb  # noqa: F401  (pb: the fixture Runner needs)
 from test_serve_pods import check_answer as check_answer_pb
@@ -150,23 +151,36 @@ def test_serve_calls_share_one_connection_per_pod(api, pb, k8s, images, namespac
         srv.stop()
 
 
+def create_templated_pod(api, runner, images, namespace, wrapper_args=()):
+    """The function's pod as serve makes it from the namespace's base
+    PodTemplate (created here): `pod render`'s pod, with
+    the template's resourceVersion as its template version, and
+    wrapper_args before the wrapper's own. Returns its name."""
+    rv = api.create(hand_made_template(images.init), namespace)["metadata"]["resourceVersion"]
+    info = json.loads(runner(["image", "--output", "json", images.fn], check=True).stdout)
+    pod, _ = render(runner, images, namespace, images.fn, info["digest"], info["entrypoint"],
+                    "--template-version", rv)
+    pod["spec"]["containers"][0]["args"][:0] = list(wrapper_args)
+    return api.create(pod)["metadata"]["name"]
+
+
 def test_warm_pod_lookup_is_one_api_round_trip(api, pb, k8s, runner, images, namespace,  # noqa: F811
                                                tmp_path):
-    # a Ready pod of the image, then a runner that has never seen it
-    r = runner(["pod", "create", "--dial", "pod", "--namespace", namespace, "--image", images.fn],
-               timeout=120)
-    assert r.returncode == 0, r.stderr
-    name = dict(line.split(" ", 1) for line in r.stdout.splitlines())["pod"]
+    # a Ready pod of the image, of the namespace's base template (serve's
+    # template version), then a runner that has never seen it
+    name = create_templated_pod(api, runner, images, namespace)
     api.wait_pod(namespace, name, is_ready, 30 * SLOW, "Ready")
     srv = Runner(pb, k8s, namespace, tmp_path)   # --log-level 3: one line per API request
     try:
         check_answer_pb(srv.evaluate(images.fn))
         log = srv.log.read_text()
         lookup = log[:log.index(f"pod {name} serves")]
-        # serve's own Lease (replicas) is no part of the lookup; a pod no
-        # replica owns is claimed (one PATCH of its owner annotation, on its
+        # serve's own Lease (replicas) and its reading of the base templates
+        # at start are no part of the lookup; a pod no replica owns is
+        # claimed (one PATCH of its owner annotation, on its
         # resourceVersion, so of two replicas one wins) before it serves
-        calls = [c for c in re.findall(r"API (\w+ \S+) -> ", lookup) if "/leases" not in c]
+        calls = [c for c in re.findall(r"API (\w+ \S+) -> ", lookup)
+                 if not re.search("/(leases|podtemplates|servicetemplates)", c)]
         assert len(calls) == 2 and calls[0].startswith("GET /api/v1/namespaces/"), calls
         assert calls[1].startswith("PATCH /api/v1/namespaces/") and calls[1].endswith(f"/pods/{name}"), calls
         assert f"pod {name}: adopted" in log, log[-3000:]
@@ -179,11 +193,7 @@ def test_serve_replaces_a_connection_the_pod_closed(api, pb, k8s, runner, images
     # The function's pod as Porch's template makes it, but its wrapper closes
     # connections idle for 1 s (GOAWAY, then close): serve adopts it by its
     # label, and its kept connection is gone by the second call.
-    info = json.loads(runner(["image", "--output", "json", images.fn], check=True).stdout)
-    pod, _ = render(runner, images, namespace, images.fn, info["digest"], info["entrypoint"])
-    args = pod["spec"]["containers"][0]["args"]
-    args[:0] = ["--idle-timeout", "1s"]
-    name = api.create(pod)["metadata"]["name"]
+    name = create_templated_pod(api, runner, images, namespace, ["--idle-timeout", "1s"])
     srv = Runner(pb, k8s, namespace, tmp_path)
     try:
         check_answer_pb(srv.evaluate(images.fn))

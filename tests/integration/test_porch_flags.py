@@ -24,16 +24,8 @@ REFUSED = [
      "--pod-cache-config is a flag of Porch releases before the FunctionConfig CRD"),
     (["--function-pod-template=kpt-function-eval-pod-template"],
      "--function-pod-template is a flag of Porch releases before the FunctionConfig CRD"),
-    (["--enable-private-registries"], "--enable-private-registries is not implemented yet: the pod "
-     "runtime cannot hand a pull secret to function pods"),
-    (["--enable-private-registries=true", "--registry-auth-secret-name=auth-secret"],
-     "--enable-private-registries is not implemented yet"),
-    (["--enable-private-registries-tls=true"], "--enable-private-registries-tls is not implemented yet"),
-    (["--base-pod-template-name=base-pod-template"], "--base-pod-template-name is not implemented yet: "
-     "base templates are not read from the cluster"),
-    (["--base-service-template-name", "x"], "--base-service-template-name is not implemented yet"),
-    (["--template-wait-timeout=30s"], "--template-wait-timeout is not implemented yet"),
-    (["--skip-template-creation=false"], "--skip-template-creation is not implemented yet"),
+    (["--enable-private-registries-tls=true"], "--enable-private-registries-tls needs "
+     "--enable-private-registries"),
 ]
 
 
@@ -63,6 +55,10 @@ def test_porchs_command_line_serves(start_server, tmp_path):
         "--enable-private-registries=false",
         "--registry-auth-secret-path=/var/tmp/config-secret/.dockerconfigjson",
         "--registry-auth-secret-name=auth-secret", "--enable-private-registries-tls=false",
-        "--tls-secret-path=/var/tmp/tls-secret/", "--config=", "--pod-cache-config="]
+        "--tls-secret-path=/var/tmp/tls-secret/", "--config=", "--pod-cache-config=",
+        # porch-server's pod evaluator (served: test_base_templates.py)
+        "--base-pod-template-name=base-pod-template",
+        "--base-service-template-name=base-service-template", "--skip-template-creation=false",
+        "--template-wait-timeout=0"]
     srv = start_server([], binary=CLIENT_BIN, env=env, argv=["serve", "--port", "{port}", *args])
     assert srv.check().status == srv.pb.health.HealthCheckResponse.SERVING
