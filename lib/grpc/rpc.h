@@ -91,8 +91,8 @@ struct rpc_call {
     int ended;                    /* method->end has run */
     int reset_after_status;       /* RST_STREAM(NO_ERROR) once the status is sent */
     size_t reserved;              /* of the pending-request budgets: the message's size */
-    loop_timer *deadline_timer;
-    loop_timer *stall_timer;      /* the response body waits on the client's window */
+    loop_timer deadline_timer;    /* armed while a grpc-timeout runs */
+    loop_timer stall_timer;       /* armed while the response body waits on the client's window */
     size_t stall_left;            /* body bytes not yet sent at the last stall check */
     struct grpc_reader *reader;
     rpc_segment segs[RPC_MAX_SEGMENTS];

@@ -48,6 +48,8 @@
 static void call_unreserve(rpc_call *c);
 static void call_reset_unsent(rpc_call *c, const char *why);
 static size_t call_body_left(const rpc_call *c);
+static void call_deadline_passed(loop *l, void *ctx);
+static void call_check_stall(loop *l, void *ctx);
 
 /* ---- life of a call ------------------------------------------------------ */
 
@@ -63,8 +65,9 @@ rpc_call *call_new(conn *cn, int32_t stream_id)
     c->next_in_conn = cn->calls;
     cn->calls = c;
     cn->n_calls++;
-    loop_timer_cancel(cn->srv->loop, cn->idle_timer);
-    cn->idle_timer = NULL;
+    loop_timer_init(&c->deadline_timer, call_deadline_passed, c);
+    loop_timer_init(&c->stall_timer, call_check_stall, c);
+    loop_timer_disarm(cn->srv->loop, &cn->idle_timer);
     return c;
 }
 
@@ -89,8 +92,8 @@ void call_free(rpc_call *c)
             break;
         }
     call_end_handler(c);
-    loop_timer_cancel(c->srv->loop, c->deadline_timer);
-    loop_timer_cancel(c->srv->loop, c->stall_timer);
+    loop_timer_disarm(c->srv->loop, &c->deadline_timer);
+    loop_timer_disarm(c->srv->loop, &c->stall_timer);
     if (c->method)
         metrics_call_handled(c->method, c->finished ? c->status : GRPC_CANCELLED,
                              loop_now_ns() - c->started_ns);
@@ -155,7 +158,6 @@ static void call_deadline_passed(loop *l, void *ctx)
 {
     (void)l;
     rpc_call *c = ctx;
-    c->deadline_timer = NULL;
     if (c->finished) {
         call_reset_unsent(c, "deadline passed before the client read the response");
         return;
@@ -225,13 +227,12 @@ void call_check_headers(rpc_call *c)
         c->counted = !m->server_streaming;
         c->srv->active_calls += (size_t)c->counted;
         if (c->counted) {   /* busy again: spare memory will be used */
-            loop_timer_cancel(c->srv->loop, c->srv->spares_timer);
-            c->srv->spares_timer = NULL;
+            loop_timer_disarm(c->srv->loop, &c->srv->spares_timer);
         }
         grpc_reader_init(c->reader, c->srv->cfg->max_message);
         if (c->timeout_text) {
             c->deadline_ns = loop_deadline_ns(timeout_ns);
-            c->deadline_timer = loop_timer_add(c->srv->loop, timeout_ns, call_deadline_passed, c);
+            loop_timer_arm(c->srv->loop, &c->deadline_timer, timeout_ns);
         }
     }
     buf_free(&why);
@@ -580,7 +581,6 @@ static void call_reset_unsent(rpc_call *c, const char *why)
 static void call_check_stall(loop *l, void *ctx)
 {
     rpc_call *c = ctx;
-    c->stall_timer = NULL;
     size_t left = call_body_left(c);
     if (!left)
         return;   /* all handed to the connection; its own write check goes on */
@@ -589,15 +589,15 @@ static void call_check_stall(loop *l, void *ctx)
         return;
     }
     c->stall_left = left;
-    c->stall_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, call_check_stall, c);
+    loop_timer_arm(l, &c->stall_timer, c->srv->cfg->send_stall_ns);
 }
 
 static void call_watch_stall(rpc_call *c)
 {
-    if (c->stall_timer)
+    if (loop_timer_armed(&c->stall_timer))
         return;
     c->stall_left = call_body_left(c);
-    c->stall_timer = loop_timer_add(c->srv->loop, c->srv->cfg->send_stall_ns, call_check_stall, c);
+    loop_timer_arm(c->srv->loop, &c->stall_timer, c->srv->cfg->send_stall_ns);
 }
 
 /* Error status from the transport itself, with a given HTTP status. */

@@ -43,6 +43,9 @@ _Static_assert(sizeof h2_preface - 1 == H2_PREFACE_LEN, "H2_PREFACE_LEN");
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
 static int conn_start_session(conn *c);
 static void conn_handshake_expired(loop *l, void *ctx);
+static void conn_idle_expired(loop *l, void *ctx);
+static void conn_check_write_stall(loop *l, void *ctx);
+static void conn_linger_expired(loop *l, void *ctx);
 static void conn_http1_request(void *ctx, const char *path, const char *query, http1_response *r);
 static void conn_http1_io(conn *c);
 static nghttp2_session_callbacks *server_callbacks(void);
@@ -61,7 +64,11 @@ void conn_new(server *s, int cfd)
     c->io.fd = cfd;
     c->next = s->conns;
     s->conns = c;
-    c->handshake_timer = loop_timer_add(s->loop, SERVER_HANDSHAKE_NS, conn_handshake_expired, c);
+    loop_timer_init(&c->handshake_timer, conn_handshake_expired, c);
+    loop_timer_init(&c->idle_timer, conn_idle_expired, c);
+    loop_timer_init(&c->write_timer, conn_check_write_stall, c);
+    loop_timer_init(&c->linger_timer, conn_linger_expired, c);
+    loop_timer_arm(s->loop, &c->handshake_timer, SERVER_HANDSHAKE_NS);
     conn_arm_idle(c);
     log_v(4, "connection fd %d accepted", cfd);
     /* Our SETTINGS go out once the first bytes say HTTP/2 (conn_sniff). */
@@ -77,7 +84,6 @@ static void conn_handshake_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    c->handshake_timer = NULL;
     log_v(2, "connection fd %d: no %s within %lld s; closing", c->io.fd,
           c->mode == CONN_HTTP1 ? "complete HTTP/1.1 request" : "HTTP/2 preface and SETTINGS",
           SERVER_HANDSHAKE_NS / 1000000000LL);
@@ -90,7 +96,6 @@ static void conn_idle_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    c->idle_timer = NULL;
     log_v(3, "connection fd %d idle; closing", c->io.fd);
     if (c->mode != CONN_HTTP2) {
         conn_close(c);
@@ -108,9 +113,9 @@ static void conn_idle_expired(loop *l, void *ctx)
 void conn_arm_idle(conn *c)
 {
     int64_t idle = c->srv->cfg->idle_timeout_ns;
-    if (idle <= 0 || c->closing || c->idle_timer)
+    if (idle <= 0 || c->closing || loop_timer_armed(&c->idle_timer))
         return;
-    c->idle_timer = loop_timer_add(c->srv->loop, idle, conn_idle_expired, c);
+    loop_timer_arm(c->srv->loop, &c->idle_timer, idle);
 }
 
 /* ---- the first bytes ----------------------------------------------------- */
@@ -355,8 +360,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
         !cn->got_settings) {
         cn->got_settings = 1;
-        loop_timer_cancel(cn->srv->loop, cn->handshake_timer);
-        cn->handshake_timer = NULL;
+        loop_timer_disarm(cn->srv->loop, &cn->handshake_timer);
     }
     if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
         !memcmp(frame->ping.opaque_data, server_drain_ping, 8) && cn->srv->draining &&
@@ -470,7 +474,6 @@ static nghttp2_session_callbacks *server_callbacks(void)
 static void conn_check_write_stall(loop *l, void *ctx)
 {
     conn *c = ctx;
-    c->write_timer = NULL;
     if (c->io.written == c->written_at_check) {
         log_v(2, "connection fd %d: the client read nothing for --stalled-send-timeout; closing",
               c->io.fd);
@@ -479,14 +482,13 @@ static void conn_check_write_stall(loop *l, void *ctx)
         return;
     }
     c->written_at_check = c->io.written;
-    c->write_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, conn_check_write_stall, c);
+    loop_timer_arm(l, &c->write_timer, c->srv->cfg->send_stall_ns);
 }
 
 static void conn_linger_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    c->write_timer = NULL;
     conn_close(c);
 }
 
@@ -504,11 +506,9 @@ static void conn_linger(conn *c)
         conn_close(c);
         return;
     }
-    loop_timer_cancel(c->srv->loop, c->write_timer);
-    c->write_timer = loop_timer_add(c->srv->loop, SERVER_LINGER_NS, conn_linger_expired, c);
-    if (!c->write_timer)
-        conn_close(c);
-    else if (c->watching != LOOP_READ &&
+    loop_timer_disarm(c->srv->loop, &c->write_timer);
+    loop_timer_arm(c->srv->loop, &c->linger_timer, SERVER_LINGER_NS);
+    if (c->watching != LOOP_READ &&
              loop_watch(c->srv->loop, c->io.fd, LOOP_READ, conn_on_io, c) == 0)
         c->watching = LOOP_READ;
 }
@@ -530,13 +530,11 @@ void conn_flush(conn *c)
         conn_close(c);
         return;
     }
-    if (rv == H2_IO_BLOCKED && !c->write_timer) {
+    if (rv == H2_IO_BLOCKED && !loop_timer_armed(&c->write_timer)) {
         c->written_at_check = c->io.written;
-        c->write_timer = loop_timer_add(c->srv->loop, c->srv->cfg->send_stall_ns,
-                                        conn_check_write_stall, c);
-    } else if (rv == H2_IO_OK && c->write_timer) {
-        loop_timer_cancel(c->srv->loop, c->write_timer);
-        c->write_timer = NULL;
+        loop_timer_arm(c->srv->loop, &c->write_timer, c->srv->cfg->send_stall_ns);
+    } else if (rv == H2_IO_OK) {
+        loop_timer_disarm(c->srv->loop, &c->write_timer);
     }
     uint32_t want = LOOP_READ | (rv == H2_IO_BLOCKED ? LOOP_WRITE : 0);
     if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
@@ -559,9 +557,10 @@ void conn_close(conn *c)
         call_free(c->calls);   /* a lost connection cancels its calls */
     while (c->holds)
         hold_unlink(c->holds);   /* their work goes on; nothing to hold for */
-    loop_timer_cancel(s->loop, c->handshake_timer);
-    loop_timer_cancel(s->loop, c->idle_timer);
-    loop_timer_cancel(s->loop, c->write_timer);
+    loop_timer_disarm(s->loop, &c->handshake_timer);
+    loop_timer_disarm(s->loop, &c->idle_timer);
+    loop_timer_disarm(s->loop, &c->write_timer);
+    loop_timer_disarm(s->loop, &c->linger_timer);
     log_v(4, "connection fd %d closed", c->io.fd);
     http1_free(c->h1);
     h2_io_free(&c->io);

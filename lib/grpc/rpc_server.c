@@ -63,6 +63,12 @@
 const uint8_t server_drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
 static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx);
+static void server_accept_retry(loop *l, void *ctx);
+static void server_release_spares(loop *l, void *ctx);
+static void server_send_final_goaways(loop *l, void *ctx);
+static void server_drain_step(loop *l, void *ctx);
+static void server_exit_now(loop *l, void *ctx);
+static void server_grace_expired(loop *l, void *ctx);
 
 /* ---- helpers for handlers ------------------------------------------------ */
 
@@ -107,6 +113,12 @@ server *server_new(loop *l, const rpc_server_config *cfg)
         s->cfg_copy.send_stall_ns = SERVER_SEND_STALL_NS;
     s->cfg = &s->cfg_copy;
     s->listen_fd = -1;
+    loop_timer_init(&s->accept_timer, server_accept_retry, s);
+    loop_timer_init(&s->spares_timer, server_release_spares, s);
+    loop_timer_init(&s->goaway_timer, server_send_final_goaways, s);
+    loop_timer_init(&s->grace_timer, server_grace_expired, s);
+    loop_timer_init(&s->exit_timer, server_exit_now, s);
+    loop_defer_init(&s->drain_step, server_drain_step, s);
     return s;
 }
 
@@ -213,8 +225,7 @@ int server_port(const server *s) { return s->port; }
 
 void server_resume_accept(server *s)
 {
-    loop_timer_cancel(s->loop, s->accept_timer);
-    s->accept_timer = NULL;
+    loop_timer_disarm(s->loop, &s->accept_timer);
     if (!s->accept_paused || s->listen_fd < 0)
         return;
     if (loop_watch(s->loop, s->listen_fd, LOOP_READ, server_on_accept, s) == 0)
@@ -227,7 +238,6 @@ static void server_accept_retry(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->accept_timer = NULL;
     server_resume_accept(s);
 }
 
@@ -249,8 +259,8 @@ static void server_pause_accept(server *s, int err)
         loop_unwatch(s->loop, s->listen_fd);
         s->accept_paused = 1;
     }
-    if (!s->accept_timer)
-        s->accept_timer = loop_timer_add(s->loop, SERVER_ACCEPT_BACKOFF_NS, server_accept_retry, s);
+    if (!loop_timer_armed(&s->accept_timer))
+        loop_timer_arm(s->loop, &s->accept_timer, SERVER_ACCEPT_BACKOFF_NS);
 }
 
 static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
@@ -295,7 +305,6 @@ static void server_release_spares(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->spares_timer = NULL;
     s->conns_freed = 0;
     buf_spares_release();
     h2_io_spare_release();
@@ -312,18 +321,17 @@ static void server_release_spares(loop *l, void *ctx)
  * buffers to h2_io's spares (maybe later: its read is still running). */
 void server_spares_idle(server *s, int parked)
 {
-    if (s->spares_timer ||
+    if (loop_timer_armed(&s->spares_timer) ||
         !(parked || s->conns_freed || h2_io_spare_bytes() || buf_spares_bytes()))
         return;
-    s->spares_timer = loop_timer_add(s->loop, SERVER_SPARES_IDLE_NS, server_release_spares, s);
+    loop_timer_arm(s->loop, &s->spares_timer, SERVER_SPARES_IDLE_NS);
 }
 
 /* ---- draining ------------------------------------------------------------ */
 
 static void server_close_listener(server *s)
 {
-    loop_timer_cancel(s->loop, s->accept_timer);
-    s->accept_timer = NULL;
+    loop_timer_disarm(s->loop, &s->accept_timer);
     if (s->listen_fd < 0)
         return;
     loop_unwatch(s->loop, s->listen_fd);
@@ -335,7 +343,6 @@ static void server_send_final_goaways(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->goaway_timer = NULL;
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->mode != CONN_HTTP2)
@@ -351,12 +358,11 @@ static void server_send_final_goaways(loop *l, void *ctx)
 }
 
 /* When no unary call is left, end Watch streams and let connections close.
- * Runs from a timer of its own, never inside another connection's callbacks,
+ * Runs as a deferred call of its own, never inside another connection's callbacks,
  * so that closing one connection cannot free another under its caller. */
 static void server_drain_step(loop *l, void *ctx)
 {
     server *s = ctx;
-    s->drain_step_timer = NULL;
     if (s->active_calls > 0)
         return;
     for (conn *c = s->conns, *next; c; c = next) {
@@ -370,22 +376,20 @@ static void server_drain_step(loop *l, void *ctx)
         loop_stop(s->loop);
         return;
     }
-    loop_timer_cancel(s->loop, s->goaway_timer);
-    s->goaway_timer = NULL;
+    loop_timer_disarm(s->loop, &s->goaway_timer);
     server_send_final_goaways(l, s);
 }
 
 void server_check_drained(server *s)
 {
-    if (s->draining && !s->drain_step_timer)
-        s->drain_step_timer = loop_timer_add(s->loop, 0, server_drain_step, s);
+    if (s->draining)
+        loop_defer_post(s->loop, &s->drain_step);
 }
 
 static void server_exit_now(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->exit_timer = NULL;
     log_warn("connections still open after the shutdown grace period; exiting");
     loop_stop(s->loop);
 }
@@ -394,7 +398,6 @@ static void server_grace_expired(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->grace_timer = NULL;
     s->stopping = 1;
     log_warn("shutdown grace period over: cancelling %zu call(s) still running", s->active_calls);
     for (conn *c = s->conns, *next; c; c = next) {
@@ -414,7 +417,7 @@ static void server_grace_expired(loop *l, void *ctx)
         conn_flush(c);
     }
     /* give the statuses a moment to leave, then go regardless */
-    s->exit_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_exit_now, s);
+    loop_timer_arm(s->loop, &s->exit_timer, SERVER_GOAWAY_WAIT_NS);
     server_check_drained(s);
 }
 
@@ -439,8 +442,8 @@ void server_drain(server *s)
         nghttp2_submit_ping(c->io.session, NGHTTP2_FLAG_NONE, server_drain_ping);
         conn_flush(c);
     }
-    s->goaway_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_send_final_goaways, s);
-    s->grace_timer = loop_timer_add(s->loop, s->cfg->shutdown_grace_ns, server_grace_expired, s);
+    loop_timer_arm(s->loop, &s->goaway_timer, SERVER_GOAWAY_WAIT_NS);
+    loop_timer_arm(s->loop, &s->grace_timer, s->cfg->shutdown_grace_ns);
     server_check_drained(s);
 }
 
@@ -453,11 +456,12 @@ void server_free(server *s)
     while (s->conns)
         conn_close(s->conns);
     server_close_listener(s);
-    loop_timer_cancel(s->loop, s->grace_timer);
-    loop_timer_cancel(s->loop, s->goaway_timer);
-    loop_timer_cancel(s->loop, s->exit_timer);
-    loop_timer_cancel(s->loop, s->drain_step_timer);
-    loop_timer_cancel(s->loop, s->spares_timer);
+    loop_timer_disarm(s->loop, &s->grace_timer);
+    loop_timer_disarm(s->loop, &s->goaway_timer);
+    loop_timer_disarm(s->loop, &s->exit_timer);
+    loop_defer_cancel(&s->drain_step);
+    loop_timer_disarm(s->loop, &s->spares_timer);
+    loop_timer_disarm(s->loop, &s->accept_timer);
     h2_io_spare_release();
     free(s);
 }

@@ -66,9 +66,10 @@ typedef struct conn {
     uint32_t watching;     /* events the loop watches for */
     int got_settings;      /* the client's SETTINGS arrived: handshake done */
     int closing;
-    loop_timer *handshake_timer;
-    loop_timer *idle_timer;   /* armed while the connection has no calls */
-    loop_timer *write_timer;  /* armed while the socket does not take our bytes */
+    loop_timer handshake_timer;  /* armed until the client's SETTINGS */
+    loop_timer idle_timer;    /* armed while the connection has no calls */
+    loop_timer write_timer;   /* armed while the socket does not take our bytes */
+    loop_timer linger_timer;  /* armed while lingering */
     uint64_t written_at_check;
     int large_call;           /* a message of SERVER_LARGE_MESSAGE or more since idle */
     int lingering;            /* GOAWAY sent, our side shut: reading the client's rest */
@@ -86,15 +87,15 @@ struct server {
     size_t pending_bytes;  /* reserved by all unfinished requests */
     int draining;
     int stopping;          /* grace expired: calls are being cancelled */
-    loop_timer *grace_timer;
-    loop_timer *goaway_timer;
-    loop_timer *exit_timer;
-    loop_timer *drain_step_timer;
-    loop_timer *spares_timer;   /* armed while idle with spare memory held */
+    loop_timer grace_timer;     /* the timers of a drain */
+    loop_timer goaway_timer;
+    loop_timer exit_timer;
+    loop_defer drain_step;      /* posted while draining when a call or connection ends */
+    loop_timer spares_timer;    /* armed while idle with spare memory held */
     int conns_freed;            /* connections closed since the last release */
     int accept_paused;          /* the listener is not watched: out of descriptors */
     int64_t accept_trouble_ns;  /* when accepting last started failing; 0: it works */
-    loop_timer *accept_timer;   /* retries accepting while paused */
+    loop_timer accept_timer;    /* retries accepting while paused */
 };
 
 /* ---- rpc_server.c: the server ------------------------------------------- */

@@ -410,16 +410,14 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         pc->o.max_pods = POD_MAX_PER_FUNCTION;
     if (pc->o.waitlist <= 0)
         pc->o.waitlist = POD_DEFAULT_WAITLIST;
+    loop_timer_init(&pc->scan, reclaim_scan, pc);
+    warm_init(pc);
     if (pc->o.owner && owner_start(pc, err) < 0) {
         free(pc);
         return NULL;
     }
-    if ((pc->o.ttl_ns > 0 || pc->o.ttl_for || pc->o.owner) &&
-        !(pc->scan = loop_timer_add(l, pc->o.scan_ns, reclaim_scan, pc))) {
-        owner_stop(pc);
-        free(pc);
-        return buf_printf(err, "out of memory"), NULL;
-    }
+    if (pc->o.ttl_ns > 0 || pc->o.ttl_for || pc->o.owner)
+        loop_timer_arm(l, &pc->scan, pc->o.scan_ns);
     return pc;
 }
 
@@ -428,13 +426,13 @@ void pod_cache_free(pod_cache *pc)
 {
     if (!pc)
         return;
-    loop_timer_cancel(pc->l, pc->scan);
+    loop_timer_disarm(pc->l, &pc->scan);
     owner_stop(pc);
     warm_free(pc);   /* before the pods leave: none is started again */
     while (pc->pending) {
         pod_waiter *w = pc->pending;
         pc->pending = w->next;
-        loop_timer_cancel(pc->l, w->attach);
+        loop_defer_cancel(&w->attach);
         free(w->image);
         free(w);
     }
@@ -452,11 +450,9 @@ void pod_cache_free(pod_cache *pc)
                 free(w);
             }
         p->waiters = p->parked = NULL;
-        loop_timer_cancel(pc->l, p->check_timer);
-        p->check_timer = NULL;
-        /* the loop stops with the cache: stop the watch now, not from a timer */
-        loop_timer_cancel(pc->l, p->unwatch);
-        p->unwatch = NULL;
+        loop_defer_cancel(&p->check_soon);
+        /* the loop stops with the cache: stop the watch now, not from the loop */
+        loop_defer_cancel(&p->unwatch);
         kube_watch_stop(p->watch);
         p->watch = NULL;
         if (p->state != POD_FAILED)

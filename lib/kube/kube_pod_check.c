@@ -63,7 +63,6 @@ static void check_now(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->check_timer = NULL;
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, p->name, NULL};
     if (kube_get(p->pc->c, &ref, on_checked, p, &err) == 0) {
@@ -82,12 +81,10 @@ void check_park(pod *p, pod_waiter *w, const char *why)
     w->p = p;
     w->next = p->parked;
     p->parked = w;
-    if (p->checking || p->check_timer)
+    if (p->checking || loop_defer_posted(&p->check_soon))
         return;
     log_info("pod %s for %s failed a call (%s); checking it", p->name, p->image, why);
     /* from the loop: a caller may be inside one of the cache's callbacks */
-    if (!(p->check_timer = loop_timer_add(p->pc->l, 0, check_now, p))) {
-        log_warn("pod %s: out of memory checking it; kept", p->name);
-        check_release_parked(p);
-    }
+    loop_defer_init(&p->check_soon, check_now, p);
+    loop_defer_post(p->pc->l, &p->check_soon);
 }

@@ -46,8 +46,7 @@ static void poll_endpoints(loop *l, void *ctx);
 
 static void poll_again(pod *p)
 {
-    if (!(p->poll = loop_timer_add(p->pc->l, ENDPOINTS_POLL_NS, poll_endpoints, p)))
-        pod_fail(p, "out of memory waiting for the Service's endpoints", 0);
+    loop_timer_arm(p->pc->l, &p->poll, ENDPOINTS_POLL_NS);
 }
 
 static void on_endpoints(const kube_result *r, void *ctx)
@@ -104,7 +103,6 @@ static void poll_endpoints(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->poll = NULL;
     buf err = {0}, q = {0};
     kube_ref ref = {"/api/v1", "services", p->pc->o.namespace, p->pod_id, NULL};
     kube_result_fn *fn = on_service;
@@ -146,14 +144,12 @@ static void on_health(int serving, const char *why, void *ctx)
             return pod_fail(p, "out of memory", 0);
         return pod_serve(p);
     }
-    if (!(p->health_next = loop_timer_add(p->pc->l, POD_HEALTH_RETRY_NS, health_check, p)))
-        log_warn("pod %s: out of memory; waiting for Ready", p->name);
+    loop_timer_arm(p->pc->l, &p->health_next, POD_HEALTH_RETRY_NS);
 }
 
 static void health_check(loop *l, void *ctx)
 {
     pod *p = ctx;
-    p->health_next = NULL;
     if (!(p->health = p->pc->o.health->start(l, p->addr, POD_HEALTH_TIMEOUT_NS, on_health, p)))
         log_warn("pod %s: cannot check its wrapper server at %s; waiting for Ready", p->name, p->addr);
 }
@@ -162,12 +158,12 @@ static void health_check(loop *l, void *ctx)
  * (this runs inside the watch's callback) unless a check is under way. */
 static void health_watch(pod *p, const char *ip)
 {
-    if (!p->pc->o.health || p->pc->o.dial != POD_DIAL_POD || p->health || p->health_next)
+    if (!p->pc->o.health || p->pc->o.dial != POD_DIAL_POD || p->health ||
+        loop_timer_armed(&p->health_next) || loop_defer_posted(&p->health_now))
         return;
     if (pod_set_str(&p->ip, ip) < 0 || join_addr(&p->addr, ip) < 0)
         return pod_fail(p, "out of memory", 0);
-    if (!(p->health_next = loop_timer_add(p->pc->l, 0, health_check, p)))
-        log_warn("pod %s: out of memory; waiting for Ready", p->name);
+    loop_defer_post(p->pc->l, &p->health_now);
 }
 
 static void on_ready(pod *p, const char *ip)
@@ -179,8 +175,7 @@ static void on_ready(pod *p, const char *ip)
     if (p->pc->o.dial == POD_DIAL_SERVICE) {
         p->step = READY_STEP_ENDPOINTS;
         /* from the loop: this may run inside the watch's data callback */
-        if (!(p->poll = loop_timer_add(p->pc->l, 0, poll_endpoints, p)))
-            pod_fail(p, "out of memory waiting for the Service's endpoints", 0);
+        loop_defer_post(p->pc->l, &p->poll_now);
         return;
     }
     if (join_addr(&p->addr, ip) < 0 || pod_set_str(&p->shown, p->addr) < 0)
@@ -286,4 +281,12 @@ void pod_watch(pod *p)
         pod_fail(p, err.data ? err.data : "out of memory", 0);
     buf_free(&q);
     buf_free(&err);
+}
+
+void pod_ready_init(pod *p)
+{
+    loop_timer_init(&p->poll, poll_endpoints, p);
+    loop_defer_init(&p->poll_now, poll_endpoints, p);
+    loop_timer_init(&p->health_next, health_check, p);
+    loop_defer_init(&p->health_now, health_check, p);
 }

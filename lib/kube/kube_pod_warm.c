@@ -86,9 +86,13 @@ void warm_ensure(pod_cache *pc)
 static void on_warm_timer(loop *l, void *ctx)
 {
     (void)l;
-    pod_cache *pc = ctx;
-    pc->warm_timer = NULL;
-    warm_ensure(pc);
+    warm_ensure(ctx);
+}
+
+void warm_init(pod_cache *pc)
+{
+    loop_timer_init(&pc->warm_timer, on_warm_timer, pc);
+    loop_defer_init(&pc->warm_now, on_warm_timer, pc);
 }
 
 void warm_pod_left(pod_cache *pc, const char *image, int served)
@@ -107,14 +111,14 @@ void warm_pod_left(pod_cache *pc, const char *image, int served)
         w->fails += w->fails < 30;
         w->next_try_ns = loop_deadline_ns(wait);
     }
-    if (!pc->warm_timer && !(pc->warm_timer = loop_timer_add(pc->l, wait, on_warm_timer, pc)))
-        log_warn("warm pods of %s: out of memory; the next scan starts them", image);
+    if (!loop_timer_armed(&pc->warm_timer))
+        loop_timer_arm(pc->l, &pc->warm_timer, wait);
 }
 
 void warm_free(pod_cache *pc)
 {
-    loop_timer_cancel(pc->l, pc->warm_timer);
-    pc->warm_timer = NULL;
+    loop_timer_disarm(pc->l, &pc->warm_timer);
+    loop_defer_cancel(&pc->warm_now);
     for (int i = 0; i < pc->n_warm; i++)
         free(pc->warm[i].image);
     free(pc->warm);
@@ -147,7 +151,7 @@ int pod_cache_set_warm(pod_cache *pc, const pod_warm *want, int n)
     free(pc->warm);
     pc->warm = next;
     pc->n_warm = k;
-    if (k && !pc->warm_timer)   /* from the loop, as calls are routed */
-        pc->warm_timer = loop_timer_add(pc->l, 0, on_warm_timer, pc);
+    if (k && !loop_timer_armed(&pc->warm_timer))   /* from the loop, as calls are routed */
+        loop_defer_post(pc->l, &pc->warm_now);
     return 0;
 }

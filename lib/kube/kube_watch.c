@@ -122,7 +122,7 @@ struct kube_watch {
     kube_req *stream;      /* the watch request in flight */
     int64_t stream_started_ns;
     json *refusal;         /* the Status the server answered instead of a stream (403...) */
-    loop_timer *retry;
+    loop_timer retry;      /* armed: the next list or stream after a failure */
     unsigned attempt;
     int listing, listed, relist, stopped;
 };
@@ -150,7 +150,6 @@ static void on_retry(loop *l, void *ctx)
 {
     (void)l;
     kube_watch *w = ctx;
-    w->retry = NULL;
     if (w->relist || !w->rv)
         relist(w);
     else
@@ -162,9 +161,7 @@ static void schedule(kube_watch *w)
     int64_t ns = kube_watch_backoff_ns(w->attempt);
     if (w->attempt < 64)
         w->attempt++;
-    w->retry = loop_timer_add(w->l, ns, on_retry, w);
-    if (!w->retry && w->fns.on_error)
-        w->fns.on_error("watch: out of memory scheduling the reconnect", 1, w->ctx);
+    loop_timer_arm(w->l, &w->retry, ns);
 }
 
 static void watch_free(kube_watch *w)
@@ -350,6 +347,7 @@ kube_watch *kube_watch_start(kube_client *c, const kube_ref *ref, const kube_wat
         return buf_printf(err, "out of memory"), NULL;
     w->c = c;
     w->l = kube_client_loop(c);
+    loop_timer_init(&w->retry, on_retry, w);
     w->fns = *fns;
     w->ctx = ctx;
     w->api = strdup(ref->api);
@@ -370,10 +368,8 @@ void kube_watch_stop(kube_watch *w)
         return;
     if (w->stream)
         kube_http_cancel(kube_client_http(w->c), w->stream);
-    if (w->retry)
-        loop_timer_cancel(w->l, w->retry);
+    loop_timer_disarm(w->l, &w->retry);
     w->stream = NULL;
-    w->retry = NULL;
     if (w->listing)
         w->stopped = 1;   /* a list call cannot be withdrawn: on_list frees w */
     else

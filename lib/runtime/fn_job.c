@@ -397,7 +397,7 @@ static void fn_job_check_orphans(void)
 
 static struct {
     loop *loop;
-    loop_timer *timer;
+    loop_timer timer;
     int64_t interval_ns;
     int64_t due_ns;        /* of timer */
 } look;
@@ -415,7 +415,6 @@ static void fn_job_look_after(loop *l, int64_t delay_ns);
 static void fn_job_look(loop *l, void *ctx)
 {
     (void)ctx;
-    look.timer = NULL;   /* the loop frees it */
     if (!fn_job_any_waiting())
         return;          /* the next waiting process starts the looks again */
     fn_job_check_orphans();
@@ -427,16 +426,14 @@ static void fn_job_look_after(loop *l, int64_t delay_ns)
 {
     /* A look due sooner stays: processes started one after another (a
      * busy server replaces one at each call) must not keep pushing it back. */
-    if (look.timer && look.due_ns <= loop_deadline_ns(delay_ns))
+    if (loop_timer_armed(&look.timer) && look.due_ns <= loop_deadline_ns(delay_ns))
         return;
-    loop_timer_cancel(look.loop, look.timer);
+    loop_timer_disarm(look.loop, &look.timer);
     look.loop = l;
     look.interval_ns = delay_ns;
     look.due_ns = loop_deadline_ns(delay_ns);
-    look.timer = loop_timer_add(l, delay_ns, fn_job_look, NULL);
-    if (!look.timer)
-        log_error("cannot schedule looking for processes pre-started functions leave behind: "
-                  "out of memory; they are killed when a call ends");
+    loop_timer_init(&look.timer, fn_job_look, NULL);
+    loop_timer_arm(l, &look.timer, delay_ns);
 }
 
 /* ---- finishing ---------------------------------------------------------- */
@@ -450,9 +447,8 @@ static void fn_job_finish(fn_job *job)
     fn_job_close_pipe(job, &job->fd_in);
     fn_job_close_pipe(job, &job->fd_out);
     fn_job_close_pipe(job, &job->fd_err);
-    loop_timer_cancel(job->loop, job->drain_timer);
-    loop_timer_cancel(job->loop, job->kill_timer);
-    job->drain_timer = job->kill_timer = NULL;
+    loop_timer_disarm(job->loop, &job->drain_timer);
+    loop_timer_disarm(job->loop, &job->kill_timer);
     /* Whatever the function left behind in its group goes with it. */
     if (kill(-job->pid, SIGKILL) == 0)
         log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
@@ -482,7 +478,6 @@ static void fn_job_drain_expired(loop *l, void *ctx)
 {
     (void)l;
     fn_job *job = ctx;
-    job->drain_timer = NULL;
     log_v(3, "function %d exited but its output pipes stayed open; closing them", (int)job->pid);
     fn_job_finish(job);
 }
@@ -491,7 +486,6 @@ static void fn_job_kill_expired(loop *l, void *ctx)
 {
     (void)l;
     fn_job *job = ctx;
-    job->kill_timer = NULL;
     if (kill(-job->pid, SIGKILL) == 0)
         log_v(3, "function %d: SIGKILL after the grace period", (int)job->pid);
 }
@@ -515,9 +509,7 @@ static void fn_job_exited(fn_job *job, int status)
         fn_job_finish(job);
         return;
     }
-    job->drain_timer = loop_timer_add(job->loop, FN_JOB_DRAIN_NS, fn_job_drain_expired, job);
-    if (!job->drain_timer)
-        fn_job_finish(job);
+    loop_timer_arm(job->loop, &job->drain_timer, FN_JOB_DRAIN_NS);
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -588,6 +580,8 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
     close_fd(&out[1]);
     close_fd(&err[1]);
     job->loop = l;
+    loop_timer_init(&job->drain_timer, fn_job_drain_expired, job);
+    loop_timer_init(&job->kill_timer, fn_job_kill_expired, job);
     job->done = done;
     job->ctx = ctx;
     job->fd_in = in[1];
@@ -712,13 +706,10 @@ void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *go
     fn_job_close_pipe(job, &job->fd_in);
     fn_job_close_pipe(job, &job->fd_out);
     fn_job_close_pipe(job, &job->fd_err);
-    loop_timer_cancel(job->loop, job->drain_timer);
-    job->drain_timer = NULL;
+    loop_timer_disarm(job->loop, &job->drain_timer);
     if (kill(-job->pid, SIGTERM) < 0 && errno != ESRCH)
         log_error("kill(-%d, SIGTERM): %s", (int)job->pid, strerror(errno));
-    job->kill_timer = loop_timer_add(job->loop, grace_ns, fn_job_kill_expired, job);
-    if (!job->kill_timer)
-        kill(-job->pid, SIGKILL);
+    loop_timer_arm(job->loop, &job->kill_timer, grace_ns);
 }
 
 void fn_job_free(fn_job *job)
@@ -726,6 +717,8 @@ void fn_job_free(fn_job *job)
     if (!job)
         return;
     fn_job_unlink(job);
+    loop_timer_disarm(job->loop, &job->drain_timer);
+    loop_timer_disarm(job->loop, &job->kill_timer);
     buf_free(&job->out);
     buf_free(&job->err);
     free(job);
@@ -774,8 +767,7 @@ size_t fn_job_live_count(void)
 
 void fn_job_shutdown(void)
 {
-    loop_timer_cancel(look.loop, look.timer);
-    look.timer = NULL;
+    loop_timer_disarm(look.loop, &look.timer);
     for (fn_job *j = live_jobs; j; j = j->next)
         if (!j->finished)
             kill(-j->pid, SIGKILL);
@@ -786,8 +778,8 @@ void fn_job_shutdown(void)
             log_error("waitpid(%d): %s", (int)j->pid, strerror(errno));
         for (int *fd = &j->fd_in; fd <= &j->fd_err; fd++)
             fn_job_close_pipe(j, fd);
-        loop_timer_cancel(j->loop, j->drain_timer);
-        loop_timer_cancel(j->loop, j->kill_timer);
+        loop_timer_disarm(j->loop, &j->drain_timer);
+        loop_timer_disarm(j->loop, &j->kill_timer);
         fn_job_gone_fn *gone = j->cancelled ? j->gone : NULL;
         void *gone_ctx = j->gone_ctx;
         buf_free(&j->out);

@@ -84,8 +84,8 @@ struct fn_job {
     void *ctx;
     int cancelled;
     int finished;
-    loop_timer *drain_timer;
-    loop_timer *kill_timer;
+    loop_timer drain_timer; /* armed while exited with output pipes open */
+    loop_timer kill_timer;  /* armed while cancelled and given its grace */
     fn_job_gone_fn *gone;   /* cancelled: told when the process is reaped */
     void *gone_ctx;
     fn_job *next;           /* in the table of live jobs */
