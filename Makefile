@@ -17,6 +17,9 @@ CC    ?= cc
 
 PKGS     := libprotobuf-c libnghttp2 yaml-0.1
 CPPFLAGS := -D_GNU_SOURCE -Ilib -I$(BUILD)/gen
+# No -DNDEBUG, in any build (the static release included): assert() guards
+# invariants whose breach would otherwise go on as a use after free or a
+# count gone wrong; an abort names the line instead (docs/internals.md).
 CFLAGS   := -std=c17 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers -fno-strict-aliasing
 LDLIBS    = $(shell pkg-config --libs $(PKGS))

@@ -28,6 +28,7 @@
  * for rpc_server.c's grace period as well. */
 #include "grpc/rpc.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,72 @@ static void call_check_stall(loop *l, void *ctx);
 
 /* ---- life of a call ------------------------------------------------------ */
 
+static const char *const phase_names[] = {
+    [RPC_CALL_HEADERS] = "HEADERS", [RPC_CALL_READING] = "READING",
+    [RPC_CALL_STREAMING] = "STREAMING", [RPC_CALL_FINISHED] = "FINISHED",
+    [RPC_CALL_TRAILERS_ONLY] = "TRAILERS_ONLY",
+};
+
+#define PHASE(p) (1u << (p))
+
+/* The phases each phase may go to. */
+static const unsigned phase_next[] = {
+    [RPC_CALL_HEADERS] = PHASE(RPC_CALL_READING) | PHASE(RPC_CALL_TRAILERS_ONLY),
+    [RPC_CALL_READING] = PHASE(RPC_CALL_STREAMING) | PHASE(RPC_CALL_FINISHED) |
+                         PHASE(RPC_CALL_TRAILERS_ONLY),
+    [RPC_CALL_STREAMING] = PHASE(RPC_CALL_FINISHED),
+    [RPC_CALL_FINISHED] = 0,
+    [RPC_CALL_TRAILERS_ONLY] = 0,
+};
+
+static void call_set_phase(rpc_call *c, rpc_call_phase next)
+{
+    int legal = (phase_next[c->phase] & PHASE(next)) != 0;
+    if (!legal)
+        log_error("stream %d: phase %s refused after %s", c->stream_id, phase_names[next],
+                  phase_names[c->phase]);
+    assert(legal);
+    log_v(4, "stream %d %s: %s -> %s", c->stream_id, c->path ? c->path : "",
+          phase_names[c->phase], phase_names[next]);
+    c->phase = next;
+}
+
+static const char *const handler_names[] = {
+    [RPC_HANDLER_IDLE] = "IDLE", [RPC_HANDLER_RUNNING] = "RUNNING", [RPC_HANDLER_ENDED] = "ENDED",
+};
+
+/* IDLE -> RUNNING -> ENDED, one step at a time. */
+static void call_set_handler(rpc_call *c, rpc_handler_phase next)
+{
+    int legal = next == c->handler + 1;
+    if (!legal)
+        log_error("stream %d: handler %s refused after %s", c->stream_id, handler_names[next],
+                  handler_names[c->handler]);
+    assert(legal);
+    log_v(4, "stream %d %s: handler %s -> %s", c->stream_id, c->path ? c->path : "",
+          handler_names[c->handler], handler_names[next]);
+    c->handler = next;
+}
+
+/* The handler is about to be given the call (again, for a stream). */
+static void call_handler_runs(rpc_call *c)
+{
+    if (c->handler == RPC_HANDLER_IDLE)
+        call_set_handler(c, RPC_HANDLER_RUNNING);
+    assert(c->handler == RPC_HANDLER_RUNNING);
+}
+
+int call_finished(const rpc_call *c)
+{
+    return c->phase == RPC_CALL_FINISHED || c->phase == RPC_CALL_TRAILERS_ONLY;
+}
+
+/* In the server's count of in-flight calls (a Watch is not). */
+static int call_counted(const rpc_call *c)
+{
+    return c->method && !c->method->server_streaming;
+}
+
 rpc_call *call_new(conn *cn, int32_t stream_id)
 {
     rpc_call *c = calloc(1, sizeof *c);
@@ -74,11 +141,11 @@ rpc_call *call_new(conn *cn, int32_t stream_id)
 /* Tell the handler to let go. Safe to call more than once. */
 void call_end_handler(rpc_call *c)
 {
-    if (c->ended || !c->started)
+    if (c->handler != RPC_HANDLER_RUNNING)
         return;
-    c->ended = 1;
+    call_set_handler(c, RPC_HANDLER_ENDED);
     if (c->method->end)
-        c->method->end(c, c->finished);
+        c->method->end(c, call_finished(c));
 }
 
 void call_free(rpc_call *c)
@@ -87,6 +154,7 @@ void call_free(rpc_call *c)
     server *srv = c->srv;
     for (rpc_call **p = &cn->calls; *p; p = &(*p)->next_in_conn)
         if (*p == c) {
+            assert(cn->n_calls > 0);
             *p = c->next_in_conn;
             cn->n_calls--;
             break;
@@ -95,9 +163,12 @@ void call_free(rpc_call *c)
     loop_timer_disarm(c->srv->loop, &c->deadline_timer);
     loop_timer_disarm(c->srv->loop, &c->stall_timer);
     if (c->method)
-        metrics_call_handled(c->method, c->finished ? c->status : GRPC_CANCELLED,
+        metrics_call_handled(c->method, call_finished(c) ? c->status : GRPC_CANCELLED,
                              loop_now_ns() - c->started_ns);
-    c->srv->active_calls -= (size_t)c->counted;
+    if (call_counted(c)) {
+        assert(c->srv->active_calls > 0);
+        c->srv->active_calls--;
+    }
     call_unreserve(c);
     if (c->reader) {
         grpc_reader_free(c->reader);
@@ -158,14 +229,14 @@ static void call_deadline_passed(loop *l, void *ctx)
 {
     (void)l;
     rpc_call *c = ctx;
-    if (c->finished) {
+    if (call_finished(c)) {
         call_reset_unsent(c, "deadline passed before the client read the response");
         return;
     }
     buf why = {0};
     buf_printf(&why, "deadline exceeded: the call did not finish within grpc-timeout %s",
                c->timeout_text);
-    if (c->method && c->method->deadline_note && !c->ended)
+    if (c->method && c->method->deadline_note && c->handler != RPC_HANDLER_ENDED)
         c->method->deadline_note(c, &why);
     log_v(2, "stream %d %s: %s; cancelling", c->stream_id, c->path,
           why.data ? why.data : "deadline exceeded");
@@ -198,7 +269,6 @@ void call_check_headers(rpc_call *c)
     buf why = {0};
     int64_t timeout_ns = 0;
     const rpc_method *m = NULL;
-    c->headers_done = 1;
     if (c->header_bytes > SERVER_MAX_HEADER_LIST) {
         call_refuse_headers(c, &why);
     } else if (c->bad_method) {
@@ -222,11 +292,11 @@ void call_check_headers(rpc_call *c)
     } else if (!(c->reader = calloc(1, sizeof *c->reader))) {
         call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
     } else {
+        call_set_phase(c, RPC_CALL_READING);
         c->method = m;
         metrics_call_started(m);
-        c->counted = !m->server_streaming;
-        c->srv->active_calls += (size_t)c->counted;
-        if (c->counted) {   /* busy again: spare memory will be used */
+        if (call_counted(c)) {   /* busy again: spare memory will be used */
+            c->srv->active_calls++;
             loop_timer_disarm(c->srv->loop, &c->srv->spares_timer);
         }
         grpc_reader_init(c->reader, c->srv->cfg->max_message);
@@ -266,6 +336,7 @@ static int call_reserve(rpc_call *c, size_t n)
 
 static void call_unreserve(rpc_call *c)
 {
+    assert(c->conn->pending_bytes >= c->reserved && c->srv->pending_bytes >= c->reserved);
     c->conn->pending_bytes -= c->reserved;
     c->srv->pending_bytes -= c->reserved;
     c->reserved = 0;
@@ -314,7 +385,7 @@ static int call_stream_check(rpc_call *c)
 static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t len)
 {
     rpc_call *c = ctx;
-    if (c->finished)
+    if (call_finished(c))
         return 1;   /* answered (and the answer may borrow the handler's state): drop the rest */
     if (c->method->client_streaming) {
         c->messages++;
@@ -331,7 +402,7 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
                        "grpc: compressed flag set with identity or empty encoding");
         return 1;
     }
-    c->started = 1;
+    call_handler_runs(c);
     c->conn->large_call |= len >= SERVER_LARGE_MESSAGE;
     call_unreserve(c);   /* whole: the handler's now */
     c->method->handle(c, msg, len);
@@ -344,19 +415,19 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
 static void call_report_progress(rpc_call *c)
 {
     const grpc_reader *r = c->reader;
-    if (!c->method->progress || c->finished || c->messages || r->state != GRPC_READER_BODY ||
+    if (!c->method->progress || call_finished(c) || c->messages || r->state != GRPC_READER_BODY ||
         r->msg.cap < r->msg_len)
         return;
-    c->started = 1;
+    call_handler_runs(c);
     c->method->progress(c, (const uint8_t *)r->msg.data, r->msg.len, r->msg_len);
 }
 
 void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
 {
-    if (c->finished || !c->reader)
+    if (call_finished(c) || !c->reader)
         return;   /* answered already: the rest is read and dropped */
     int rv = grpc_reader_feed(c->reader, data, len, call_on_message, c);
-    if (rv == -1 && !c->finished) {
+    if (rv == -1 && !call_finished(c)) {
         char msg[160];
         if (c->reader->state == GRPC_READER_TOO_LARGE) {
             snprintf(msg, sizeof msg, "grpc: received message larger than max (%u vs. %u)",
@@ -367,9 +438,9 @@ void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
                      c->reader->flag);
             call_fail_http(c, "200", GRPC_INTERNAL, msg);
         }
-    } else if (rv == -2 && !c->finished) {
+    } else if (rv == -2 && !call_finished(c)) {
         call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
-    } else if (rv == 0 && !c->finished && c->reader->state == GRPC_READER_BODY && !c->reserved &&
+    } else if (rv == 0 && !call_finished(c) && c->reader->state == GRPC_READER_BODY && !c->reserved &&
                call_reserve(c, c->reader->msg_len) < 0) {
         call_refuse_over_budget(c, c->reader->msg_len);
     } else if (rv == 0) {
@@ -381,10 +452,10 @@ void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
  * a client stream's handler hears that no more will come. */
 void call_on_request_end(rpc_call *c)
 {
-    if (c->finished || !c->reader)
+    if (call_finished(c) || !c->reader)
         return;
     if (c->method->client_streaming && !grpc_reader_partial(c->reader)) {
-        c->started = 1;
+        call_handler_runs(c);
         c->method->request_end(c);
         return;
     }
@@ -520,7 +591,7 @@ static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8
     rpc_call *c = source->ptr;
     size_t left = call_body_left(c);
     size_t n = left < len ? left : len;
-    if (n == left && c->body_final) {
+    if (n == left && c->phase == RPC_CALL_FINISHED) {   /* no more after what is queued */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         if (submit_trailers(c) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -539,23 +610,16 @@ static void submit_headers_with_body(rpc_call *c)
     int rv = nghttp2_submit_response(c->conn->io.session, c->stream_id, nva, 2, &prd);
     if (rv)
         log_error("stream %d: cannot submit response: %s", c->stream_id, nghttp2_strerror(rv));
-    c->responded = 1;
 }
 
-/* After answering a request the client is still sending (an early error),
- * reset the stream so the client stops and frees it, as grpc-go does. The
- * reset must follow the status on the wire, so it is submitted once the
- * HEADERS frame has been sent (on_frame_send). */
-static void reset_if_client_still_sending(rpc_call *c)
+/* The status is decided (phase: FINISHED, or TRAILERS_ONLY: then, should
+ * the client still be sending, the stream is reset after the status so
+ * that it stops, as grpc-go does; on_frame_send). The deadline timer stays:
+ * the response may still wait for the client to read it, and the deadline
+ * bounds that too. */
+static void call_settle(rpc_call *c, rpc_call_phase phase, int code, const char *message)
 {
-    c->reset_after_status = 1;
-}
-
-/* The status is decided. The deadline timer stays: the response may still
- * wait for the client to read it, and the deadline bounds that too. */
-static void call_settle(rpc_call *c, int code, const char *message)
-{
-    c->finished = 1;
+    call_set_phase(c, phase);
     c->status = code;
     buf_reset(&c->status_message);
     if (message)
@@ -603,19 +667,16 @@ static void call_watch_stall(rpc_call *c)
 /* Error status from the transport itself, with a given HTTP status. */
 void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message)
 {
-    if (c->finished)
+    if (call_finished(c))
         return;
-    call_settle(c, code, message);
+    int streaming = c->phase == RPC_CALL_STREAMING;
+    call_settle(c, streaming ? RPC_CALL_FINISHED : RPC_CALL_TRAILERS_ONLY, code, message);
     log_v(3, "stream %d %s: %s %s", c->stream_id, c->path ? c->path : "", grpc_code_name(code),
           message);
-    if (c->responded) {
-        c->body_final = 1;
+    if (streaming)   /* the trailers follow the body */
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
-    } else {
-        c->responded = 1;
+    else
         submit_trailers_only(c, http_status);
-        reset_if_client_still_sending(c);
-    }
     conn_flush(c->conn);
 }
 
@@ -636,7 +697,7 @@ void rpc_finish(rpc_call *c, int code, const char *message)
 
 void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
 {
-    if (c->finished)
+    if (call_finished(c))
         return;
     size_t total = 0;
     for (int i = 0; i < n_segs; i++)
@@ -648,7 +709,7 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
         call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
         return;
     }
-    call_settle(c, GRPC_OK, NULL);
+    call_settle(c, RPC_CALL_FINISHED, GRPC_OK, NULL);
     c->conn->large_call |= total >= SERVER_LARGE_MESSAGE;
     grpc_frame_prefix(c->frame_prefix, (uint32_t)total);
     c->segs[0] = (rpc_segment){c->frame_prefix, GRPC_PREFIX_LEN};
@@ -656,7 +717,6 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
     for (int i = 0; i < n_segs && i < RPC_MAX_SEGMENTS - 1; i++)
         if (segs[i].len)
             c->segs[c->n_segs++] = segs[i];
-    c->body_final = 1;
     submit_headers_with_body(c);
     call_watch_stall(c);
     conn_flush(c->conn);
@@ -664,16 +724,18 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
 
 void rpc_send(rpc_call *c, const void *msg, size_t len)
 {
-    if (c->finished)
+    if (call_finished(c))
         return;
     uint8_t prefix[GRPC_PREFIX_LEN];
     grpc_frame_prefix(prefix, (uint32_t)len);
     buf_append(&c->stream_out, prefix, sizeof prefix);
     buf_append(&c->stream_out, msg, len);
-    if (!c->responded)
+    if (c->phase == RPC_CALL_READING) {
+        call_set_phase(c, RPC_CALL_STREAMING);
         submit_headers_with_body(c);
-    else
+    } else {
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
+    }
     call_watch_stall(c);
     conn_flush(c->conn);
 }

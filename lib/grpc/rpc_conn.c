@@ -331,7 +331,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 {
     (void)flags, (void)user_data;
     rpc_call *c = stream_call(session, frame->hd.stream_id);
-    if (!c || c->headers_done)
+    if (!c || c->phase != RPC_CALL_HEADERS)
         return 0;   /* trailers from the client carry nothing we use */
     /* RFC 9113 §6.5.2's measure, saturating: HPACK references let a small
      * block decode to gigabytes; judged when the block ends */
@@ -417,7 +417,7 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
     if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     rpc_call *c = stream_call(session, frame->hd.stream_id);
-    if (c && c->reset_after_status &&
+    if (c && c->phase == RPC_CALL_TRAILERS_ONLY &&
         !nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id))
         nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                   NGHTTP2_NO_ERROR);
@@ -431,7 +431,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     rpc_call *c = stream_call(session, stream_id);
     if (!c)
         return 0;
-    if (!c->finished && error_code != NGHTTP2_NO_ERROR)
+    if (!call_finished(c) && error_code != NGHTTP2_NO_ERROR)
         log_v(3, "stream %d %s: reset by the client (%s); cancelling", stream_id,
               c->path ? c->path : "", nghttp2_http2_strerror(error_code));
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);

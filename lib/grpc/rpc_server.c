@@ -406,7 +406,7 @@ static void server_grace_expired(loop *l, void *ctx)
          * complete and free calls. One flush afterwards sends everything. */
         c->io.busy = 1;
         for (rpc_call *call = c->calls; call; call = call->next_in_conn) {
-            if (call->finished)
+            if (call_finished(call))
                 continue;
             call_end_handler(call);
             call_fail_http(call, "200", GRPC_UNAVAILABLE,

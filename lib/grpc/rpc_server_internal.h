@@ -136,6 +136,8 @@ void call_copy_body(void *src, uint8_t *dst, size_t len);
 void call_free(rpc_call *c);
 /* Tell the handler to let go (method->end); safe to call more than once. */
 void call_end_handler(rpc_call *c);
+/* Its status is decided (phase FINISHED or TRAILERS_ONLY). */
+int call_finished(const rpc_call *c);
 /* Answer with an error status of the transport's, with a given HTTP status. */
 void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message);
 

@@ -389,7 +389,7 @@ static void exec_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
     exec_ev *e = (exec_ev *)base->ev;
     fn_job *job = c->job;
     fn_slots_leave(&c->wait);
-    if (job && job->finished)
+    if (job && job->phase == FN_JOB_FINISHED)
         job = NULL;   /* reaped, its output being judged: exec_free_call frees it */
     else
         c->job = NULL;

@@ -349,7 +349,7 @@ fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *sp
     while (p->n_waiting) {
         fn_job *job = p->waiting[--p->n_waiting];
         pre.n_waiting--;
-        assert(job->waiting);
+        assert(job->phase == FN_JOB_WAITING);
         if (fn_job_give(job, spec, done, ctx) == 0) {
             p->strikes = 0;
             metrics_count(METRIC_PRESPAWN_HITS);
