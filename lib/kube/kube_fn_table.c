@@ -73,11 +73,15 @@ static void on_pod_created(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || p->state != POD_CREATING)
         return;
-    if (!r->ok)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     if (pod_set_str(&p->name, kube_path_str(r->obj, "metadata.name")) < 0 || !p->name ||
-        pod_set_str(&p->uid, kube_path_str(r->obj, "metadata.uid")) < 0)
-        return pod_fail(p, "the API server's answer to the pod's create has no name", 0);
+        pod_set_str(&p->uid, kube_path_str(r->obj, "metadata.uid")) < 0) {
+        pod_fail(p, "the API server's answer to the pod's create has no name", 0);
+        return;
+    }
     p->created = 1;
     stats_for(p->pc, p->image)->created++;
     log_info("pod %s created for %s (podId %s)", p->name, p->image, p->pod_id);
@@ -132,8 +136,10 @@ static void create(pod *p)
 static void adopt(pod *p, const json *obj)
 {
     if (pod_set_str(&p->name, kube_path_str(obj, "metadata.name")) < 0 ||
-        pod_set_str(&p->uid, kube_path_str(obj, "metadata.uid")) < 0)
-        return pod_fail(p, "out of memory", 0);
+        pod_set_str(&p->uid, kube_path_str(obj, "metadata.uid")) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     pod_set(p, POD_EV_ADOPTED);
     stats_for(p->pc, p->image)->adopted++;
     log_info("pod %s: adopted for %s (podId %s)", p->name, p->image, p->pod_id);
@@ -196,8 +202,10 @@ static void on_claimed(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || p->state != POD_REQUESTED)
         return;
-    if (r->ok)
-        return adopt(p, r->obj);
+    if (r->ok) {
+        adopt(p, r->obj);
+        return;
+    }
     log_info("pod for %s (podId %s): its claim was refused (another replica was first, or it "
              "changed): %s; listing again", p->image, p->pod_id, r->error);
     if (p->relists++ < POD_MAX_RELISTS)
@@ -211,8 +219,10 @@ static void on_list(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || p->state != POD_REQUESTED)
         return;
-    if (!r->ok)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     const json *items = json_get(r->obj, "items"), *pick = NULL;
     int pick_mine = 0, others_live = 0;
     for (size_t i = 0; items && items->type == JSON_ARRAY && i < items->len; i++) {
@@ -249,8 +259,10 @@ static void on_list(const kube_result *r, void *ctx)
 static void list_pods(pod *p)
 {
     char why[256];
-    if (pod_id_make(p->image, p->fn->meta.digest, p->postfix, p->pod_id, why, sizeof why) < 0)
-        return pod_fail_fmt(p, 0, "%s", why);
+    if (pod_id_make(p->image, p->fn->meta.digest, p->postfix, p->pod_id, why, sizeof why) < 0) {
+        pod_fail_fmt(p, 0, "%s", why);
+        return;
+    }
     buf q = {0}, err = {0};
     buf_printf(&q, "labelSelector=fn.kpt.dev%%2Fimage%%3D%s", p->pod_id);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, NULL, q.data};
@@ -287,8 +299,10 @@ static void looked_up(int rc, registry_result *res, const char *error, void *ctx
 void fn_start_pod(pod *p)
 {
     fn_entry *f = p->fn;
-    if (f->have_meta)
-        return list_pods(p);
+    if (f->have_meta) {
+        list_pods(p);
+        return;
+    }
     if (f->lk)
         return;   /* looked_up takes p on */
     buf err = {0};

@@ -60,11 +60,13 @@ static void on_written(const kube_result *r, void *ctx)
         if (l->said_failing)
             log_info("Lease %s renewed again", l->name);
         l->said_failing = 0;
-        return again_in(l, period);
+        again_in(l, period);
+        return;
     }
     if (r->already_exists && !l->exists) {   /* left by an earlier process of this name */
         l->exists = 1;
-        return again_in(l, 0);
+        again_in(l, 0);
+        return;
     }
     if (r->not_found && l->exists)   /* deleted meanwhile: made again */
         l->exists = 0;

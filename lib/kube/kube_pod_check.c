@@ -39,7 +39,8 @@ static void on_checked(const kube_result *r, void *ctx)
     case POD_RECHECK_GONE:
         stats_for(p->pc, p->image)->evictions++;
         pod_set(p, POD_EV_DELETED_EXTERNALLY);
-        return pod_fail_fmt(p, 0, "function pod %s was deleted", p->name);
+        pod_fail_fmt(p, 0, "function pod %s was deleted", p->name);
+        return;
     case POD_RECHECK_EVICT: {
         stats_for(p->pc, p->image)->evictions++;
         buf m = {0};
@@ -47,7 +48,8 @@ static void on_checked(const kube_result *r, void *ctx)
                    p->pc->o.namespace, p->name, p->image, strcmp(why, "being deleted") ? "in phase " : "",
                    *why ? why : "(none)");
         pod_fail(p, m.data ? m.data : "out of memory", 1);
-        return buf_free(&m);
+        buf_free(&m);
+        return;
     }
     case POD_RECHECK_KEEP:
         break;

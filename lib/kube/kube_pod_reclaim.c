@@ -118,8 +118,10 @@ void reclaim_scan(loop *l, void *ctx)
     (void)l;
     pod_cache *pc = ctx;
     warm_ensure(pc);
-    if (pc->o.owner)
-        return owner_scan_start(pc);
+    if (pc->o.owner) {
+        owner_scan_start(pc);
+        return;
+    }
     reclaim_idle(pc, NULL);
     reclaim_rearm(pc);
 }

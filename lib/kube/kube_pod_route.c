@@ -93,8 +93,10 @@ void route_waiter_avoiding(fn_entry *f, pod_waiter *w, pod *avoid)
     if (cap > POD_MAX_PER_FUNCTION)
         cap = POD_MAX_PER_FUNCTION;
     int i = pod_route_pick(v, n, cap, waitlist, &f->rr);
-    if (i != POD_ROUTE_NEW)
-        return join(by[i], w);
+    if (i != POD_ROUTE_NEW) {
+        join(by[i], w);
+        return;
+    }
     pod *p = pod_new(f, pod_route_postfix(postfixes, n));
     if (!p) {
         answer_oom(w);
@@ -148,8 +150,10 @@ static void attach(loop *l, void *ctx)
             break;
         }
     fn_entry *f = fn_find(pc, w->image);
-    if (!f && !(f = fn_new(pc, w->image)))
-        return answer_oom(w);
+    if (!f && !(f = fn_new(pc, w->image))) {
+        answer_oom(w);
+        return;
+    }
     route_waiter(f, w);
 }
 

@@ -59,8 +59,10 @@ static void ensure_one(pod_cache *pc, warm_entry *w)
     int n = held(f, postfixes);
     if (n >= w->min)
         return;
-    if (!f && !(f = fn_new(pc, w->image)))
-        return log_warn("warm pods of %s: out of memory", w->image);
+    if (!f && !(f = fn_new(pc, w->image))) {
+        log_warn("warm pods of %s: out of memory", w->image);
+        return;
+    }
     log_info("warm pods: %s holds %d of its %d; starting %d", w->image, n, w->min, w->min - n);
     for (; n < w->min; n++) {
         pod *p = pod_new(f, pod_route_postfix(postfixes, n));

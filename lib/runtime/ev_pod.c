@@ -263,8 +263,10 @@ static void on_answer(const gc_result *r, void *ctx)
         return;
     }
     c->resp = evaluator__evaluate_function_response__unpack(NULL, r->response_len, r->response);
-    if (!c->resp)
-        return finish(c, GRPC_INTERNAL, "the function pod's answer is not an EvaluateFunctionResponse");
+    if (!c->resp) {
+        finish(c, GRPC_INTERNAL, "the function pod's answer is not an EvaluateFunctionResponse");
+        return;
+    }
     c->res = (ev_result){.code = GRPC_OK, .out = c->resp->resource_list.data,
                          .out_len = c->resp->resource_list.len, .log = c->resp->log.data,
                          .log_len = c->resp->log.len};
@@ -392,8 +394,10 @@ static void on_pod(const pod_answer *a, void *ctx)
     c->waiter = NULL;
     if (c->wait_ns < 0)
         c->wait_ns = loop_now_ns() - c->arrived_ns;
-    if (a->error)
-        return finish(c, GRPC_UNAVAILABLE, a->error);
+    if (a->error) {
+        finish(c, GRPC_UNAVAILABLE, a->error);
+        return;
+    }
     snprintf(p->last.pod, sizeof p->last.pod, "%s", a->pod);
     snprintf(p->last.uid, sizeof p->last.uid, "%s", a->uid ? a->uid : "");
     snprintf(p->last.addr, sizeof p->last.addr, "%s", a->name);
@@ -405,8 +409,10 @@ static void on_pod(const pod_answer *a, void *ctx)
     free(c->pod);
     free(c->addr);
     c->addr = NULL;
-    if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr)))
-        return finish(c, GRPC_UNAVAILABLE, "out of memory");
+    if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr))) {
+        finish(c, GRPC_UNAVAILABLE, "out of memory");
+        return;
+    }
     count_in_pod(c, 1);
     link_submit(p, c);
 }
@@ -465,13 +471,16 @@ static void on_tags(int rc, size_t n, const char *err, void *ctx)
     c->listing = NULL;   /* freed after this returns */
     if (rc == 0 && c->best) {
         buf image = {0};
-        if (buf_printf(&image, "%s:%s", c->image, c->best) < 0)
-            return finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        if (buf_printf(&image, "%s:%s", c->image, c->best) < 0) {
+            finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+            return;
+        }
         log_info("Tag \"%s\" on \"%s\": runs %s (the highest of %zu tags)", c->constraint,
                  c->image, image.data, n);
         free(c->image);
         c->image = image.data;
-        return start_on_pod(c);
+        start_on_pod(c);
+        return;
     }
     buf msg = {0};
     buf_printf(&msg, "failed to resolve tag for image \"%s\" with constraint \"%s\": ", c->image,

@@ -87,7 +87,8 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
     h->conn = conn;
     if (!conn) {
         snprintf(h->why, sizeof h->why, "%s", error);
-        return report(h);
+        report(h);
+        return;
     }
     /* an empty HealthCheckRequest: the whole server */
     if (!(h->call = gc_call_start(conn, CHECK_PATH, "", 0, h->timeout_ns, on_check, h))) {
