@@ -21,7 +21,7 @@
 #include "grpc/h2_io.h"
 #include "grpc/http1.h"
 #include "grpc/rpc.h"
-#include "grpc/rpc_server.h"
+#include "grpc/rpc_server_config.h"
 
 #define SERVER_LARGE_MESSAGE (1024 * 1024)  /* a call this big: its connection's buffers become spares */
 #define H2_PREFACE_LEN 24                   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
