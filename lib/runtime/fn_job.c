@@ -212,6 +212,13 @@ static void fn_job_close_pipe(fn_job *job, int *fd)
     close_fd(fd);
 }
 
+static void fn_job_close_pipes(fn_job *job)
+{
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+}
+
 static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx);
 
 /* Watch stdin for writability only while there is input to write: a
@@ -475,9 +482,7 @@ static void fn_job_finish(fn_job *job)
     if (job->err_dropped)   /* never cut silently */
         buf_printf(&job->err, "\n[stderr truncated: %zu more bytes were not kept]\n",
                    job->err_dropped);
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
+    fn_job_close_pipes(job);
     loop_timer_disarm(job->loop, &job->drain_timer);
     loop_timer_disarm(job->loop, &job->kill_timer);
     /* Whatever the function left behind in its group goes with it. */
@@ -642,9 +647,7 @@ static void fn_job_abandon(fn_job *job, buf *why)
 {
     fn_job_set_phase(job, FN_JOB_CANCELLED);
     job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
+    fn_job_close_pipes(job);
     kill(-job->pid, SIGKILL);
     buf_append_str(why, "cannot watch the function's pipes");
 }
@@ -735,9 +738,7 @@ void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *go
         fn_job_finish(job);
         return;
     }
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
+    fn_job_close_pipes(job);
     loop_timer_disarm(job->loop, &job->drain_timer);
     if (kill(-job->pid, SIGTERM) < 0 && errno != ESRCH)
         log_error("kill(-%d, SIGTERM): %s", (int)job->pid, strerror(errno));
@@ -808,8 +809,7 @@ void fn_job_shutdown(void)
         live_jobs = j->next;
         if (!j->exited && waitpid(j->pid, &j->wait_status, 0) < 0 && errno != ECHILD)
             log_error("waitpid(%d): %s", (int)j->pid, strerror(errno));
-        for (int *fd = &j->fd_in; fd <= &j->fd_err; fd++)
-            fn_job_close_pipe(j, fd);
+        fn_job_close_pipes(j);
         loop_timer_disarm(j->loop, &j->drain_timer);
         loop_timer_disarm(j->loop, &j->kill_timer);
         fn_job_gone_fn *gone = j->phase == FN_JOB_CANCELLED ? j->gone : NULL;
