@@ -4,10 +4,10 @@
  * for it, plus grpc.health.v1.Health.
  *
  * Same transport, limits and signal handling as the wrapper server
- * (lib/rpc_server, lib/proc_signals). The runtimes sit behind ev_multi:
+ * (lib/grpc/rpc_server, lib/runtime/proc_signals). The runtimes sit behind ev_multi:
  *   exec  FunctionConfig binaryExecutor entries (--function-config) map an
  *         image to a local binary, run like the wrapper server runs its
- *         entrypoint (lib/ev_exec, same verdict and messages);
+ *         entrypoint (lib/runtime/ev_exec, same verdict and messages);
  *   pod   every other image runs in its function pod on the cluster
  *         (serve_pod: one pod cache for the server's life), unless
  *         --disable-runtimes=pod; exec entries are tried first, as Porch's
