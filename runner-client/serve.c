@@ -608,7 +608,7 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_runtimes(r, o->disable) < 0)
         return -1;
     buf perr = {0};
-    if (o->address && server_address_check(o->address, &perr) < 0) {
+    if (o->address && rpc_server_address_check(o->address, &perr) < 0) {
         term_printf(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
@@ -659,7 +659,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
     if (r->exec_enabled) {
         ev_exec_config exec = {
             .loop = l, .max_stdout = r->server.max_message, .max_stderr = EV_EXEC_MAX_STDERR,
-            .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
+            .kill_grace_ns = rpc_server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
             .explain_failure = runner_explain_failure, .explain_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))

@@ -104,7 +104,7 @@ struct rpc_call {
     char *encoding;
     size_t header_bytes;          /* the request's header list size (RFC 9113 §6.5.2) */
     /* :method was not POST: what the header block said, judged when it
-     * ends (call_check_headers), as its size is; not a phase */
+     * ends (rpc_call_check_headers), as its size is; not a phase */
     int bad_method;
     rpc_call_phase phase;
     rpc_handler_phase handler;

@@ -4,15 +4,15 @@
  * rpc_conn.c's nghttp2 callbacks hand each event of a stream to its call;
  * this file decides what the events mean:
  *
- *   request   call_check_headers checks :method (POST), content-type, the
+ *   request   rpc_call_check_headers checks :method (POST), content-type, the
  *             method (routing), grpc-encoding and grpc-timeout (the
- *             deadline timer); call_on_data deframes the DATA (grpc_frame.h),
+ *             deadline timer); rpc_call_on_data deframes the DATA (grpc_frame.h),
  *             reserving each message's declared size against the
  *             pending-request budgets, and gives the one message (and, for
  *             a large one, its progress) to the method's handler, or, for
  *             a client stream, each message in turn (call_stream_check
  *             bounds how many, and the answers the client leaves unread);
- *             call_on_request_end checks that one came, or tells a client
+ *             rpc_call_on_request_end checks that one came, or tells a client
  *             stream's handler that the client is done.
  *   response  the handler answers with rpc_reply, rpc_fail, or rpc_send +
  *             rpc_finish (rpc.h): HEADERS, then a body that nghttp2 takes
@@ -20,11 +20,11 @@
  *             then the trailers; an error before any message is one
  *             Trailers-Only HEADERS. A response the client does not read
  *             is reset (--stalled-send-timeout, or the deadline).
- *   end       call_free runs the method's `end` (exactly once), counts the
+ *   end       rpc_call_free runs the method's `end` (exactly once), counts the
  *             call in the metrics and frees it; a connection left without
  *             calls turns idle.
  *
- * Errors the transport finds itself are answered here too (call_fail_http),
+ * Errors the transport finds itself are answered here too (rpc_call_fail_http),
  * for rpc_server.c's grace period as well. */
 #include "grpc/rpc.h"
 
@@ -109,7 +109,7 @@ static void call_handler_runs(rpc_call *c)
     assert(c->handler == RPC_HANDLER_RUNNING);
 }
 
-int call_finished(const rpc_call *c)
+int rpc_call_finished(const rpc_call *c)
 {
     return c->phase == RPC_CALL_FINISHED || c->phase == RPC_CALL_TRAILERS_ONLY;
 }
@@ -120,7 +120,7 @@ static int call_counted(const rpc_call *c)
     return c->method && !c->method->server_streaming;
 }
 
-rpc_call *call_new(conn *cn, int32_t stream_id)
+rpc_call *rpc_call_new(conn *cn, int32_t stream_id)
 {
     rpc_call *c = calloc(1, sizeof *c);
     if (!c)
@@ -139,16 +139,16 @@ rpc_call *call_new(conn *cn, int32_t stream_id)
 }
 
 /* Tell the handler to let go. Safe to call more than once. */
-void call_end_handler(rpc_call *c)
+void rpc_call_end_handler(rpc_call *c)
 {
     if (c->handler != RPC_HANDLER_RUNNING)
         return;
     call_set_handler(c, RPC_HANDLER_ENDED);
     if (c->method->end)
-        c->method->end(c, call_finished(c));
+        c->method->end(c, rpc_call_finished(c));
 }
 
-void call_free(rpc_call *c)
+void rpc_call_free(rpc_call *c)
 {
     conn *cn = c->conn;
     server *srv = c->srv;
@@ -159,11 +159,11 @@ void call_free(rpc_call *c)
             cn->n_calls--;
             break;
         }
-    call_end_handler(c);
+    rpc_call_end_handler(c);
     loop_timer_disarm(c->srv->loop, &c->deadline_timer);
     loop_timer_disarm(c->srv->loop, &c->stall_timer);
     if (c->method)
-        metrics_call_handled(c->method, call_finished(c) ? c->status : GRPC_CANCELLED,
+        metrics_call_handled(c->method, rpc_call_finished(c) ? c->status : GRPC_CANCELLED,
                              loop_now_ns() - c->started_ns);
     if (call_counted(c)) {
         assert(c->srv->active_calls > 0);
@@ -185,10 +185,10 @@ void call_free(rpc_call *c)
     if (!cn->calls) {
         parked = h2_io_idle(&cn->io, cn->large_call);   /* no large body on its way now */
         cn->large_call = 0;
-        conn_arm_idle(cn);
+        rpc_conn_arm_idle(cn);
     }
     if (srv->active_calls == 0)
-        server_spares_idle(srv, parked);
+        rpc_server_spares_idle(srv, parked);
 }
 
 /* ---- request checks ------------------------------------------------------ */
@@ -229,7 +229,7 @@ static void call_deadline_passed(loop *l, void *ctx)
 {
     (void)l;
     rpc_call *c = ctx;
-    if (call_finished(c)) {
+    if (rpc_call_finished(c)) {
         call_reset_unsent(c, "deadline passed before the client read the response");
         return;
     }
@@ -240,8 +240,8 @@ static void call_deadline_passed(loop *l, void *ctx)
         c->method->deadline_note(c, &why);
     log_v(2, "stream %d %s: %s; cancelling", c->stream_id, c->path,
           why.data ? why.data : "deadline exceeded");
-    call_end_handler(c);   /* the handler stops its work (kills the function) */
-    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED,
+    rpc_call_end_handler(c);   /* the handler stops its work (kills the function) */
+    rpc_call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED,
                    why.data ? why.data : "deadline exceeded: out of memory for the message");
     buf_free(&why);
 }
@@ -260,11 +260,11 @@ static void call_refuse_headers(rpc_call *c, buf *why)
     else
         log_v(3, "stream %d: %s", c->stream_id, why->data);
     metrics_count(METRIC_HEADERS_REFUSED);
-    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, why->data);
+    rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, why->data);
 }
 
 /* Headers complete: decide whether the call may go on. */
-void call_check_headers(rpc_call *c)
+void rpc_call_check_headers(rpc_call *c)
 {
     buf why = {0};
     int64_t timeout_ns = 0;
@@ -272,25 +272,25 @@ void call_check_headers(rpc_call *c)
     if (c->header_bytes > SERVER_MAX_HEADER_LIST) {
         call_refuse_headers(c, &why);
     } else if (c->bad_method) {
-        call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
+        rpc_call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
     } else if (!is_grpc_content_type(c->content_type)) {
         buf_printf(&why, "invalid gRPC request content-type \"%s\"",
                    c->content_type ? c->content_type : "");
         free(c->content_type);
         c->content_type = NULL;   /* answer with ours, not theirs */
-        call_fail_http(c, "415", GRPC_INVALID_ARGUMENT, why.data);
+        rpc_call_fail_http(c, "415", GRPC_INVALID_ARGUMENT, why.data);
     } else if (!(m = find_method(c->srv, c->path ? c->path : "", &why))) {
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
     } else if (c->encoding && strcmp(c->encoding, "identity") != 0) {
         buf_printf(&why, "grpc: Decompressor is not installed for grpc-encoding \"%s\"",
                    c->encoding);
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
     } else if (c->timeout_text &&
                grpc_timeout_parse(c->timeout_text, strlen(c->timeout_text), &timeout_ns) < 0) {
         buf_printf(&why, "malformed grpc-timeout: \"%s\"", c->timeout_text);
-        call_fail_http(c, "400", GRPC_INTERNAL, why.data);
+        rpc_call_fail_http(c, "400", GRPC_INTERNAL, why.data);
     } else if (!(c->reader = calloc(1, sizeof *c->reader))) {
-        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
     } else {
         call_set_phase(c, RPC_CALL_READING);
         c->method = m;
@@ -353,8 +353,8 @@ static void call_refuse_over_budget(rpc_call *c, size_t n)
                "again once they are done", n, c->conn->pending_bytes, cfg->max_pending_conn_bytes,
                c->srv->pending_bytes, cfg->max_pending_bytes);
     metrics_count(METRIC_REQUESTS_OVER_BUDGET);
-    call_end_handler(c);   /* a method started on it (streaming) stops */
-    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg.data ? msg.data : "over budget");
+    rpc_call_end_handler(c);   /* a method started on it (streaming) stops */
+    rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg.data ? msg.data : "over budget");
     buf_free(&msg);
     grpc_reader_free(c->reader);   /* what arrived of it goes now */
 }
@@ -377,28 +377,28 @@ static int call_stream_check(rpc_call *c)
                  "answers (%zu bytes unread, over %u)", unread, c->srv->cfg->max_message);
     else
         return 0;
-    call_end_handler(c);
-    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+    rpc_call_end_handler(c);
+    rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
     return -1;
 }
 
 static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t len)
 {
     rpc_call *c = ctx;
-    if (call_finished(c))
+    if (rpc_call_finished(c))
         return 1;   /* answered (and the answer may borrow the handler's state): drop the rest */
     if (c->method->client_streaming) {
         c->messages++;
         if (call_stream_check(c) < 0)
             return 1;
     } else if (++c->messages > 1) {
-        call_end_handler(c);
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
+        rpc_call_end_handler(c);
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
                        "grpc: a unary request carried more than one message");
         return 1;
     }
     if (flag != 0) {
-        call_fail_http(c, "200", GRPC_INTERNAL,
+        rpc_call_fail_http(c, "200", GRPC_INTERNAL,
                        "grpc: compressed flag set with identity or empty encoding");
         return 1;
     }
@@ -415,32 +415,32 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
 static void call_report_progress(rpc_call *c)
 {
     const grpc_reader *r = c->reader;
-    if (!c->method->progress || call_finished(c) || c->messages || r->state != GRPC_READER_BODY ||
+    if (!c->method->progress || rpc_call_finished(c) || c->messages || r->state != GRPC_READER_BODY ||
         r->msg.cap < r->msg_len)
         return;
     call_handler_runs(c);
     c->method->progress(c, (const uint8_t *)r->msg.data, r->msg.len, r->msg_len);
 }
 
-void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
+void rpc_call_on_data(rpc_call *c, const uint8_t *data, size_t len)
 {
-    if (call_finished(c) || !c->reader)
+    if (rpc_call_finished(c) || !c->reader)
         return;   /* answered already: the rest is read and dropped */
     int rv = grpc_reader_feed(c->reader, data, len, call_on_message, c);
-    if (rv == -1 && !call_finished(c)) {
+    if (rv == -1 && !rpc_call_finished(c)) {
         char msg[160];
         if (c->reader->state == GRPC_READER_TOO_LARGE) {
             snprintf(msg, sizeof msg, "grpc: received message larger than max (%u vs. %u)",
                      c->reader->msg_len, c->reader->max_len);
-            call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+            rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
         } else {
             snprintf(msg, sizeof msg, "grpc: received unexpected payload format %u",
                      c->reader->flag);
-            call_fail_http(c, "200", GRPC_INTERNAL, msg);
+            rpc_call_fail_http(c, "200", GRPC_INTERNAL, msg);
         }
-    } else if (rv == -2 && !call_finished(c)) {
-        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
-    } else if (rv == 0 && !call_finished(c) && c->reader->state == GRPC_READER_BODY && !c->reserved &&
+    } else if (rv == -2 && !rpc_call_finished(c)) {
+        rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
+    } else if (rv == 0 && !rpc_call_finished(c) && c->reader->state == GRPC_READER_BODY && !c->reserved &&
                call_reserve(c, c->reader->msg_len) < 0) {
         call_refuse_over_budget(c, c->reader->msg_len);
     } else if (rv == 0) {
@@ -450,9 +450,9 @@ void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
 
 /* The client half-closed: a unary request must have brought one message;
  * a client stream's handler hears that no more will come. */
-void call_on_request_end(rpc_call *c)
+void rpc_call_on_request_end(rpc_call *c)
 {
-    if (call_finished(c) || !c->reader)
+    if (rpc_call_finished(c) || !c->reader)
         return;
     if (c->method->client_streaming && !grpc_reader_partial(c->reader)) {
         call_handler_runs(c);
@@ -465,10 +465,10 @@ void call_on_request_end(rpc_call *c)
         char msg[160];
         snprintf(msg, sizeof msg, "grpc: request ended inside a message (%zu of %u bytes)",
                  c->reader->msg.len, c->reader->msg_len);
-        call_end_handler(c);   /* a method started on the message stops now */
-        call_fail_http(c, "200", GRPC_INTERNAL, msg);
+        rpc_call_end_handler(c);   /* a method started on the message stops now */
+        rpc_call_fail_http(c, "200", GRPC_INTERNAL, msg);
     } else {
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
                        "grpc: a unary request must carry one message; got none");
     }
 }
@@ -544,7 +544,7 @@ static void submit_trailers_only(rpc_call *c, const char *http_status)
 
 /* Writes the next len bytes of the response body (the handler's segments,
  * then what rpc_send queued) at dst; h2_io_queue_data calls it. */
-void call_copy_body(void *src, uint8_t *dst, size_t len)
+void rpc_call_copy_body(void *src, uint8_t *dst, size_t len)
 {
     rpc_call *c = src;
     size_t n = 0;
@@ -581,7 +581,7 @@ static size_t call_body_left(const rpc_call *c)
 }
 
 /* nghttp2 asks what the next DATA frame carries: count it (NO_COPY; the
- * bytes are copied once, by call_copy_body, when the frame is queued), and
+ * bytes are copied once, by rpc_call_copy_body, when the frame is queued), and
  * at the end of the body submit the trailers. */
 static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8_t *dst,
                               size_t len, uint32_t *flags, nghttp2_data_source *source,
@@ -637,7 +637,7 @@ static void call_reset_unsent(rpc_call *c, const char *why)
     metrics_count(METRIC_SEND_STALLS);
     nghttp2_submit_rst_stream(c->conn->io.session, NGHTTP2_FLAG_NONE, c->stream_id,
                               NGHTTP2_CANCEL);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }
 
 /* Every SERVER_SEND_STALL_NS while a response body is queued: reset the
@@ -665,9 +665,9 @@ static void call_watch_stall(rpc_call *c)
 }
 
 /* Error status from the transport itself, with a given HTTP status. */
-void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message)
+void rpc_call_fail_http(rpc_call *c, const char *http_status, int code, const char *message)
 {
-    if (call_finished(c))
+    if (rpc_call_finished(c))
         return;
     int streaming = c->phase == RPC_CALL_STREAMING;
     call_settle(c, streaming ? RPC_CALL_FINISHED : RPC_CALL_TRAILERS_ONLY, code, message);
@@ -677,7 +677,7 @@ void call_fail_http(rpc_call *c, const char *http_status, int code, const char *
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
     else
         submit_trailers_only(c, http_status);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }
 
 int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out)
@@ -687,17 +687,17 @@ int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out)
 
 void rpc_fail(rpc_call *c, int code, const char *message)
 {
-    call_fail_http(c, "200", code, message);
+    rpc_call_fail_http(c, "200", code, message);
 }
 
 void rpc_finish(rpc_call *c, int code, const char *message)
 {
-    call_fail_http(c, "200", code, message);
+    rpc_call_fail_http(c, "200", code, message);
 }
 
 void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
 {
-    if (call_finished(c))
+    if (rpc_call_finished(c))
         return;
     size_t total = 0;
     for (int i = 0; i < n_segs; i++)
@@ -706,7 +706,7 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
         char msg[160];
         snprintf(msg, sizeof msg, "grpc: trying to send message larger than max (%zu vs. %u)",
                  total, c->srv->cfg->max_message);
-        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+        rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
         return;
     }
     call_settle(c, RPC_CALL_FINISHED, GRPC_OK, NULL);
@@ -719,12 +719,12 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
             c->segs[c->n_segs++] = segs[i];
     submit_headers_with_body(c);
     call_watch_stall(c);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }
 
 void rpc_send(rpc_call *c, const void *msg, size_t len)
 {
-    if (call_finished(c))
+    if (rpc_call_finished(c))
         return;
     uint8_t prefix[GRPC_PREFIX_LEN];
     grpc_frame_prefix(prefix, (uint32_t)len);
@@ -737,5 +737,5 @@ void rpc_send(rpc_call *c, const void *msg, size_t len)
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
     }
     call_watch_stall(c);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }

@@ -11,7 +11,7 @@
  * drains. Its callbacks are where a call's life is driven from: each finds
  * the call of its stream and hands the event to rpc_call.c (refusing a
  * stream when the connection's slots are taken, held slots included; see
- * rpc_hold_slot in rpc.h). conn_flush writes what the session queued and
+ * rpc_hold_slot in rpc.h). rpc_conn_flush writes what the session queued and
  * closes a connection whose socket takes nothing for --stalled-send-timeout.
  * Two more timers bound what a peer holds: the handshake (preface and
  * SETTINGS within 10 s) and idleness (GOAWAY after --idle-timeout without a
@@ -53,7 +53,7 @@ static void hold_unlink(rpc_slot_hold *h);
 
 /* ---- a new connection and its timers ------------------------------------- */
 
-void conn_new(server *s, int cfd)
+void rpc_conn_new(server *s, int cfd)
 {
     conn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -69,13 +69,13 @@ void conn_new(server *s, int cfd)
     loop_timer_init(&c->write_timer, conn_check_write_stall, c);
     loop_timer_init(&c->linger_timer, conn_linger_expired, c);
     loop_timer_arm(s->loop, &c->handshake_timer, SERVER_HANDSHAKE_NS);
-    conn_arm_idle(c);
+    rpc_conn_arm_idle(c);
     log_v(4, "connection fd %d accepted", cfd);
     /* Our SETTINGS go out once the first bytes say HTTP/2 (conn_sniff). */
     if (loop_watch(s->loop, cfd, LOOP_READ, conn_on_io, c) == 0)
         c->watching = LOOP_READ;
     else
-        conn_close(c);
+        rpc_conn_close(c);
 }
 
 /* A peer that does not complete the HTTP/2 handshake in time (a port
@@ -87,7 +87,7 @@ static void conn_handshake_expired(loop *l, void *ctx)
     log_v(2, "connection fd %d: no %s within %lld s; closing", c->io.fd,
           c->mode == CONN_HTTP1 ? "complete HTTP/1.1 request" : "HTTP/2 preface and SETTINGS",
           SERVER_HANDSHAKE_NS / 1000000000LL);
-    conn_close(c);
+    rpc_conn_close(c);
 }
 
 /* A connection without calls for --idle-timeout is sent GOAWAY; clients
@@ -98,7 +98,7 @@ static void conn_idle_expired(loop *l, void *ctx)
     conn *c = ctx;
     log_v(3, "connection fd %d idle; closing", c->io.fd);
     if (c->mode != CONN_HTTP2) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (!c->final_goaway) {
@@ -107,10 +107,10 @@ static void conn_idle_expired(loop *l, void *ctx)
                               nghttp2_session_get_last_proc_stream_id(c->io.session),
                               NGHTTP2_NO_ERROR, (const uint8_t *)"idle", 4);
     }
-    conn_flush(c);
+    rpc_conn_flush(c);
 }
 
-void conn_arm_idle(conn *c)
+void rpc_conn_arm_idle(conn *c)
 {
     int64_t idle = c->srv->cfg->idle_timeout_ns;
     if (idle <= 0 || c->closing || loop_timer_armed(&c->idle_timer))
@@ -183,7 +183,7 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
     (void)l, (void)fd;
     conn *c = ctx;
     if (c->mode == CONN_SNIFFING && conn_sniff(c) < 0) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (c->mode == CONN_SNIFFING)
@@ -193,10 +193,10 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
         return;
     }
     if ((events & ~LOOP_WRITE) && h2_io_read(&c->io) == H2_IO_CLOSED) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
-    conn_flush(c);
+    rpc_conn_flush(c);
 }
 
 /* ---- HTTP/1.1: probes and metrics ---------------------------------------- */
@@ -232,7 +232,7 @@ static void conn_http1_io(conn *c)
 {
     uint32_t want = http1_on_io(c->h1);
     if (!want) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
@@ -312,7 +312,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                    ? 0
                    : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    rpc_call *c = call_new(cn, frame->hd.stream_id);
+    rpc_call *c = rpc_call_new(cn, frame->hd.stream_id);
     if (!c)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, c);
@@ -377,9 +377,9 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (!c)
         return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
-        call_check_headers(c);
+        rpc_call_check_headers(c);
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
-        call_on_request_end(c);
+        rpc_call_on_request_end(c);
     return 0;
 }
 
@@ -389,7 +389,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     (void)flags, (void)user_data;
     rpc_call *c = stream_call(session, stream_id);
     if (c)
-        call_on_data(c, data, len);
+        rpc_call_on_data(c, data, len);
     return 0;
 }
 
@@ -431,13 +431,13 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     rpc_call *c = stream_call(session, stream_id);
     if (!c)
         return 0;
-    if (!call_finished(c) && error_code != NGHTTP2_NO_ERROR)
+    if (!rpc_call_finished(c) && error_code != NGHTTP2_NO_ERROR)
         log_v(3, "stream %d %s: reset by the client (%s); cancelling", stream_id,
               c->path ? c->path : "", nghttp2_http2_strerror(error_code));
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
-    call_free(c);
+    rpc_call_free(c);
     if (cn->srv->draining)
-        server_check_drained(cn->srv);
+        rpc_server_check_drained(cn->srv);
     return 0;
 }
 
@@ -446,7 +446,7 @@ static int on_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
 {
     (void)session;
     conn *cn = user_data;
-    return h2_io_queue_data(&cn->io, frame, framehd, length, call_copy_body, source->ptr);
+    return h2_io_queue_data(&cn->io, frame, framehd, length, rpc_call_copy_body, source->ptr);
 }
 
 static nghttp2_session_callbacks *server_callbacks(void)
@@ -478,7 +478,7 @@ static void conn_check_write_stall(loop *l, void *ctx)
         log_v(2, "connection fd %d: the client read nothing for --stalled-send-timeout; closing",
               c->io.fd);
         metrics_count(METRIC_SEND_STALLS);
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     c->written_at_check = c->io.written;
@@ -489,7 +489,7 @@ static void conn_linger_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    conn_close(c);
+    rpc_conn_close(c);
 }
 
 /* The GOAWAY of a refused header block is out, and the client is likely
@@ -503,7 +503,7 @@ static void conn_linger(conn *c)
         return;
     c->lingering = 1;
     if (shutdown(c->io.fd, SHUT_WR) < 0) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     loop_timer_disarm(c->srv->loop, &c->write_timer);
@@ -515,7 +515,7 @@ static void conn_linger(conn *c)
 
 /* Write what the session has queued, then close the connection if it is
  * done, or watch for writability if the socket is full. */
-void conn_flush(conn *c)
+void rpc_conn_flush(conn *c)
 {
     if (c->mode != CONN_HTTP2 || c->lingering)
         return;   /* nothing of ours goes out before the protocol is known, or after the end */
@@ -527,7 +527,7 @@ void conn_flush(conn *c)
         return;
     }
     if (rv == H2_IO_CLOSED || (rv == H2_IO_OK && h2_io_finished(&c->io))) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (rv == H2_IO_BLOCKED && !loop_timer_armed(&c->write_timer)) {
@@ -543,7 +543,7 @@ void conn_flush(conn *c)
 
 /* ---- closing ------------------------------------------------------------- */
 
-void conn_close(conn *c)
+void rpc_conn_close(conn *c)
 {
     server *s = c->srv;
     for (conn **p = &s->conns; *p; p = &(*p)->next)
@@ -554,7 +554,7 @@ void conn_close(conn *c)
     loop_unwatch(s->loop, c->io.fd);
     c->closing = 1;            /* no idle timer from the calls freed below */
     while (c->calls)
-        call_free(c->calls);   /* a lost connection cancels its calls */
+        rpc_call_free(c->calls);   /* a lost connection cancels its calls */
     while (c->holds)
         hold_unlink(c->holds);   /* their work goes on; nothing to hold for */
     loop_timer_disarm(s->loop, &c->handshake_timer);
@@ -566,12 +566,12 @@ void conn_close(conn *c)
     h2_io_free(&c->io);
     free(c);
     if (s->accept_paused)
-        server_resume_accept(s);   /* its descriptor is free: the next one may come in */
+        rpc_server_resume_accept(s);   /* its descriptor is free: the next one may come in */
     s->conns_freed = 1;
     if (!s->active_calls)
-        server_spares_idle(s, 0);
+        rpc_server_spares_idle(s, 0);
     if (s->draining)
-        server_check_drained(s);
+        rpc_server_check_drained(s);
 }
 
 /* ---- slots held past the end of a call (see rpc.h) ----------------------- */

@@ -19,19 +19,19 @@
 int rpc_server_config_fill(rpc_server_config *cfg, buf *why);
 
 /* Copies cfg (the methods array must outlive the server). */
-server *server_new(loop *l, const rpc_server_config *cfg);
+server *rpc_server_new(loop *l, const rpc_server_config *cfg);
 /* Bind address:port (all addresses: [::], or 0.0.0.0 without IPv6) and
  * start accepting. On failure err says "cannot listen on ADDRESS:PORT: why". */
-int server_listen(server *s, buf *err);
-int server_port(const server *s);
+int rpc_server_listen(server *s, buf *err);
+int rpc_server_port(const server *s);
 /* Checks an --address value: an IPv4 or IPv6 address ("" is all of them).
  * 0, or -1 with why in err. */
-int server_address_check(const char *address, buf *err);
+int rpc_server_address_check(const char *address, buf *err);
 /* First call: graceful drain; second call: stop at once. The loop stops
  * when the drain completes. */
-void server_drain(server *s);
+void rpc_server_drain(server *s);
 /* How long cancelled functions get between SIGTERM and SIGKILL. */
-int64_t server_kill_grace_ns(void);
-void server_free(server *s);
+int64_t rpc_server_kill_grace_ns(void);
+void rpc_server_free(server *s);
 
 #endif
