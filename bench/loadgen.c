@@ -3,7 +3,7 @@
  * Why C on our own client: a load generator in Python or Go would cost more
  * CPU per call than the server on this small machine and would measure
  * itself. This one keeps --concurrency calls in flight on ONE HTTP/2
- * connection (lib/grpc_client on the lib/loop event loop, single-threaded),
+ * connection (lib/grpc/grpc_client on the lib/core/loop event loop, single-threaded),
  * starts the next call from the previous one's done callback, and records
  * every call's latency.
  *

@@ -13,7 +13,7 @@
  *
  * The server must run scripts/soak.sh's function (bench/soakfn/soakfn.c)
  * with --max-request-body-size N. Calls go over ONE HTTP/2 connection
- * (lib/grpc_client on lib/loop, single-threaded), --concurrency in flight,
+ * (lib/grpc/grpc_client on lib/core/loop, single-threaded), --concurrency in flight,
  * each next call started from the previous one's done callback. Call i
  * has a kind fixed by i, interleaved over every 100 calls:
  *   good      85%  the list is echoed: OK, resource_list byte for byte the

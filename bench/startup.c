@@ -6,7 +6,7 @@
  * "{port}" argument replaced by that port, stdout and stderr on /dev/null)
  * and then either
  *   --until check   polls grpc.health.v1.Health/Check on 127.0.0.1:PORT
- *                   (lib/grpc_unary: non-blocking connect, then the call)
+ *                   (lib/grpc/grpc_unary: non-blocking connect, then the call)
  *                   every 50 us until it answers SERVING, then SIGKILLs it;
  *   --until exit    waits for the program to exit 0 (the floor: /bin/true).
  *

@@ -49,7 +49,8 @@ struct cluster_configs {
     size_t writes;         /* PATCHes in flight */
     int stopped;
     loop *l;
-    loop_timer *tick;      /* the next rebuild or look at the objects, or NULL */
+    loop_timer tick;       /* the next rebuild, when rebuilds are being spaced */
+    loop_defer soon;       /* a look at the objects after the current callbacks */
     int need_rebuild;
     int64_t rebuild_after; /* no rebuild before (loop_now_ns): see on_tick */
 };
@@ -212,6 +213,8 @@ static void later(cluster_configs *cc, int rebuild_too);
 
 static void cluster_configs_free(cluster_configs *cc)
 {
+    loop_timer_disarm(cc->l, &cc->tick);   /* a write's answer after the stop may have asked */
+    loop_defer_cancel(&cc->soon);
     for (size_t i = 0; i < cc->n; i++)
         object_clear(&cc->objs[i]);
     free(cc->objs);
@@ -485,13 +488,15 @@ static uint64_t applied_key(const json *obj, int deleting, int *has)
 
 /* Watch callbacks run inside the HTTP layer's (libcurl's) callbacks, where
  * no request may be started: what an event asks for (a rebuild, writes,
- * the owner's pods) runs from a timer at once after, one for a burst of
+ * the owner's pods) runs once the current callbacks are done (a deferred
+ * call), one for a burst of
  * events (a list of many objects is one rebuild). */
 static void on_tick(loop *l, void *ctx)
 {
     cluster_configs *cc = ctx;
     int64_t now = loop_now_ns();
-    cc->tick = NULL;
+    loop_timer_disarm(l, &cc->tick);
+    loop_defer_cancel(&cc->soon);
     if (cc->need_rebuild && now >= cc->rebuild_after) {
         cc->need_rebuild = 0;
         rebuild(cc);
@@ -504,17 +509,15 @@ static void on_tick(loop *l, void *ctx)
     }
     for (size_t i = 0; i < cc->n; i++)
         sync_object(cc, &cc->objs[i]);
-    if (cc->need_rebuild && !(cc->tick = loop_timer_add(l, cc->rebuild_after - now, on_tick, cc)))
-        log_error("FunctionConfigs in namespace %s: out of memory; a change is applied with "
-                  "the next one", cc->ns);
+    if (cc->need_rebuild)
+        loop_timer_arm(l, &cc->tick, cc->rebuild_after - now);
 }
 
 static void later(cluster_configs *cc, int rebuild_too)
 {
     cc->need_rebuild |= rebuild_too;
-    if (!cc->tick && !(cc->tick = loop_timer_add(cc->l, 0, on_tick, cc)))
-        log_error("FunctionConfigs in namespace %s: out of memory; a change is applied with "
-                  "the next one", cc->ns);
+    if (!loop_timer_armed(&cc->tick))   /* else the spaced rebuild looks at them too */
+        loop_defer_post(cc->l, &cc->soon);
 }
 
 /* ---- the watch ---------------------------------------------------------------- */
@@ -586,6 +589,10 @@ static void on_error(const char *message, int fatal, void *ctx)
 cluster_configs *cluster_configs_start(kube_client *c, const cluster_configs_opts *o, buf *err)
 {
     cluster_configs *cc = calloc(1, sizeof *cc);
+    if (cc) {
+        loop_timer_init(&cc->tick, on_tick, cc);
+        loop_defer_init(&cc->soon, on_tick, cc);
+    }
     if (!cc || !(cc->ns = strdup(o->namespace)) ||
         !(cc->functions_dir = strdup(o->functions_dir ? o->functions_dir : ""))) {
         if (cc)
@@ -611,7 +618,8 @@ void cluster_configs_stop(cluster_configs *cc)
     if (!cc)
         return;
     kube_watch_stop(cc->w);
-    loop_timer_cancel(cc->l, cc->tick);
+    loop_timer_disarm(cc->l, &cc->tick);
+    loop_defer_cancel(&cc->soon);
     cc->stopped = 1;
     if (!cc->writes)
         cluster_configs_free(cc);

@@ -1,6 +1,6 @@
 /* pod: `runner-client pod render ...` prints the Pod and the Service Porch's
- * function runner would create for a function (lib/pod_template), and `pod
- * id` prints its podId (lib/pod_id). Offline: nothing talks to a cluster or
+ * function runner would create for a function (lib/kube/pod_template), and `pod
+ * id` prints its podId (lib/kube/pod_id). Offline: nothing talks to a cluster or
  * a registry, so the image's digest and entrypoint are given on the command
  * line. Useful to inspect the objects, diff them against Porch's, or create
  * a function pod by hand (`... | kubectl create -f -`). */

@@ -4,10 +4,10 @@
  * for it, plus grpc.health.v1.Health.
  *
  * Same transport, limits and signal handling as the wrapper server
- * (lib/rpc_server, lib/proc_signals). The runtimes sit behind ev_multi:
+ * (lib/grpc/rpc_server, lib/runtime/proc_signals). The runtimes sit behind ev_multi:
  *   exec  FunctionConfig binaryExecutor entries (--function-config) map an
  *         image to a local binary, run like the wrapper server runs its
- *         entrypoint (lib/ev_exec, same verdict and messages);
+ *         entrypoint (lib/runtime/ev_exec, same verdict and messages);
  *   pod   every other image runs in its function pod on the cluster
  *         (serve_pod: one pod cache for the server's life), unless
  *         --disable-runtimes=pod; exec entries are tried first, as Porch's
@@ -717,7 +717,7 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_runtimes(r, o->disable) < 0)
         return -1;
     buf perr = {0};
-    if (o->address && server_address_check(o->address, &perr) < 0) {
+    if (o->address && rpc_server_address_check(o->address, &perr) < 0) {
         term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
@@ -771,7 +771,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
     if (r->exec_enabled) {
         ev_exec_config exec = {
             .loop = l, .max_stdout = r->server.max_message, .max_stderr = EV_EXEC_MAX_STDERR,
-            .kill_grace_ns = server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
+            .kill_grace_ns = rpc_server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
             .explain_failure = runner_explain_failure, .explain_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))

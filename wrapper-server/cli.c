@@ -57,7 +57,7 @@ static int apply_flag(ws_config *cfg, const char *name, const char *value, buf *
         cfg->max_message = (uint32_t)v;
     } else if (!strcmp(name, "--address")) {
         buf why = {0};
-        int bad = server_address_check(value, &why) < 0;
+        int bad = rpc_server_address_check(value, &why) < 0;
         if (bad)
             buf_printf(text, "wrapper-server: %s", why.data ? why.data : "out of memory");
         buf_free(&why);

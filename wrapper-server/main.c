@@ -44,7 +44,7 @@ static int run(const ws_config *cfg)
         .loop = l,
         .max_stdout = cfg->max_message,
         .max_stderr = EV_EXEC_MAX_STDERR,
-        .kill_grace_ns = server_kill_grace_ns(),
+        .kill_grace_ns = rpc_server_kill_grace_ns(),
         .argv = cfg->entrypoint,
     };
     evaluator *ev = l ? ev_exec_new(&exec) : NULL;

@@ -1,6 +1,7 @@
 /* loop: epoll + timerfd event loop; see loop.h. */
 #include "core/loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +11,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-
-struct loop_timer {
-    int64_t due_ns;
-    loop_timer_fn *fn;
-    void *ctx;
-    loop_timer *next;
-};
 
 typedef struct loop_slot {
     loop_fd_fn *fn;
@@ -32,6 +26,7 @@ struct loop {
     int n_slots;
     loop_timer *timers;  /* sorted by due_ns, earliest first */
     int64_t armed_ns;    /* when the timerfd fires; 0: disarmed */
+    loop_defer posted;   /* the deferred calls' ring, in posting order; itself no call */
     int stop;
 };
 
@@ -72,6 +67,29 @@ static void loop_arm_timerfd(loop *l)
     l->armed_ns = due;
 }
 
+static void loop_timer_unlink(loop_timer *t)
+{
+    *t->pprev = t->next;
+    if (t->next)
+        t->next->pprev = t->pprev;
+    t->next = NULL;
+    t->pprev = NULL;
+}
+
+static void loop_timer_link(loop *l, loop_timer *t)
+{
+    loop_timer **p = &l->timers;
+    while (*p && (*p)->due_ns <= t->due_ns)
+        p = &(*p)->next;
+    t->next = *p;
+    t->pprev = p;
+    if (*p)
+        (*p)->pprev = &t->next;
+    *p = t;
+    if (l->timers == t)
+        loop_arm_timerfd(l);
+}
+
 static void loop_fire_timers(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)fd, (void)events, (void)ctx;
@@ -84,9 +102,11 @@ static void loop_fire_timers(loop *l, int fd, uint32_t events, void *ctx)
      * cancel other timers. */
     while (l->timers && l->timers->due_ns <= now) {
         loop_timer *t = l->timers;
-        l->timers = t->next;
-        t->fn(l, t->ctx);
-        free(t);
+        int owned = t->owned;
+        loop_timer_unlink(t);
+        t->fn(l, t->ctx);   /* may free an embedded t with its object */
+        if (owned)
+            free(t);
     }
     loop_arm_timerfd(l);
 }
@@ -96,6 +116,7 @@ loop *loop_new(void)
     loop *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
+    l->posted.next = l->posted.prev = &l->posted;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (l->epfd < 0 || l->timerfd < 0 ||
@@ -111,11 +132,16 @@ void loop_free(loop *l)
 {
     if (!l)
         return;
+    /* Embedded timers and deferred calls belong to objects that may be
+     * gone by now: they are only let go of. */
     while (l->timers) {
         loop_timer *t = l->timers;
-        l->timers = t->next;
-        free(t);
+        loop_timer_unlink(t);
+        if (t->owned)
+            free(t);
     }
+    while (l->posted.next != &l->posted)
+        loop_defer_cancel(l->posted.next);
     if (l->epfd >= 0)
         close(l->epfd);
     if (l->timerfd >= 0)
@@ -193,30 +219,111 @@ loop_timer *loop_timer_add(loop *l, int64_t delay_ns, loop_timer_fn *fn, void *c
     loop_timer *t = malloc(sizeof *t);
     if (!t)
         return NULL;
+    loop_timer_init(t, fn, ctx);
+    t->owned = 1;
     t->due_ns = loop_deadline_ns(delay_ns);
-    t->fn = fn;
-    t->ctx = ctx;
-    loop_timer **p = &l->timers;
-    while (*p && (*p)->due_ns <= t->due_ns)
-        p = &(*p)->next;
-    t->next = *p;
-    *p = t;
-    if (l->timers == t)
-        loop_arm_timerfd(l);
+    loop_timer_link(l, t);
     return t;
 }
 
+/* Looked for rather than unlinked through t: a caller may hold a timer that
+ * has fired and been freed (compared, never read). */
 void loop_timer_cancel(loop *l, loop_timer *t)
 {
     if (!t)
         return;
-    for (loop_timer **p = &l->timers; *p; p = &(*p)->next) {
-        if (*p == t) {
-            *p = t->next;
+    for (loop_timer *p = l->timers; p; p = p->next) {
+        if (p == t) {
+            assert(t->owned);   /* an embedded timer is disarmed, not cancelled */
+            loop_timer_unlink(t);
             free(t);
             return;   /* the timerfd may fire early: see loop_arm_timerfd */
         }
     }
+}
+
+void loop_timer_init(loop_timer *t, loop_timer_fn *fn, void *ctx)
+{
+    *t = (loop_timer){.fn = fn, .ctx = ctx};
+}
+
+void loop_timer_arm(loop *l, loop_timer *t, int64_t delay_ns)
+{
+    assert(t->fn && !t->owned);
+    if (t->pprev)
+        loop_timer_unlink(t);
+    t->due_ns = loop_deadline_ns(delay_ns);
+    loop_timer_link(l, t);
+}
+
+void loop_timer_disarm(loop *l, loop_timer *t)
+{
+    (void)l;   /* the timerfd may fire early: see loop_arm_timerfd */
+    assert(!t->owned);
+    if (t->pprev)
+        loop_timer_unlink(t);
+}
+
+int loop_timer_armed(const loop_timer *t)
+{
+    return t->pprev != NULL;
+}
+
+void loop_defer_init(loop_defer *d, loop_defer_fn *fn, void *ctx)
+{
+    *d = (loop_defer){.fn = fn, .ctx = ctx};
+}
+
+void loop_defer_post(loop *l, loop_defer *d)
+{
+    assert(d->fn);
+    if (d->next)
+        return;   /* posted already: it runs once */
+    d->prev = l->posted.prev;
+    d->next = &l->posted;
+    l->posted.prev->next = d;
+    l->posted.prev = d;
+}
+
+/* Unlinks d from whichever ring holds it: the loop's, or the batch being
+ * run (loop_run_deferred). */
+void loop_defer_cancel(loop_defer *d)
+{
+    if (!d->next)
+        return;
+    d->prev->next = d->next;
+    d->next->prev = d->prev;
+    d->next = d->prev = NULL;
+}
+
+int loop_defer_posted(const loop_defer *d)
+{
+    return d->next != NULL;
+}
+
+/* Moves every call of ring `from` (a sentinel) to the front of ring `to`. */
+static void loop_defer_splice(loop_defer *from, loop_defer *to)
+{
+    if (from->next == from)
+        return;
+    from->prev->next = to->next;
+    to->next->prev = from->prev;
+    to->next = from->next;
+    from->next->prev = to;
+    from->next = from->prev = from;
+}
+
+/* Runs the calls posted so far; those they post wait for the next round. */
+static void loop_run_deferred(loop *l)
+{
+    loop_defer batch = {.next = &batch, .prev = &batch};
+    loop_defer_splice(&l->posted, &batch);
+    while (batch.next != &batch && !l->stop) {
+        loop_defer *d = batch.next;
+        loop_defer_cancel(d);
+        d->fn(l, d->ctx);   /* may cancel others of the batch, or free d */
+    }
+    loop_defer_splice(&batch, &l->posted);   /* stopped: kept for the next run */
 }
 
 int loop_run(loop *l)
@@ -224,7 +331,12 @@ int loop_run(loop *l)
     struct epoll_event evs[128];
     l->stop = 0;
     while (!l->stop) {
-        int n = epoll_wait(l->epfd, evs, 128, -1);
+        loop_run_deferred(l);
+        if (l->stop)
+            break;
+        /* a call posted by a deferred call: only look for ready events */
+        int wait_ms = l->posted.next != &l->posted ? 0 : -1;
+        int n = epoll_wait(l->epfd, evs, 128, wait_ms);
         if (n < 0) {
             if (errno == EINTR)
                 continue;

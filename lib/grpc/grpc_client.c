@@ -49,7 +49,7 @@ typedef struct gc_call_state {
     int local_status;       /* set when we end the call ourselves */
     int transport;          /* ended by the connection, not by an answer */
     const char *local_message;
-    loop_timer *deadline;
+    loop_timer deadline;    /* armed while its timeout runs */
     struct gc_call_state *next;
 } gc_call_state;
 
@@ -64,10 +64,11 @@ struct gc_conn {
     const char *const *extra;   /* name, value, name, value, ... */
     size_t n_extra;
     gc_call_state *calls;
-    loop_timer *flush_later;    /* gc_call_start's write, from the loop */
+    loop_defer flush_later;     /* gc_call_start's write, from the loop */
 };
 
 static void gc_flush(gc_conn *c);
+static void flush_now(loop *l, void *ctx);
 
 /* ---- finishing a call --------------------------------------------------- */
 
@@ -124,7 +125,7 @@ static void call_free(gc_call_state *cs)
             *p = cs->next;
             break;
         }
-    loop_timer_cancel(c->loop, cs->deadline);
+    loop_timer_disarm(c->loop, &cs->deadline);
     buf_free(&cs->response);
     buf_free(&cs->grpc_message);
     grpc_reader_free(&cs->reader);
@@ -392,6 +393,7 @@ static gc_conn *conn_on_fd(loop *l, int fd, const char *addr, uint32_t max_messa
         return NULL;
     }
     c->loop = l;
+    loop_defer_init(&c->flush_later, flush_now, c);
     c->io.fd = fd;
     c->max_message = max_message;
     snprintf(c->authority, sizeof c->authority, "%s", addr);
@@ -425,7 +427,7 @@ struct gc_dialing {
     int fd;
     char addr[256];
     uint32_t max_message;
-    loop_timer *deadline;
+    loop_timer deadline;   /* armed while a timeout runs */
     gc_connected_fn *fn;
     void *ctx;
 };
@@ -433,8 +435,7 @@ struct gc_dialing {
 static void dial_end(gc_dialing *d, int soerr)
 {
     loop_unwatch(d->loop, d->fd);
-    loop_timer_cancel(d->loop, d->deadline);
-    d->deadline = NULL;
+    loop_timer_disarm(d->loop, &d->deadline);
     buf err = {0};
     gc_conn *c = NULL;
     if (soerr) {
@@ -464,9 +465,7 @@ static void dial_ready(loop *l, int fd, uint32_t events, void *ctx)
 static void dial_timeout(loop *l, void *ctx)
 {
     (void)l;
-    gc_dialing *d = ctx;
-    d->deadline = NULL;   /* freed by the loop after this returns */
-    dial_end(d, ETIMEDOUT);
+    dial_end(ctx, ETIMEDOUT);
 }
 
 gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint32_t max_message,
@@ -493,6 +492,7 @@ gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint
     }
     *d = (gc_dialing){.loop = l, .fd = fd, .max_message = max_message, .fn = fn, .ctx = ctx};
     snprintf(d->addr, sizeof d->addr, "%s", addr);
+    loop_timer_init(&d->deadline, dial_timeout, d);
     int e = connect(fd, res->ai_addr, res->ai_addrlen) < 0 ? errno : 0;
     freeaddrinfo(res);
     if (e && e != EINPROGRESS) {
@@ -502,13 +502,13 @@ gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint
     }
     /* even a connect that completed at once is reported from the loop, so
      * fn never runs inside this call */
-    if (loop_watch(l, fd, LOOP_WRITE, dial_ready, d) < 0 ||
-        (timeout_ns > 0 && !(d->deadline = loop_timer_add(l, timeout_ns, dial_timeout, d)))) {
-        loop_unwatch(l, fd);
+    if (loop_watch(l, fd, LOOP_WRITE, dial_ready, d) < 0) {
         close(fd);
         free(d);
         return buf_printf(err, "cannot connect to %s: out of memory", addr), NULL;
     }
+    if (timeout_ns > 0)
+        loop_timer_arm(l, &d->deadline, timeout_ns);
     return d;
 }
 
@@ -517,7 +517,7 @@ void gc_connect_cancel(gc_dialing *d)
     if (!d)
         return;
     loop_unwatch(d->loop, d->fd);
-    loop_timer_cancel(d->loop, d->deadline);
+    loop_timer_disarm(d->loop, &d->deadline);
     close(d->fd);
     free(d);
 }
@@ -574,7 +574,6 @@ static void call_deadline(loop *l, void *ctx)
 {
     (void)l;
     gc_call_state *cs = ctx;
-    cs->deadline = NULL;
     call_end_locally(cs, GRPC_DEADLINE_EXCEEDED, "context deadline exceeded");
     nghttp2_submit_rst_stream(cs->conn->io.session, NGHTTP2_FLAG_NONE, cs->stream_id,
                               NGHTTP2_CANCEL);
@@ -599,6 +598,7 @@ static gc_call_state *call_submit(gc_conn *c, const char *path, const void *requ
     cs->ctx = ctx;
     cs->grpc_status = -1;
     cs->local_status = -1;
+    loop_timer_init(&cs->deadline, call_deadline, cs);
     grpc_reader_init(&cs->reader, c->max_message);
     grpc_frame_prefix(cs->prefix, (uint32_t)len);
     cs->body = len ? request : (const uint8_t *)"";
@@ -637,7 +637,7 @@ static gc_call_state *call_submit(gc_conn *c, const char *path, const void *requ
     cs->next = c->calls;
     c->calls = cs;
     if (timeout_ns > 0)
-        cs->deadline = loop_timer_add(c->loop, timeout_ns, call_deadline, cs);
+        loop_timer_arm(c->loop, &cs->deadline, timeout_ns);
     return cs;
 }
 
@@ -653,17 +653,7 @@ int gc_call(gc_conn *c, const char *path, const void *request, size_t len, int64
 static void flush_now(loop *l, void *ctx)
 {
     (void)l;
-    gc_conn *c = ctx;
-    c->flush_later = NULL;
-    gc_flush(c);
-}
-
-/* From the loop, once per turn whatever the number of calls. */
-static int flush_soon(gc_conn *c)
-{
-    if (!c->flush_later && !(c->flush_later = loop_timer_add(c->loop, 0, flush_now, c)))
-        return -1;
-    return 0;
+    gc_flush(ctx);
 }
 
 gc_stream *gc_call_start(gc_conn *c, const char *path, const void *request, size_t len,
@@ -672,13 +662,8 @@ gc_stream *gc_call_start(gc_conn *c, const char *path, const void *request, size
     if (!gc_usable(c))
         return NULL;
     gc_call_state *cs = call_submit(c, path, request, len, timeout_ns, done, ctx);
-    if (cs && flush_soon(c) < 0) {
-        /* nothing written yet: the stream goes with the reset */
-        cs->reported = 1;
-        cs->body = NULL;
-        nghttp2_submit_rst_stream(c->io.session, NGHTTP2_FLAG_NONE, cs->stream_id, NGHTTP2_CANCEL);
-        return NULL;
-    }
+    if (cs)
+        loop_defer_post(c->loop, &c->flush_later);   /* once per turn, whatever the calls */
     return cs;
 }
 
@@ -688,11 +673,9 @@ void gc_call_cancel(gc_stream *cs)
         return;
     cs->reported = 1;   /* done will not run; the state goes when the stream closes */
     cs->body = NULL;    /* the caller may free the request now */
-    loop_timer_cancel(cs->conn->loop, cs->deadline);
-    cs->deadline = NULL;
+    loop_timer_disarm(cs->conn->loop, &cs->deadline);
     nghttp2_submit_rst_stream(cs->conn->io.session, NGHTTP2_FLAG_NONE, cs->stream_id, NGHTTP2_CANCEL);
-    if (flush_soon(cs->conn) < 0)
-        gc_flush(cs->conn);
+    loop_defer_post(cs->conn->loop, &cs->conn->flush_later);
 }
 
 int gc_usable(const gc_conn *c)
@@ -727,7 +710,7 @@ void gc_close(gc_conn *c)
         call_report(cs);
         call_free(cs);
     }
-    loop_timer_cancel(c->loop, c->flush_later);
+    loop_defer_cancel(&c->flush_later);
     loop_unwatch(c->loop, c->io.fd);
     h2_io_free(&c->io);
     free(c);

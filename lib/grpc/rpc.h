@@ -66,6 +66,28 @@ typedef struct rpc_segment {
 
 #define RPC_MAX_SEGMENTS 8   /* the transport's prefix + up to 7 of the handler's */
 
+/* A call's life on its stream; it changes in call_set_phase only
+ * (rpc_call.c), whose table holds the legal steps:
+ * HEADERS -> READING -> [STREAMING ->] FINISHED, or to TRAILERS_ONLY from
+ * HEADERS or READING. */
+typedef enum rpc_call_phase {
+    RPC_CALL_HEADERS,        /* its request header block is arriving */
+    RPC_CALL_READING,        /* accepted: its request is read and handed to the handler */
+    RPC_CALL_STREAMING,      /* response HEADERS and messages sent; no status yet */
+    RPC_CALL_FINISHED,       /* status decided, after a body (or with its one message) */
+    RPC_CALL_TRAILERS_ONLY,  /* status decided before any response: one Trailers-Only
+                                HEADERS, then RST_STREAM(NO_ERROR) if the client still sends */
+} rpc_call_phase;
+
+/* The method handler's hold on the call, beside the phase (a call ends
+ * finished or not whether or not its handler ran): IDLE -> RUNNING -> ENDED,
+ * in call_set_handler only. */
+typedef enum rpc_handler_phase {
+    RPC_HANDLER_IDLE,        /* not given the call (yet, or ever) */
+    RPC_HANDLER_RUNNING,     /* handle, progress or request_end was called */
+    RPC_HANDLER_ENDED,       /* its `end` has run: it holds nothing of the call */
+} rpc_handler_phase;
+
 struct rpc_call {
     server *srv;
     struct conn *conn;
@@ -81,18 +103,15 @@ struct rpc_call {
     char *timeout_text;
     char *encoding;
     size_t header_bytes;          /* the request's header list size (RFC 9113 §6.5.2) */
-    int bad_method;               /* :method was not POST */
-    int headers_done;
-    int started;                  /* method->handle or ->progress was called */
-    int counted;                  /* in the server's count of in-flight calls */
+    /* :method was not POST: what the header block said, judged when it
+     * ends (rpc_call_check_headers), as its size is; not a phase */
+    int bad_method;
+    rpc_call_phase phase;
+    rpc_handler_phase handler;
     int messages;                 /* request messages seen */
-    int responded;                /* response submitted (headers or trailers-only) */
-    int finished;                 /* final status decided */
-    int ended;                    /* method->end has run */
-    int reset_after_status;       /* RST_STREAM(NO_ERROR) once the status is sent */
     size_t reserved;              /* of the pending-request budgets: the message's size */
-    loop_timer *deadline_timer;
-    loop_timer *stall_timer;      /* the response body waits on the client's window */
+    loop_timer deadline_timer;    /* armed while a grpc-timeout runs */
+    loop_timer stall_timer;       /* armed while the response body waits on the client's window */
     size_t stall_left;            /* body bytes not yet sent at the last stall check */
     struct grpc_reader *reader;
     rpc_segment segs[RPC_MAX_SEGMENTS];
@@ -100,7 +119,6 @@ struct rpc_call {
     size_t seg_off;
     buf stream_out;               /* framed messages queued by rpc_send */
     size_t stream_off;
-    int body_final;               /* no more data after what is queued */
     int status;
     buf status_message;
     int64_t started_ns;           /* for the latency histogram */

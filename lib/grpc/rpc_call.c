@@ -4,15 +4,15 @@
  * rpc_conn.c's nghttp2 callbacks hand each event of a stream to its call;
  * this file decides what the events mean:
  *
- *   request   call_check_headers checks :method (POST), content-type, the
+ *   request   rpc_call_check_headers checks :method (POST), content-type, the
  *             method (routing), grpc-encoding and grpc-timeout (the
- *             deadline timer); call_on_data deframes the DATA (grpc_frame.h),
+ *             deadline timer); rpc_call_on_data deframes the DATA (grpc_frame.h),
  *             reserving each message's declared size against the
  *             pending-request budgets, and gives the one message (and, for
  *             a large one, its progress) to the method's handler, or, for
  *             a client stream, each message in turn (call_stream_check
  *             bounds how many, and the answers the client leaves unread);
- *             call_on_request_end checks that one came, or tells a client
+ *             rpc_call_on_request_end checks that one came, or tells a client
  *             stream's handler that the client is done.
  *   response  the handler answers with rpc_reply, rpc_fail, or rpc_send +
  *             rpc_finish (rpc.h): HEADERS, then a body that nghttp2 takes
@@ -20,14 +20,15 @@
  *             then the trailers; an error before any message is one
  *             Trailers-Only HEADERS. A response the client does not read
  *             is reset (--stalled-send-timeout, or the deadline).
- *   end       call_free runs the method's `end` (exactly once), counts the
+ *   end       rpc_call_free runs the method's `end` (exactly once), counts the
  *             call in the metrics and frees it; a connection left without
  *             calls turns idle.
  *
- * Errors the transport finds itself are answered here too (call_fail_http),
+ * Errors the transport finds itself are answered here too (rpc_call_fail_http),
  * for rpc_server.c's grace period as well. */
 #include "grpc/rpc.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,78 @@
 static void call_unreserve(rpc_call *c);
 static void call_reset_unsent(rpc_call *c, const char *why);
 static size_t call_body_left(const rpc_call *c);
+static void call_deadline_passed(loop *l, void *ctx);
+static void call_check_stall(loop *l, void *ctx);
 
 /* ---- life of a call ------------------------------------------------------ */
 
-rpc_call *call_new(conn *cn, int32_t stream_id)
+static const char *const phase_names[] = {
+    [RPC_CALL_HEADERS] = "HEADERS", [RPC_CALL_READING] = "READING",
+    [RPC_CALL_STREAMING] = "STREAMING", [RPC_CALL_FINISHED] = "FINISHED",
+    [RPC_CALL_TRAILERS_ONLY] = "TRAILERS_ONLY",
+};
+
+#define PHASE(p) (1u << (p))
+
+/* The phases each phase may go to. */
+static const unsigned phase_next[] = {
+    [RPC_CALL_HEADERS] = PHASE(RPC_CALL_READING) | PHASE(RPC_CALL_TRAILERS_ONLY),
+    [RPC_CALL_READING] = PHASE(RPC_CALL_STREAMING) | PHASE(RPC_CALL_FINISHED) |
+                         PHASE(RPC_CALL_TRAILERS_ONLY),
+    [RPC_CALL_STREAMING] = PHASE(RPC_CALL_FINISHED),
+    [RPC_CALL_FINISHED] = 0,
+    [RPC_CALL_TRAILERS_ONLY] = 0,
+};
+
+static void call_set_phase(rpc_call *c, rpc_call_phase next)
+{
+    int legal = (phase_next[c->phase] & PHASE(next)) != 0;
+    if (!legal)
+        log_error("stream %d: phase %s refused after %s", c->stream_id, phase_names[next],
+                  phase_names[c->phase]);
+    assert(legal);
+    log_v(4, "stream %d %s: %s -> %s", c->stream_id, c->path ? c->path : "",
+          phase_names[c->phase], phase_names[next]);
+    c->phase = next;
+}
+
+static const char *const handler_names[] = {
+    [RPC_HANDLER_IDLE] = "IDLE", [RPC_HANDLER_RUNNING] = "RUNNING", [RPC_HANDLER_ENDED] = "ENDED",
+};
+
+/* IDLE -> RUNNING -> ENDED, one step at a time. */
+static void call_set_handler(rpc_call *c, rpc_handler_phase next)
+{
+    int legal = next == c->handler + 1;
+    if (!legal)
+        log_error("stream %d: handler %s refused after %s", c->stream_id, handler_names[next],
+                  handler_names[c->handler]);
+    assert(legal);
+    log_v(4, "stream %d %s: handler %s -> %s", c->stream_id, c->path ? c->path : "",
+          handler_names[c->handler], handler_names[next]);
+    c->handler = next;
+}
+
+/* The handler is about to be given the call (again, for a stream). */
+static void call_handler_runs(rpc_call *c)
+{
+    if (c->handler == RPC_HANDLER_IDLE)
+        call_set_handler(c, RPC_HANDLER_RUNNING);
+    assert(c->handler == RPC_HANDLER_RUNNING);
+}
+
+int rpc_call_finished(const rpc_call *c)
+{
+    return c->phase == RPC_CALL_FINISHED || c->phase == RPC_CALL_TRAILERS_ONLY;
+}
+
+/* In the server's count of in-flight calls (a Watch is not). */
+static int call_counted(const rpc_call *c)
+{
+    return c->method && !c->method->server_streaming;
+}
+
+rpc_call *rpc_call_new(conn *cn, int32_t stream_id)
 {
     rpc_call *c = calloc(1, sizeof *c);
     if (!c)
@@ -63,38 +132,43 @@ rpc_call *call_new(conn *cn, int32_t stream_id)
     c->next_in_conn = cn->calls;
     cn->calls = c;
     cn->n_calls++;
-    loop_timer_cancel(cn->srv->loop, cn->idle_timer);
-    cn->idle_timer = NULL;
+    loop_timer_init(&c->deadline_timer, call_deadline_passed, c);
+    loop_timer_init(&c->stall_timer, call_check_stall, c);
+    loop_timer_disarm(cn->srv->loop, &cn->idle_timer);
     return c;
 }
 
 /* Tell the handler to let go. Safe to call more than once. */
-void call_end_handler(rpc_call *c)
+void rpc_call_end_handler(rpc_call *c)
 {
-    if (c->ended || !c->started)
+    if (c->handler != RPC_HANDLER_RUNNING)
         return;
-    c->ended = 1;
+    call_set_handler(c, RPC_HANDLER_ENDED);
     if (c->method->end)
-        c->method->end(c, c->finished);
+        c->method->end(c, rpc_call_finished(c));
 }
 
-void call_free(rpc_call *c)
+void rpc_call_free(rpc_call *c)
 {
     conn *cn = c->conn;
     server *srv = c->srv;
     for (rpc_call **p = &cn->calls; *p; p = &(*p)->next_in_conn)
         if (*p == c) {
+            assert(cn->n_calls > 0);
             *p = c->next_in_conn;
             cn->n_calls--;
             break;
         }
-    call_end_handler(c);
-    loop_timer_cancel(c->srv->loop, c->deadline_timer);
-    loop_timer_cancel(c->srv->loop, c->stall_timer);
+    rpc_call_end_handler(c);
+    loop_timer_disarm(c->srv->loop, &c->deadline_timer);
+    loop_timer_disarm(c->srv->loop, &c->stall_timer);
     if (c->method)
-        metrics_call_handled(c->method, c->finished ? c->status : GRPC_CANCELLED,
+        metrics_call_handled(c->method, rpc_call_finished(c) ? c->status : GRPC_CANCELLED,
                              loop_now_ns() - c->started_ns);
-    c->srv->active_calls -= (size_t)c->counted;
+    if (call_counted(c)) {
+        assert(c->srv->active_calls > 0);
+        c->srv->active_calls--;
+    }
     call_unreserve(c);
     if (c->reader) {
         grpc_reader_free(c->reader);
@@ -111,10 +185,10 @@ void call_free(rpc_call *c)
     if (!cn->calls) {
         parked = h2_io_idle(&cn->io, cn->large_call);   /* no large body on its way now */
         cn->large_call = 0;
-        conn_arm_idle(cn);
+        rpc_conn_arm_idle(cn);
     }
     if (srv->active_calls == 0)
-        server_spares_idle(srv, parked);
+        rpc_server_spares_idle(srv, parked);
 }
 
 /* ---- request checks ------------------------------------------------------ */
@@ -155,20 +229,19 @@ static void call_deadline_passed(loop *l, void *ctx)
 {
     (void)l;
     rpc_call *c = ctx;
-    c->deadline_timer = NULL;
-    if (c->finished) {
+    if (rpc_call_finished(c)) {
         call_reset_unsent(c, "deadline passed before the client read the response");
         return;
     }
     buf why = {0};
     buf_printf(&why, "deadline exceeded: the call did not finish within grpc-timeout %s",
                c->timeout_text);
-    if (c->method && c->method->deadline_note && !c->ended)
+    if (c->method && c->method->deadline_note && c->handler != RPC_HANDLER_ENDED)
         c->method->deadline_note(c, &why);
     log_v(2, "stream %d %s: %s; cancelling", c->stream_id, c->path,
           why.data ? why.data : "deadline exceeded");
-    call_end_handler(c);   /* the handler stops its work (kills the function) */
-    call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED,
+    rpc_call_end_handler(c);   /* the handler stops its work (kills the function) */
+    rpc_call_fail_http(c, "200", GRPC_DEADLINE_EXCEEDED,
                    why.data ? why.data : "deadline exceeded: out of memory for the message");
     buf_free(&why);
 }
@@ -187,51 +260,49 @@ static void call_refuse_headers(rpc_call *c, buf *why)
     else
         log_v(3, "stream %d: %s", c->stream_id, why->data);
     metrics_count(METRIC_HEADERS_REFUSED);
-    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, why->data);
+    rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, why->data);
 }
 
 /* Headers complete: decide whether the call may go on. */
-void call_check_headers(rpc_call *c)
+void rpc_call_check_headers(rpc_call *c)
 {
     buf why = {0};
     int64_t timeout_ns = 0;
     const rpc_method *m = NULL;
-    c->headers_done = 1;
     if (c->header_bytes > SERVER_MAX_HEADER_LIST) {
         call_refuse_headers(c, &why);
     } else if (c->bad_method) {
-        call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
+        rpc_call_fail_http(c, "405", GRPC_INTERNAL, "the :method of a gRPC request must be POST");
     } else if (!is_grpc_content_type(c->content_type)) {
         buf_printf(&why, "invalid gRPC request content-type \"%s\"",
                    c->content_type ? c->content_type : "");
         free(c->content_type);
         c->content_type = NULL;   /* answer with ours, not theirs */
-        call_fail_http(c, "415", GRPC_INVALID_ARGUMENT, why.data);
+        rpc_call_fail_http(c, "415", GRPC_INVALID_ARGUMENT, why.data);
     } else if (!(m = find_method(c->srv, c->path ? c->path : "", &why))) {
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
     } else if (c->encoding && strcmp(c->encoding, "identity") != 0) {
         buf_printf(&why, "grpc: Decompressor is not installed for grpc-encoding \"%s\"",
                    c->encoding);
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED, why.data);
     } else if (c->timeout_text &&
                grpc_timeout_parse(c->timeout_text, strlen(c->timeout_text), &timeout_ns) < 0) {
         buf_printf(&why, "malformed grpc-timeout: \"%s\"", c->timeout_text);
-        call_fail_http(c, "400", GRPC_INTERNAL, why.data);
+        rpc_call_fail_http(c, "400", GRPC_INTERNAL, why.data);
     } else if (!(c->reader = calloc(1, sizeof *c->reader))) {
-        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory");
     } else {
+        call_set_phase(c, RPC_CALL_READING);
         c->method = m;
         metrics_call_started(m);
-        c->counted = !m->server_streaming;
-        c->srv->active_calls += (size_t)c->counted;
-        if (c->counted) {   /* busy again: spare memory will be used */
-            loop_timer_cancel(c->srv->loop, c->srv->spares_timer);
-            c->srv->spares_timer = NULL;
+        if (call_counted(c)) {   /* busy again: spare memory will be used */
+            c->srv->active_calls++;
+            loop_timer_disarm(c->srv->loop, &c->srv->spares_timer);
         }
         grpc_reader_init(c->reader, c->srv->cfg->max_message);
         if (c->timeout_text) {
             c->deadline_ns = loop_deadline_ns(timeout_ns);
-            c->deadline_timer = loop_timer_add(c->srv->loop, timeout_ns, call_deadline_passed, c);
+            loop_timer_arm(c->srv->loop, &c->deadline_timer, timeout_ns);
         }
     }
     buf_free(&why);
@@ -265,6 +336,7 @@ static int call_reserve(rpc_call *c, size_t n)
 
 static void call_unreserve(rpc_call *c)
 {
+    assert(c->conn->pending_bytes >= c->reserved && c->srv->pending_bytes >= c->reserved);
     c->conn->pending_bytes -= c->reserved;
     c->srv->pending_bytes -= c->reserved;
     c->reserved = 0;
@@ -281,8 +353,8 @@ static void call_refuse_over_budget(rpc_call *c, size_t n)
                "again once they are done", n, c->conn->pending_bytes, cfg->max_pending_conn_bytes,
                c->srv->pending_bytes, cfg->max_pending_bytes);
     metrics_count(METRIC_REQUESTS_OVER_BUDGET);
-    call_end_handler(c);   /* a method started on it (streaming) stops */
-    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg.data ? msg.data : "over budget");
+    rpc_call_end_handler(c);   /* a method started on it (streaming) stops */
+    rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg.data ? msg.data : "over budget");
     buf_free(&msg);
     grpc_reader_free(c->reader);   /* what arrived of it goes now */
 }
@@ -305,32 +377,32 @@ static int call_stream_check(rpc_call *c)
                  "answers (%zu bytes unread, over %u)", unread, c->srv->cfg->max_message);
     else
         return 0;
-    call_end_handler(c);
-    call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+    rpc_call_end_handler(c);
+    rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
     return -1;
 }
 
 static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t len)
 {
     rpc_call *c = ctx;
-    if (c->finished)
+    if (rpc_call_finished(c))
         return 1;   /* answered (and the answer may borrow the handler's state): drop the rest */
     if (c->method->client_streaming) {
         c->messages++;
         if (call_stream_check(c) < 0)
             return 1;
     } else if (++c->messages > 1) {
-        call_end_handler(c);
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
+        rpc_call_end_handler(c);
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
                        "grpc: a unary request carried more than one message");
         return 1;
     }
     if (flag != 0) {
-        call_fail_http(c, "200", GRPC_INTERNAL,
+        rpc_call_fail_http(c, "200", GRPC_INTERNAL,
                        "grpc: compressed flag set with identity or empty encoding");
         return 1;
     }
-    c->started = 1;
+    call_handler_runs(c);
     c->conn->large_call |= len >= SERVER_LARGE_MESSAGE;
     call_unreserve(c);   /* whole: the handler's now */
     c->method->handle(c, msg, len);
@@ -343,32 +415,32 @@ static int call_on_message(void *ctx, uint8_t flag, const uint8_t *msg, size_t l
 static void call_report_progress(rpc_call *c)
 {
     const grpc_reader *r = c->reader;
-    if (!c->method->progress || c->finished || c->messages || r->state != GRPC_READER_BODY ||
+    if (!c->method->progress || rpc_call_finished(c) || c->messages || r->state != GRPC_READER_BODY ||
         r->msg.cap < r->msg_len)
         return;
-    c->started = 1;
+    call_handler_runs(c);
     c->method->progress(c, (const uint8_t *)r->msg.data, r->msg.len, r->msg_len);
 }
 
-void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
+void rpc_call_on_data(rpc_call *c, const uint8_t *data, size_t len)
 {
-    if (c->finished || !c->reader)
+    if (rpc_call_finished(c) || !c->reader)
         return;   /* answered already: the rest is read and dropped */
     int rv = grpc_reader_feed(c->reader, data, len, call_on_message, c);
-    if (rv == -1 && !c->finished) {
+    if (rv == -1 && !rpc_call_finished(c)) {
         char msg[160];
         if (c->reader->state == GRPC_READER_TOO_LARGE) {
             snprintf(msg, sizeof msg, "grpc: received message larger than max (%u vs. %u)",
                      c->reader->msg_len, c->reader->max_len);
-            call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+            rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
         } else {
             snprintf(msg, sizeof msg, "grpc: received unexpected payload format %u",
                      c->reader->flag);
-            call_fail_http(c, "200", GRPC_INTERNAL, msg);
+            rpc_call_fail_http(c, "200", GRPC_INTERNAL, msg);
         }
-    } else if (rv == -2 && !c->finished) {
-        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
-    } else if (rv == 0 && !c->finished && c->reader->state == GRPC_READER_BODY && !c->reserved &&
+    } else if (rv == -2 && !rpc_call_finished(c)) {
+        rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, "out of memory reading the request");
+    } else if (rv == 0 && !rpc_call_finished(c) && c->reader->state == GRPC_READER_BODY && !c->reserved &&
                call_reserve(c, c->reader->msg_len) < 0) {
         call_refuse_over_budget(c, c->reader->msg_len);
     } else if (rv == 0) {
@@ -378,12 +450,12 @@ void call_on_data(rpc_call *c, const uint8_t *data, size_t len)
 
 /* The client half-closed: a unary request must have brought one message;
  * a client stream's handler hears that no more will come. */
-void call_on_request_end(rpc_call *c)
+void rpc_call_on_request_end(rpc_call *c)
 {
-    if (c->finished || !c->reader)
+    if (rpc_call_finished(c) || !c->reader)
         return;
     if (c->method->client_streaming && !grpc_reader_partial(c->reader)) {
-        c->started = 1;
+        call_handler_runs(c);
         c->method->request_end(c);
         return;
     }
@@ -393,10 +465,10 @@ void call_on_request_end(rpc_call *c)
         char msg[160];
         snprintf(msg, sizeof msg, "grpc: request ended inside a message (%zu of %u bytes)",
                  c->reader->msg.len, c->reader->msg_len);
-        call_end_handler(c);   /* a method started on the message stops now */
-        call_fail_http(c, "200", GRPC_INTERNAL, msg);
+        rpc_call_end_handler(c);   /* a method started on the message stops now */
+        rpc_call_fail_http(c, "200", GRPC_INTERNAL, msg);
     } else {
-        call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
+        rpc_call_fail_http(c, "200", GRPC_UNIMPLEMENTED,
                        "grpc: a unary request must carry one message; got none");
     }
 }
@@ -472,7 +544,7 @@ static void submit_trailers_only(rpc_call *c, const char *http_status)
 
 /* Writes the next len bytes of the response body (the handler's segments,
  * then what rpc_send queued) at dst; h2_io_queue_data calls it. */
-void call_copy_body(void *src, uint8_t *dst, size_t len)
+void rpc_call_copy_body(void *src, uint8_t *dst, size_t len)
 {
     rpc_call *c = src;
     size_t n = 0;
@@ -509,7 +581,7 @@ static size_t call_body_left(const rpc_call *c)
 }
 
 /* nghttp2 asks what the next DATA frame carries: count it (NO_COPY; the
- * bytes are copied once, by call_copy_body, when the frame is queued), and
+ * bytes are copied once, by rpc_call_copy_body, when the frame is queued), and
  * at the end of the body submit the trailers. */
 static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8_t *dst,
                               size_t len, uint32_t *flags, nghttp2_data_source *source,
@@ -519,7 +591,7 @@ static ssize_t call_read_body(nghttp2_session *session, int32_t stream_id, uint8
     rpc_call *c = source->ptr;
     size_t left = call_body_left(c);
     size_t n = left < len ? left : len;
-    if (n == left && c->body_final) {
+    if (n == left && c->phase == RPC_CALL_FINISHED) {   /* no more after what is queued */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         if (submit_trailers(c) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -538,23 +610,16 @@ static void submit_headers_with_body(rpc_call *c)
     int rv = nghttp2_submit_response(c->conn->io.session, c->stream_id, nva, 2, &prd);
     if (rv)
         log_error("stream %d: cannot submit response: %s", c->stream_id, nghttp2_strerror(rv));
-    c->responded = 1;
 }
 
-/* After answering a request the client is still sending (an early error),
- * reset the stream so the client stops and frees it, as grpc-go does. The
- * reset must follow the status on the wire, so it is submitted once the
- * HEADERS frame has been sent (on_frame_send). */
-static void reset_if_client_still_sending(rpc_call *c)
+/* The status is decided (phase: FINISHED, or TRAILERS_ONLY: then, should
+ * the client still be sending, the stream is reset after the status so
+ * that it stops, as grpc-go does; on_frame_send). The deadline timer stays:
+ * the response may still wait for the client to read it, and the deadline
+ * bounds that too. */
+static void call_settle(rpc_call *c, rpc_call_phase phase, int code, const char *message)
 {
-    c->reset_after_status = 1;
-}
-
-/* The status is decided. The deadline timer stays: the response may still
- * wait for the client to read it, and the deadline bounds that too. */
-static void call_settle(rpc_call *c, int code, const char *message)
-{
-    c->finished = 1;
+    call_set_phase(c, phase);
     c->status = code;
     buf_reset(&c->status_message);
     if (message)
@@ -572,7 +637,7 @@ static void call_reset_unsent(rpc_call *c, const char *why)
     metrics_count(METRIC_SEND_STALLS);
     nghttp2_submit_rst_stream(c->conn->io.session, NGHTTP2_FLAG_NONE, c->stream_id,
                               NGHTTP2_CANCEL);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }
 
 /* Every SERVER_SEND_STALL_NS while a response body is queued: reset the
@@ -580,7 +645,6 @@ static void call_reset_unsent(rpc_call *c, const char *why)
 static void call_check_stall(loop *l, void *ctx)
 {
     rpc_call *c = ctx;
-    c->stall_timer = NULL;
     size_t left = call_body_left(c);
     if (!left)
         return;   /* all handed to the connection; its own write check goes on */
@@ -589,34 +653,31 @@ static void call_check_stall(loop *l, void *ctx)
         return;
     }
     c->stall_left = left;
-    c->stall_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, call_check_stall, c);
+    loop_timer_arm(l, &c->stall_timer, c->srv->cfg->send_stall_ns);
 }
 
 static void call_watch_stall(rpc_call *c)
 {
-    if (c->stall_timer)
+    if (loop_timer_armed(&c->stall_timer))
         return;
     c->stall_left = call_body_left(c);
-    c->stall_timer = loop_timer_add(c->srv->loop, c->srv->cfg->send_stall_ns, call_check_stall, c);
+    loop_timer_arm(c->srv->loop, &c->stall_timer, c->srv->cfg->send_stall_ns);
 }
 
 /* Error status from the transport itself, with a given HTTP status. */
-void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message)
+void rpc_call_fail_http(rpc_call *c, const char *http_status, int code, const char *message)
 {
-    if (c->finished)
+    if (rpc_call_finished(c))
         return;
-    call_settle(c, code, message);
+    int streaming = c->phase == RPC_CALL_STREAMING;
+    call_settle(c, streaming ? RPC_CALL_FINISHED : RPC_CALL_TRAILERS_ONLY, code, message);
     log_v(3, "stream %d %s: %s %s", c->stream_id, c->path ? c->path : "", grpc_code_name(code),
           message);
-    if (c->responded) {
-        c->body_final = 1;
+    if (streaming)   /* the trailers follow the body */
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
-    } else {
-        c->responded = 1;
+    else
         submit_trailers_only(c, http_status);
-        reset_if_client_still_sending(c);
-    }
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }
 
 int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out)
@@ -626,17 +687,17 @@ int rpc_take_message(rpc_call *c, const uint8_t *msg, size_t len, buf *out)
 
 void rpc_fail(rpc_call *c, int code, const char *message)
 {
-    call_fail_http(c, "200", code, message);
+    rpc_call_fail_http(c, "200", code, message);
 }
 
 void rpc_finish(rpc_call *c, int code, const char *message)
 {
-    call_fail_http(c, "200", code, message);
+    rpc_call_fail_http(c, "200", code, message);
 }
 
 void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
 {
-    if (c->finished)
+    if (rpc_call_finished(c))
         return;
     size_t total = 0;
     for (int i = 0; i < n_segs; i++)
@@ -645,10 +706,10 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
         char msg[160];
         snprintf(msg, sizeof msg, "grpc: trying to send message larger than max (%zu vs. %u)",
                  total, c->srv->cfg->max_message);
-        call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
+        rpc_call_fail_http(c, "200", GRPC_RESOURCE_EXHAUSTED, msg);
         return;
     }
-    call_settle(c, GRPC_OK, NULL);
+    call_settle(c, RPC_CALL_FINISHED, GRPC_OK, NULL);
     c->conn->large_call |= total >= SERVER_LARGE_MESSAGE;
     grpc_frame_prefix(c->frame_prefix, (uint32_t)total);
     c->segs[0] = (rpc_segment){c->frame_prefix, GRPC_PREFIX_LEN};
@@ -656,24 +717,25 @@ void rpc_reply(rpc_call *c, const rpc_segment *segs, int n_segs)
     for (int i = 0; i < n_segs && i < RPC_MAX_SEGMENTS - 1; i++)
         if (segs[i].len)
             c->segs[c->n_segs++] = segs[i];
-    c->body_final = 1;
     submit_headers_with_body(c);
     call_watch_stall(c);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }
 
 void rpc_send(rpc_call *c, const void *msg, size_t len)
 {
-    if (c->finished)
+    if (rpc_call_finished(c))
         return;
     uint8_t prefix[GRPC_PREFIX_LEN];
     grpc_frame_prefix(prefix, (uint32_t)len);
     buf_append(&c->stream_out, prefix, sizeof prefix);
     buf_append(&c->stream_out, msg, len);
-    if (!c->responded)
+    if (c->phase == RPC_CALL_READING) {
+        call_set_phase(c, RPC_CALL_STREAMING);
         submit_headers_with_body(c);
-    else
+    } else {
         nghttp2_session_resume_data(c->conn->io.session, c->stream_id);
+    }
     call_watch_stall(c);
-    conn_flush(c->conn);
+    rpc_conn_flush(c->conn);
 }

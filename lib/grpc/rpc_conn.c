@@ -11,7 +11,7 @@
  * drains. Its callbacks are where a call's life is driven from: each finds
  * the call of its stream and hands the event to rpc_call.c (refusing a
  * stream when the connection's slots are taken, held slots included; see
- * rpc_hold_slot in rpc.h). conn_flush writes what the session queued and
+ * rpc_hold_slot in rpc.h). rpc_conn_flush writes what the session queued and
  * closes a connection whose socket takes nothing for --stalled-send-timeout.
  * Two more timers bound what a peer holds: the handshake (preface and
  * SETTINGS within 10 s) and idleness (GOAWAY after --idle-timeout without a
@@ -43,6 +43,9 @@ _Static_assert(sizeof h2_preface - 1 == H2_PREFACE_LEN, "H2_PREFACE_LEN");
 static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx);
 static int conn_start_session(conn *c);
 static void conn_handshake_expired(loop *l, void *ctx);
+static void conn_idle_expired(loop *l, void *ctx);
+static void conn_check_write_stall(loop *l, void *ctx);
+static void conn_linger_expired(loop *l, void *ctx);
 static void conn_http1_request(void *ctx, const char *path, const char *query, http1_response *r);
 static void conn_http1_io(conn *c);
 static nghttp2_session_callbacks *server_callbacks(void);
@@ -50,7 +53,7 @@ static void hold_unlink(rpc_slot_hold *h);
 
 /* ---- a new connection and its timers ------------------------------------- */
 
-void conn_new(server *s, int cfd)
+void rpc_conn_new(server *s, int cfd)
 {
     conn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -61,14 +64,18 @@ void conn_new(server *s, int cfd)
     c->io.fd = cfd;
     c->next = s->conns;
     s->conns = c;
-    c->handshake_timer = loop_timer_add(s->loop, SERVER_HANDSHAKE_NS, conn_handshake_expired, c);
-    conn_arm_idle(c);
+    loop_timer_init(&c->handshake_timer, conn_handshake_expired, c);
+    loop_timer_init(&c->idle_timer, conn_idle_expired, c);
+    loop_timer_init(&c->write_timer, conn_check_write_stall, c);
+    loop_timer_init(&c->linger_timer, conn_linger_expired, c);
+    loop_timer_arm(s->loop, &c->handshake_timer, SERVER_HANDSHAKE_NS);
+    rpc_conn_arm_idle(c);
     log_v(4, "connection fd %d accepted", cfd);
     /* Our SETTINGS go out once the first bytes say HTTP/2 (conn_sniff). */
     if (loop_watch(s->loop, cfd, LOOP_READ, conn_on_io, c) == 0)
         c->watching = LOOP_READ;
     else
-        conn_close(c);
+        rpc_conn_close(c);
 }
 
 /* A peer that does not complete the HTTP/2 handshake in time (a port
@@ -77,11 +84,10 @@ static void conn_handshake_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    c->handshake_timer = NULL;
     log_v(2, "connection fd %d: no %s within %lld s; closing", c->io.fd,
           c->mode == CONN_HTTP1 ? "complete HTTP/1.1 request" : "HTTP/2 preface and SETTINGS",
           SERVER_HANDSHAKE_NS / 1000000000LL);
-    conn_close(c);
+    rpc_conn_close(c);
 }
 
 /* A connection without calls for --idle-timeout is sent GOAWAY; clients
@@ -90,10 +96,9 @@ static void conn_idle_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    c->idle_timer = NULL;
     log_v(3, "connection fd %d idle; closing", c->io.fd);
     if (c->mode != CONN_HTTP2) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (!c->final_goaway) {
@@ -102,15 +107,15 @@ static void conn_idle_expired(loop *l, void *ctx)
                               nghttp2_session_get_last_proc_stream_id(c->io.session),
                               NGHTTP2_NO_ERROR, (const uint8_t *)"idle", 4);
     }
-    conn_flush(c);
+    rpc_conn_flush(c);
 }
 
-void conn_arm_idle(conn *c)
+void rpc_conn_arm_idle(conn *c)
 {
     int64_t idle = c->srv->cfg->idle_timeout_ns;
-    if (idle <= 0 || c->closing || c->idle_timer)
+    if (idle <= 0 || c->closing || loop_timer_armed(&c->idle_timer))
         return;
-    c->idle_timer = loop_timer_add(c->srv->loop, idle, conn_idle_expired, c);
+    loop_timer_arm(c->srv->loop, &c->idle_timer, idle);
 }
 
 /* ---- the first bytes ----------------------------------------------------- */
@@ -178,7 +183,7 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
     (void)l, (void)fd;
     conn *c = ctx;
     if (c->mode == CONN_SNIFFING && conn_sniff(c) < 0) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (c->mode == CONN_SNIFFING)
@@ -188,10 +193,10 @@ static void conn_on_io(loop *l, int fd, uint32_t events, void *ctx)
         return;
     }
     if ((events & ~LOOP_WRITE) && h2_io_read(&c->io) == H2_IO_CLOSED) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
-    conn_flush(c);
+    rpc_conn_flush(c);
 }
 
 /* ---- HTTP/1.1: probes and metrics ---------------------------------------- */
@@ -227,7 +232,7 @@ static void conn_http1_io(conn *c)
 {
     uint32_t want = http1_on_io(c->h1);
     if (!want) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
@@ -307,7 +312,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                    ? 0
                    : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    rpc_call *c = call_new(cn, frame->hd.stream_id);
+    rpc_call *c = rpc_call_new(cn, frame->hd.stream_id);
     if (!c)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, c);
@@ -326,7 +331,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 {
     (void)flags, (void)user_data;
     rpc_call *c = stream_call(session, frame->hd.stream_id);
-    if (!c || c->headers_done)
+    if (!c || c->phase != RPC_CALL_HEADERS)
         return 0;   /* trailers from the client carry nothing we use */
     /* RFC 9113 §6.5.2's measure, saturating: HPACK references let a small
      * block decode to gigabytes; judged when the block ends */
@@ -355,8 +360,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
         !cn->got_settings) {
         cn->got_settings = 1;
-        loop_timer_cancel(cn->srv->loop, cn->handshake_timer);
-        cn->handshake_timer = NULL;
+        loop_timer_disarm(cn->srv->loop, &cn->handshake_timer);
     }
     if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
         !memcmp(frame->ping.opaque_data, server_drain_ping, 8) && cn->srv->draining &&
@@ -373,9 +377,9 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
     if (!c)
         return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
-        call_check_headers(c);
+        rpc_call_check_headers(c);
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
-        call_on_request_end(c);
+        rpc_call_on_request_end(c);
     return 0;
 }
 
@@ -385,7 +389,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     (void)flags, (void)user_data;
     rpc_call *c = stream_call(session, stream_id);
     if (c)
-        call_on_data(c, data, len);
+        rpc_call_on_data(c, data, len);
     return 0;
 }
 
@@ -413,7 +417,7 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
     if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     rpc_call *c = stream_call(session, frame->hd.stream_id);
-    if (c && c->reset_after_status &&
+    if (c && c->phase == RPC_CALL_TRAILERS_ONLY &&
         !nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id))
         nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                   NGHTTP2_NO_ERROR);
@@ -427,13 +431,13 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     rpc_call *c = stream_call(session, stream_id);
     if (!c)
         return 0;
-    if (!c->finished && error_code != NGHTTP2_NO_ERROR)
+    if (!rpc_call_finished(c) && error_code != NGHTTP2_NO_ERROR)
         log_v(3, "stream %d %s: reset by the client (%s); cancelling", stream_id,
               c->path ? c->path : "", nghttp2_http2_strerror(error_code));
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
-    call_free(c);
+    rpc_call_free(c);
     if (cn->srv->draining)
-        server_check_drained(cn->srv);
+        rpc_server_check_drained(cn->srv);
     return 0;
 }
 
@@ -442,7 +446,7 @@ static int on_send_data(nghttp2_session *session, nghttp2_frame *frame, const ui
 {
     (void)session;
     conn *cn = user_data;
-    return h2_io_queue_data(&cn->io, frame, framehd, length, call_copy_body, source->ptr);
+    return h2_io_queue_data(&cn->io, frame, framehd, length, rpc_call_copy_body, source->ptr);
 }
 
 static nghttp2_session_callbacks *server_callbacks(void)
@@ -470,24 +474,22 @@ static nghttp2_session_callbacks *server_callbacks(void)
 static void conn_check_write_stall(loop *l, void *ctx)
 {
     conn *c = ctx;
-    c->write_timer = NULL;
     if (c->io.written == c->written_at_check) {
         log_v(2, "connection fd %d: the client read nothing for --stalled-send-timeout; closing",
               c->io.fd);
         metrics_count(METRIC_SEND_STALLS);
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
     c->written_at_check = c->io.written;
-    c->write_timer = loop_timer_add(l, c->srv->cfg->send_stall_ns, conn_check_write_stall, c);
+    loop_timer_arm(l, &c->write_timer, c->srv->cfg->send_stall_ns);
 }
 
 static void conn_linger_expired(loop *l, void *ctx)
 {
     (void)l;
     conn *c = ctx;
-    c->write_timer = NULL;
-    conn_close(c);
+    rpc_conn_close(c);
 }
 
 /* The GOAWAY of a refused header block is out, and the client is likely
@@ -501,21 +503,19 @@ static void conn_linger(conn *c)
         return;
     c->lingering = 1;
     if (shutdown(c->io.fd, SHUT_WR) < 0) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
-    loop_timer_cancel(c->srv->loop, c->write_timer);
-    c->write_timer = loop_timer_add(c->srv->loop, SERVER_LINGER_NS, conn_linger_expired, c);
-    if (!c->write_timer)
-        conn_close(c);
-    else if (c->watching != LOOP_READ &&
+    loop_timer_disarm(c->srv->loop, &c->write_timer);
+    loop_timer_arm(c->srv->loop, &c->linger_timer, SERVER_LINGER_NS);
+    if (c->watching != LOOP_READ &&
              loop_watch(c->srv->loop, c->io.fd, LOOP_READ, conn_on_io, c) == 0)
         c->watching = LOOP_READ;
 }
 
 /* Write what the session has queued, then close the connection if it is
  * done, or watch for writability if the socket is full. */
-void conn_flush(conn *c)
+void rpc_conn_flush(conn *c)
 {
     if (c->mode != CONN_HTTP2 || c->lingering)
         return;   /* nothing of ours goes out before the protocol is known, or after the end */
@@ -527,16 +527,14 @@ void conn_flush(conn *c)
         return;
     }
     if (rv == H2_IO_CLOSED || (rv == H2_IO_OK && h2_io_finished(&c->io))) {
-        conn_close(c);
+        rpc_conn_close(c);
         return;
     }
-    if (rv == H2_IO_BLOCKED && !c->write_timer) {
+    if (rv == H2_IO_BLOCKED && !loop_timer_armed(&c->write_timer)) {
         c->written_at_check = c->io.written;
-        c->write_timer = loop_timer_add(c->srv->loop, c->srv->cfg->send_stall_ns,
-                                        conn_check_write_stall, c);
-    } else if (rv == H2_IO_OK && c->write_timer) {
-        loop_timer_cancel(c->srv->loop, c->write_timer);
-        c->write_timer = NULL;
+        loop_timer_arm(c->srv->loop, &c->write_timer, c->srv->cfg->send_stall_ns);
+    } else if (rv == H2_IO_OK) {
+        loop_timer_disarm(c->srv->loop, &c->write_timer);
     }
     uint32_t want = LOOP_READ | (rv == H2_IO_BLOCKED ? LOOP_WRITE : 0);
     if (want != c->watching && loop_watch(c->srv->loop, c->io.fd, want, conn_on_io, c) == 0)
@@ -545,7 +543,7 @@ void conn_flush(conn *c)
 
 /* ---- closing ------------------------------------------------------------- */
 
-void conn_close(conn *c)
+void rpc_conn_close(conn *c)
 {
     server *s = c->srv;
     for (conn **p = &s->conns; *p; p = &(*p)->next)
@@ -556,23 +554,24 @@ void conn_close(conn *c)
     loop_unwatch(s->loop, c->io.fd);
     c->closing = 1;            /* no idle timer from the calls freed below */
     while (c->calls)
-        call_free(c->calls);   /* a lost connection cancels its calls */
+        rpc_call_free(c->calls);   /* a lost connection cancels its calls */
     while (c->holds)
         hold_unlink(c->holds);   /* their work goes on; nothing to hold for */
-    loop_timer_cancel(s->loop, c->handshake_timer);
-    loop_timer_cancel(s->loop, c->idle_timer);
-    loop_timer_cancel(s->loop, c->write_timer);
+    loop_timer_disarm(s->loop, &c->handshake_timer);
+    loop_timer_disarm(s->loop, &c->idle_timer);
+    loop_timer_disarm(s->loop, &c->write_timer);
+    loop_timer_disarm(s->loop, &c->linger_timer);
     log_v(4, "connection fd %d closed", c->io.fd);
     http1_free(c->h1);
     h2_io_free(&c->io);
     free(c);
     if (s->accept_paused)
-        server_resume_accept(s);   /* its descriptor is free: the next one may come in */
+        rpc_server_resume_accept(s);   /* its descriptor is free: the next one may come in */
     s->conns_freed = 1;
     if (!s->active_calls)
-        server_spares_idle(s, 0);
+        rpc_server_spares_idle(s, 0);
     if (s->draining)
-        server_check_drained(s);
+        rpc_server_check_drained(s);
 }
 
 /* ---- slots held past the end of a call (see rpc.h) ----------------------- */

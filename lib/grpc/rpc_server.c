@@ -14,19 +14,19 @@
  *
  * The path of a request:
  *
- *   server_on_accept -> conn_new                                 (this file)
+ *   server_on_accept -> rpc_conn_new                                 (this file)
  *   conn_on_io -> conn_sniff (HTTP/2 preface?) -> h2_io_read
  *     -> nghttp2 callbacks (rpc_conn.c), each calling into rpc_call.c:
- *     on_begin_headers  call_new: allocate the call (or refuse the stream)
+ *     on_begin_headers  rpc_call_new: allocate the call (or refuse the stream)
  *     on_header         collect :method, :path, content-type, grpc-timeout
- *     on_frame_recv     headers complete: call_check_headers routes and
- *                       checks; END_STREAM: call_on_request_end checks that
+ *     on_frame_recv     headers complete: rpc_call_check_headers routes and
+ *                       checks; END_STREAM: rpc_call_on_request_end checks that
  *                       exactly one message came
- *     on_data_chunk     call_on_data deframes; the first complete message
+ *     on_data_chunk     rpc_call_on_data deframes; the first complete message
  *                       goes to the handler
- *     on_stream_close   call_free: tell the handler to let go, free the call
+ *     on_stream_close   rpc_call_free: tell the handler to let go, free the call
  *   handler answers -> rpc_reply/rpc_fail (rpc_call.c) -> nghttp2 submit
- *     -> conn_flush (rpc_conn.c)
+ *     -> rpc_conn_flush (rpc_conn.c)
  *
  * Draining (SIGTERM): stop accepting, GOAWAY with a shutdown notice and a
  * PING, then the final GOAWAY once the PING is acknowledged (rpc_conn.c's
@@ -63,6 +63,12 @@
 const uint8_t server_drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
 static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx);
+static void server_accept_retry(loop *l, void *ctx);
+static void server_release_spares(loop *l, void *ctx);
+static void server_send_final_goaways(loop *l, void *ctx);
+static void server_drain_step(loop *l, void *ctx);
+static void server_exit_now(loop *l, void *ctx);
+static void server_grace_expired(loop *l, void *ctx);
 
 /* ---- helpers for handlers ------------------------------------------------ */
 
@@ -91,7 +97,7 @@ int rpc_server_config_fill(rpc_server_config *cfg, buf *why)
     return 0;
 }
 
-server *server_new(loop *l, const rpc_server_config *cfg)
+server *rpc_server_new(loop *l, const rpc_server_config *cfg)
 {
     static const char spare_help[] =
         "Buffers kept for the next large call; freed 2 s after the last call.";
@@ -107,6 +113,12 @@ server *server_new(loop *l, const rpc_server_config *cfg)
         s->cfg_copy.send_stall_ns = SERVER_SEND_STALL_NS;
     s->cfg = &s->cfg_copy;
     s->listen_fd = -1;
+    loop_timer_init(&s->accept_timer, server_accept_retry, s);
+    loop_timer_init(&s->spares_timer, server_release_spares, s);
+    loop_timer_init(&s->goaway_timer, server_send_final_goaways, s);
+    loop_timer_init(&s->grace_timer, server_grace_expired, s);
+    loop_timer_init(&s->exit_timer, server_exit_now, s);
+    loop_defer_init(&s->drain_step, server_drain_step, s);
     return s;
 }
 
@@ -138,7 +150,7 @@ static int address_parse(const char *address, int port, struct sockaddr_storage 
     return 0;
 }
 
-int server_address_check(const char *address, buf *err)
+int rpc_server_address_check(const char *address, buf *err)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -172,7 +184,7 @@ static int listen_on(struct sockaddr_storage *ss, socklen_t len, int *out_port)
     return fd;
 }
 
-int server_listen(server *s, buf *err)
+int rpc_server_listen(server *s, buf *err)
 {
     const char *address = s->cfg->address && *s->cfg->address ? s->cfg->address : NULL;
     struct sockaddr_storage ss;
@@ -207,14 +219,13 @@ int server_listen(server *s, buf *err)
     return 0;
 }
 
-int server_port(const server *s) { return s->port; }
+int rpc_server_port(const server *s) { return s->port; }
 
 /* ---- accepting ----------------------------------------------------------- */
 
-void server_resume_accept(server *s)
+void rpc_server_resume_accept(server *s)
 {
-    loop_timer_cancel(s->loop, s->accept_timer);
-    s->accept_timer = NULL;
+    loop_timer_disarm(s->loop, &s->accept_timer);
     if (!s->accept_paused || s->listen_fd < 0)
         return;
     if (loop_watch(s->loop, s->listen_fd, LOOP_READ, server_on_accept, s) == 0)
@@ -227,8 +238,7 @@ static void server_accept_retry(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->accept_timer = NULL;
-    server_resume_accept(s);
+    rpc_server_resume_accept(s);
 }
 
 /* accept() failed for want of descriptors or memory. The connection stays
@@ -249,8 +259,8 @@ static void server_pause_accept(server *s, int err)
         loop_unwatch(s->loop, s->listen_fd);
         s->accept_paused = 1;
     }
-    if (!s->accept_timer)
-        s->accept_timer = loop_timer_add(s->loop, SERVER_ACCEPT_BACKOFF_NS, server_accept_retry, s);
+    if (!loop_timer_armed(&s->accept_timer))
+        loop_timer_arm(s->loop, &s->accept_timer, SERVER_ACCEPT_BACKOFF_NS);
 }
 
 static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
@@ -280,7 +290,7 @@ static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx)
         int one = 1;
         setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         metrics_count(METRIC_CONNECTIONS_ACCEPTED);
-        conn_new(s, cfd);
+        rpc_conn_new(s, cfd);
     }
 }
 
@@ -295,7 +305,6 @@ static void server_release_spares(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->spares_timer = NULL;
     s->conns_freed = 0;
     buf_spares_release();
     h2_io_spare_release();
@@ -310,20 +319,19 @@ static void server_release_spares(loop *l, void *ctx)
 
 /* No unary call is running. parked: a connection has just handed its
  * buffers to h2_io's spares (maybe later: its read is still running). */
-void server_spares_idle(server *s, int parked)
+void rpc_server_spares_idle(server *s, int parked)
 {
-    if (s->spares_timer ||
+    if (loop_timer_armed(&s->spares_timer) ||
         !(parked || s->conns_freed || h2_io_spare_bytes() || buf_spares_bytes()))
         return;
-    s->spares_timer = loop_timer_add(s->loop, SERVER_SPARES_IDLE_NS, server_release_spares, s);
+    loop_timer_arm(s->loop, &s->spares_timer, SERVER_SPARES_IDLE_NS);
 }
 
 /* ---- draining ------------------------------------------------------------ */
 
 static void server_close_listener(server *s)
 {
-    loop_timer_cancel(s->loop, s->accept_timer);
-    s->accept_timer = NULL;
+    loop_timer_disarm(s->loop, &s->accept_timer);
     if (s->listen_fd < 0)
         return;
     loop_unwatch(s->loop, s->listen_fd);
@@ -335,7 +343,6 @@ static void server_send_final_goaways(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->goaway_timer = NULL;
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->mode != CONN_HTTP2)
@@ -346,23 +353,22 @@ static void server_send_final_goaways(loop *l, void *ctx)
                                   nghttp2_session_get_last_proc_stream_id(c->io.session),
                                   NGHTTP2_NO_ERROR, NULL, 0);
         }
-        conn_flush(c);
+        rpc_conn_flush(c);
     }
 }
 
 /* When no unary call is left, end Watch streams and let connections close.
- * Runs from a timer of its own, never inside another connection's callbacks,
+ * Runs as a deferred call of its own, never inside another connection's callbacks,
  * so that closing one connection cannot free another under its caller. */
 static void server_drain_step(loop *l, void *ctx)
 {
     server *s = ctx;
-    s->drain_step_timer = NULL;
     if (s->active_calls > 0)
         return;
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->mode != CONN_HTTP2)
-            conn_close(c);   /* a probe or scrape, or a peer that said nothing */
+            rpc_conn_close(c);   /* a probe or scrape, or a peer that said nothing */
     }
     if (s->cfg->on_drain)
         s->cfg->on_drain(RPC_DRAIN_IDLE, s->cfg->app);
@@ -370,22 +376,20 @@ static void server_drain_step(loop *l, void *ctx)
         loop_stop(s->loop);
         return;
     }
-    loop_timer_cancel(s->loop, s->goaway_timer);
-    s->goaway_timer = NULL;
+    loop_timer_disarm(s->loop, &s->goaway_timer);
     server_send_final_goaways(l, s);
 }
 
-void server_check_drained(server *s)
+void rpc_server_check_drained(server *s)
 {
-    if (s->draining && !s->drain_step_timer)
-        s->drain_step_timer = loop_timer_add(s->loop, 0, server_drain_step, s);
+    if (s->draining)
+        loop_defer_post(s->loop, &s->drain_step);
 }
 
 static void server_exit_now(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->exit_timer = NULL;
     log_warn("connections still open after the shutdown grace period; exiting");
     loop_stop(s->loop);
 }
@@ -394,7 +398,6 @@ static void server_grace_expired(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
-    s->grace_timer = NULL;
     s->stopping = 1;
     log_warn("shutdown grace period over: cancelling %zu call(s) still running", s->active_calls);
     for (conn *c = s->conns, *next; c; c = next) {
@@ -403,22 +406,22 @@ static void server_grace_expired(loop *l, void *ctx)
          * complete and free calls. One flush afterwards sends everything. */
         c->io.busy = 1;
         for (rpc_call *call = c->calls; call; call = call->next_in_conn) {
-            if (call->finished)
+            if (rpc_call_finished(call))
                 continue;
-            call_end_handler(call);
-            call_fail_http(call, "200", GRPC_UNAVAILABLE,
+            rpc_call_end_handler(call);
+            rpc_call_fail_http(call, "200", GRPC_UNAVAILABLE,
                            "the server is shutting down: the call did not finish within the "
                            "shutdown grace period");
         }
         c->io.busy = 0;
-        conn_flush(c);
+        rpc_conn_flush(c);
     }
     /* give the statuses a moment to leave, then go regardless */
-    s->exit_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_exit_now, s);
-    server_check_drained(s);
+    loop_timer_arm(s->loop, &s->exit_timer, SERVER_GOAWAY_WAIT_NS);
+    rpc_server_check_drained(s);
 }
 
-void server_drain(server *s)
+void rpc_server_drain(server *s)
 {
     if (s->draining) {
         log_warn("second termination signal: exiting now");
@@ -437,27 +440,28 @@ void server_drain(server *s)
             continue;
         nghttp2_submit_shutdown_notice(c->io.session);
         nghttp2_submit_ping(c->io.session, NGHTTP2_FLAG_NONE, server_drain_ping);
-        conn_flush(c);
+        rpc_conn_flush(c);
     }
-    s->goaway_timer = loop_timer_add(s->loop, SERVER_GOAWAY_WAIT_NS, server_send_final_goaways, s);
-    s->grace_timer = loop_timer_add(s->loop, s->cfg->shutdown_grace_ns, server_grace_expired, s);
-    server_check_drained(s);
+    loop_timer_arm(s->loop, &s->goaway_timer, SERVER_GOAWAY_WAIT_NS);
+    loop_timer_arm(s->loop, &s->grace_timer, s->cfg->shutdown_grace_ns);
+    rpc_server_check_drained(s);
 }
 
-int64_t server_kill_grace_ns(void) { return SERVER_KILL_GRACE_NS; }
+int64_t rpc_server_kill_grace_ns(void) { return SERVER_KILL_GRACE_NS; }
 
-void server_free(server *s)
+void rpc_server_free(server *s)
 {
     if (!s)
         return;
     while (s->conns)
-        conn_close(s->conns);
+        rpc_conn_close(s->conns);
     server_close_listener(s);
-    loop_timer_cancel(s->loop, s->grace_timer);
-    loop_timer_cancel(s->loop, s->goaway_timer);
-    loop_timer_cancel(s->loop, s->exit_timer);
-    loop_timer_cancel(s->loop, s->drain_step_timer);
-    loop_timer_cancel(s->loop, s->spares_timer);
+    loop_timer_disarm(s->loop, &s->grace_timer);
+    loop_timer_disarm(s->loop, &s->goaway_timer);
+    loop_timer_disarm(s->loop, &s->exit_timer);
+    loop_defer_cancel(&s->drain_step);
+    loop_timer_disarm(s->loop, &s->spares_timer);
+    loop_timer_disarm(s->loop, &s->accept_timer);
     h2_io_spare_release();
     free(s);
 }

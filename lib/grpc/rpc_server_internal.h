@@ -21,7 +21,7 @@
 #include "grpc/h2_io.h"
 #include "grpc/http1.h"
 #include "grpc/rpc.h"
-#include "grpc/rpc_server.h"
+#include "grpc/rpc_server_config.h"
 
 #define SERVER_LARGE_MESSAGE (1024 * 1024)  /* a call this big: its connection's buffers become spares */
 #define H2_PREFACE_LEN 24                   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
@@ -32,7 +32,7 @@
  * clients mean to send and bounds what a peer makes us decode. Advertised
  * as SETTINGS_MAX_HEADER_LIST_SIZE, so grpc-go and C core refuse a bigger
  * request before sending it, naming the size; one that comes anyway is
- * answered RESOURCE_EXHAUSTED on its own stream (call_check_headers). */
+ * answered RESOURCE_EXHAUSTED on its own stream (rpc_call_check_headers). */
 #define SERVER_MAX_HEADER_LIST (1u << 20)
 /* A block over that budget is still read to its end, so that only its own
  * stream is refused: nghttp2 cannot skip a header block, it ends the
@@ -66,9 +66,10 @@ typedef struct conn {
     uint32_t watching;     /* events the loop watches for */
     int got_settings;      /* the client's SETTINGS arrived: handshake done */
     int closing;
-    loop_timer *handshake_timer;
-    loop_timer *idle_timer;   /* armed while the connection has no calls */
-    loop_timer *write_timer;  /* armed while the socket does not take our bytes */
+    loop_timer handshake_timer;  /* armed until the client's SETTINGS */
+    loop_timer idle_timer;    /* armed while the connection has no calls */
+    loop_timer write_timer;   /* armed while the socket does not take our bytes */
+    loop_timer linger_timer;  /* armed while lingering */
     uint64_t written_at_check;
     int large_call;           /* a message of SERVER_LARGE_MESSAGE or more since idle */
     int lingering;            /* GOAWAY sent, our side shut: reading the client's rest */
@@ -86,15 +87,15 @@ struct server {
     size_t pending_bytes;  /* reserved by all unfinished requests */
     int draining;
     int stopping;          /* grace expired: calls are being cancelled */
-    loop_timer *grace_timer;
-    loop_timer *goaway_timer;
-    loop_timer *exit_timer;
-    loop_timer *drain_step_timer;
-    loop_timer *spares_timer;   /* armed while idle with spare memory held */
+    loop_timer grace_timer;     /* the timers of a drain */
+    loop_timer goaway_timer;
+    loop_timer exit_timer;
+    loop_defer drain_step;      /* posted while draining when a call or connection ends */
+    loop_timer spares_timer;    /* armed while idle with spare memory held */
     int conns_freed;            /* connections closed since the last release */
     int accept_paused;          /* the listener is not watched: out of descriptors */
     int64_t accept_trouble_ns;  /* when accepting last started failing; 0: it works */
-    loop_timer *accept_timer;   /* retries accepting while paused */
+    loop_timer accept_timer;    /* retries accepting while paused */
 };
 
 /* ---- rpc_server.c: the server ------------------------------------------- */
@@ -103,39 +104,41 @@ struct server {
 extern const uint8_t server_drain_ping[8];
 /* No unary call is running; parked: a connection just gave its buffers to
  * the spares. Arms the timer that releases spare memory. */
-void server_spares_idle(server *s, int parked);
+void rpc_server_spares_idle(server *s, int parked);
 /* While draining: a call or connection ended, take the next drain step. */
-void server_check_drained(server *s);
+void rpc_server_check_drained(server *s);
 /* A descriptor was freed: accept again if accepting was paused. */
-void server_resume_accept(server *s);
+void rpc_server_resume_accept(server *s);
 
 /* ---- rpc_conn.c: one connection ----------------------------------------- */
 
 /* A connection just accepted: wait for its first bytes (closes fd on ENOMEM). */
-void conn_new(server *s, int fd);
+void rpc_conn_new(server *s, int fd);
 /* Write what the session has queued; close the connection when it is done. */
-void conn_flush(conn *c);
+void rpc_conn_flush(conn *c);
 /* Cancel its calls, drop its slot holds, free it. */
-void conn_close(conn *c);
+void rpc_conn_close(conn *c);
 /* The connection has no calls: start its --idle-timeout. */
-void conn_arm_idle(conn *c);
+void rpc_conn_arm_idle(conn *c);
 
 /* ---- rpc_call.c: one call (from rpc_conn.c's nghttp2 callbacks) ---------- */
 
-rpc_call *call_new(conn *cn, int32_t stream_id);
+rpc_call *rpc_call_new(conn *cn, int32_t stream_id);
 /* The request's headers are complete: route and check them. */
-void call_check_headers(rpc_call *c);
+void rpc_call_check_headers(rpc_call *c);
 /* DATA of the request: deframe, reserve its size, hand the message over. */
-void call_on_data(rpc_call *c, const uint8_t *data, size_t len);
+void rpc_call_on_data(rpc_call *c, const uint8_t *data, size_t len);
 /* The client half-closed the stream. */
-void call_on_request_end(rpc_call *c);
+void rpc_call_on_request_end(rpc_call *c);
 /* The response body for h2_io_queue_data (h2_io_copy_fn). */
-void call_copy_body(void *src, uint8_t *dst, size_t len);
+void rpc_call_copy_body(void *src, uint8_t *dst, size_t len);
 /* The stream closed: end the handler, count the call, free it. */
-void call_free(rpc_call *c);
+void rpc_call_free(rpc_call *c);
 /* Tell the handler to let go (method->end); safe to call more than once. */
-void call_end_handler(rpc_call *c);
+void rpc_call_end_handler(rpc_call *c);
+/* Its status is decided (phase FINISHED or TRAILERS_ONLY). */
+int rpc_call_finished(const rpc_call *c);
 /* Answer with an error status of the transport's, with a given HTTP status. */
-void call_fail_http(rpc_call *c, const char *http_status, int code, const char *message);
+void rpc_call_fail_http(rpc_call *c, const char *http_status, int code, const char *message);
 
 #endif

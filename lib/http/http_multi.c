@@ -8,7 +8,8 @@
 struct http_multi {
     loop *l;
     CURLM *multi;
-    loop_timer *timer;
+    loop_timer timer;   /* curl's timeout, when it is not 0 */
+    loop_defer now;     /* curl's timeout of 0 */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -68,25 +69,26 @@ static void on_timer(loop *l, void *ctx)
 {
     (void)l;
     http_multi *m = ctx;
-    m->timer = NULL;   /* freed by the loop after this returns */
     int running;
     curl_multi_socket_action(m->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     check_done(m);
 }
 
-/* curl's one timer: each call replaces it; -1 removes it. libcurl must not
- * be called from here, so the work happens in on_timer. */
+/* curl's one timer: each call replaces it; -1 removes it, 0 is "as soon
+ * as you can" (a deferred call, not a timer). libcurl must not be called
+ * from here, so the work happens in on_timer. */
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
     (void)multi;
     http_multi *m = userp;
-    loop_timer_cancel(m->l, m->timer);
-    m->timer = NULL;
-    if (timeout_ms < 0)
-        return 0;
-    int64_t ns = timeout_ms > INT64_MAX / 1000000 ? INT64_MAX : (int64_t)timeout_ms * 1000000;
-    m->timer = loop_timer_add(m->l, ns, on_timer, m);
-    return m->timer ? 0 : -1;
+    loop_timer_disarm(m->l, &m->timer);
+    loop_defer_cancel(&m->now);
+    if (timeout_ms == 0)
+        loop_defer_post(m->l, &m->now);
+    else if (timeout_ms > 0)
+        loop_timer_arm(m->l, &m->timer, timeout_ms > INT64_MAX / 1000000
+                                            ? INT64_MAX : (int64_t)timeout_ms * 1000000);
+    return 0;
 }
 
 http_multi *http_multi_new(loop *l, buf *err)
@@ -96,6 +98,8 @@ http_multi *http_multi_new(loop *l, buf *err)
     if (!m)
         return buf_printf(err, "out of memory"), NULL;
     m->l = l;
+    loop_timer_init(&m->timer, on_timer, m);
+    loop_defer_init(&m->now, on_timer, m);
     if (!(m->multi = curl_multi_init())) {
         free(m);
         return buf_printf(err, "curl_multi_init failed"), NULL;
@@ -116,7 +120,8 @@ void http_multi_free(http_multi *m)
     if (!m)
         return;
     curl_multi_cleanup(m->multi);   /* may still call socket_cb: m is alive */
-    loop_timer_cancel(m->l, m->timer);
+    loop_timer_disarm(m->l, &m->timer);
+    loop_defer_cancel(&m->now);
     free(m);
 }
 

@@ -74,11 +74,15 @@ static void on_pod_created(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || p->state != POD_CREATING)
         return;
-    if (!r->ok)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     if (pod_set_str(&p->name, kube_path_str(r->obj, "metadata.name")) < 0 || !p->name ||
-        pod_set_str(&p->uid, kube_path_str(r->obj, "metadata.uid")) < 0)
-        return pod_fail(p, "the API server's answer to the pod's create has no name", 0);
+        pod_set_str(&p->uid, kube_path_str(r->obj, "metadata.uid")) < 0) {
+        pod_fail(p, "the API server's answer to the pod's create has no name", 0);
+        return;
+    }
     p->created = 1;
     stats_for(p->pc, p->image)->created++;
     log_info("pod %s created for %s (podId %s)", p->name, p->image, p->pod_id);
@@ -122,8 +126,10 @@ void fn_create(pod *p)
     }
     buf err = {0};
     pod_set(p, POD_EV_CREATE_SENT);
-    if (pod_set_str(&p->version, template_version(p->pc)) < 0)
-        return pod_fail(p, "out of memory", 0);
+    if (pod_set_str(&p->version, template_version(p->pc)) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     if (create_one(p, POD_TEMPLATE_SERVICE, "services", on_service_created, &err) < 0 ||
         create_one(p, POD_TEMPLATE_POD, "pods", on_pod_created, &err) < 0)
         pod_fail(p, err.data ? err.data : "out of memory", 0);
@@ -134,8 +140,10 @@ static void adopt(pod *p, const json *obj)
 {
     if (pod_set_str(&p->name, kube_path_str(obj, "metadata.name")) < 0 ||
         pod_set_str(&p->uid, kube_path_str(obj, "metadata.uid")) < 0 ||
-        pod_set_str(&p->version, template_version(p->pc)) < 0)   /* adoptable: the same */
-        return pod_fail(p, "out of memory", 0);
+        pod_set_str(&p->version, template_version(p->pc)) < 0) {   /* adoptable: the same */
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     pod_set(p, POD_EV_ADOPTED);
     stats_for(p->pc, p->image)->adopted++;
     log_info("pod %s: adopted for %s (podId %s)", p->name, p->image, p->pod_id);
@@ -199,8 +207,10 @@ static void on_claimed(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || p->state != POD_REQUESTED)
         return;
-    if (r->ok)
-        return adopt(p, r->obj);
+    if (r->ok) {
+        adopt(p, r->obj);
+        return;
+    }
     log_info("pod for %s (podId %s): its claim was refused (another replica was first, or it "
              "changed): %s; listing again", p->image, p->pod_id, r->error);
     if (p->relists++ < POD_MAX_RELISTS)
@@ -214,8 +224,10 @@ static void on_list(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || p->state != POD_REQUESTED)
         return;
-    if (!r->ok)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     const json *items = json_get(r->obj, "items"), *pick = NULL;
     int pick_mine = 0, others_live = 0;
     for (size_t i = 0; items && items->type == JSON_ARRAY && i < items->len; i++) {
@@ -252,8 +264,10 @@ static void on_list(const kube_result *r, void *ctx)
 static void list_pods(pod *p)
 {
     char why[256];
-    if (pod_id_make(p->image, p->fn->meta.digest, p->postfix, p->pod_id, why, sizeof why) < 0)
-        return pod_fail_fmt(p, 0, "%s", why);
+    if (pod_id_make(p->image, p->fn->meta.digest, p->postfix, p->pod_id, why, sizeof why) < 0) {
+        pod_fail_fmt(p, 0, "%s", why);
+        return;
+    }
     buf q = {0}, err = {0};
     buf_printf(&q, "labelSelector=fn.kpt.dev%%2Fimage%%3D%s", p->pod_id);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, NULL, q.data};
@@ -290,8 +304,10 @@ static void looked_up(int rc, registry_result *res, const char *error, void *ctx
 void fn_start_pod(pod *p)
 {
     fn_entry *f = p->fn;
-    if (f->have_meta)
-        return list_pods(p);
+    if (f->have_meta) {
+        list_pods(p);
+        return;
+    }
     if (f->lk)
         return;   /* looked_up takes p on */
     buf err = {0};
@@ -416,6 +432,8 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         pc->o.max_pods = POD_MAX_PER_FUNCTION;
     if (pc->o.waitlist <= 0)
         pc->o.waitlist = POD_DEFAULT_WAITLIST;
+    loop_timer_init(&pc->scan, reclaim_scan, pc);
+    warm_init(pc);
     if (pc->o.templates) {
         if (!(pc->templates = kube_templates_start(c, pc->o.templates, template_ready, pc, err))) {
             free(pc);
@@ -429,12 +447,8 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         free(pc);
         return NULL;
     }
-    if ((pc->o.ttl_ns > 0 || pc->o.ttl_for || pc->o.owner) &&
-        !(pc->scan = loop_timer_add(l, pc->o.scan_ns, reclaim_scan, pc))) {
-        owner_stop(pc);
-        free(pc);
-        return buf_printf(err, "out of memory"), NULL;
-    }
+    if (pc->o.ttl_ns > 0 || pc->o.ttl_for || pc->o.owner)
+        loop_timer_arm(l, &pc->scan, pc->o.scan_ns);
     return pc;
 }
 
@@ -445,14 +459,14 @@ void pod_cache_free(pod_cache *pc)
 {
     if (!pc)
         return;
-    loop_timer_cancel(pc->l, pc->scan);
+    loop_timer_disarm(pc->l, &pc->scan);
     kube_templates_free(pc->templates);
     owner_stop(pc);
     warm_free(pc);   /* before the pods leave: none is started again */
     while (pc->pending) {
         pod_waiter *w = pc->pending;
         pc->pending = w->next;
-        loop_timer_cancel(pc->l, w->attach);
+        loop_defer_cancel(&w->attach);
         free(w->image);
         free(w);
     }
@@ -470,11 +484,9 @@ void pod_cache_free(pod_cache *pc)
                 free(w);
             }
         p->waiters = p->parked = NULL;
-        loop_timer_cancel(pc->l, p->check_timer);
-        p->check_timer = NULL;
-        /* the loop stops with the cache: stop the watch now, not from a timer */
-        loop_timer_cancel(pc->l, p->unwatch);
-        p->unwatch = NULL;
+        loop_defer_cancel(&p->check_soon);
+        /* the loop stops with the cache: stop the watch now, not from the loop */
+        loop_defer_cancel(&p->unwatch);
         pc->api->watch_stop(pc->api_ctx, p->watch);
         p->watch = NULL;
         if (p->state != POD_FAILED)

@@ -40,7 +40,7 @@ struct kube_http {
     kube_req *reqs;
     kube_req *queue, *queue_tail;   /* requests waiting for a place, oldest first */
     int inflight;                   /* counted requests in the multi */
-    loop_timer *pump;               /* starts queued requests from the loop */
+    loop_defer pump;                /* starts queued requests from the loop */
 };
 
 static void schedule_pump(kube_http *h);
@@ -243,13 +243,12 @@ fail:
     return NULL;
 }
 
-/* Starts queued requests while places are free; from a loop timer, so a
+/* Starts queued requests while places are free; from the loop, so a
  * failure to start can be answered through on_done at once. */
 static void on_pump(loop *l, void *ctx)
 {
     (void)l;
     kube_http *h = ctx;
-    h->pump = NULL;
     while (h->queue && h->inflight < KUBE_HTTP_MAX_INFLIGHT) {
         kube_req *r = h->queue;
         unqueue(h, r);
@@ -271,8 +270,8 @@ static void on_pump(loop *l, void *ctx)
 
 static void schedule_pump(kube_http *h)
 {
-    if (h->queue && !h->pump && !(h->pump = loop_timer_add(http_multi_loop(h->m), 0, on_pump, h)))
-        log_warn("API requests: out of memory starting the queued ones (retried when one ends)");
+    if (h->queue)
+        loop_defer_post(http_multi_loop(h->m), &h->pump);
 }
 
 void kube_http_cancel(kube_http *h, kube_req *r)
@@ -322,6 +321,7 @@ kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err)
     kube_http *h = calloc(1, sizeof *h);
     if (!h)
         return buf_printf(err, "out of memory"), NULL;
+    loop_defer_init(&h->pump, on_pump, h);
     h->cfg = cfg;
     if (!(h->m = http_multi_new(l, err))) {
         kube_http_free(h);
@@ -364,8 +364,7 @@ void kube_http_free(kube_http *h)
         r->queued = r->counted = 0;
     while (h->reqs)
         req_free(h->reqs);
-    if (h->pump)
-        loop_timer_cancel(http_multi_loop(h->m), h->pump);
+    loop_defer_cancel(&h->pump);
     http_multi_free(h->m);
     curl_slist_free_all(h->connect_to);
     if (h->token)

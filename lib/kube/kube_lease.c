@@ -21,7 +21,8 @@ struct kube_lease {
     int said_failing;          /* a failure logged until the next success */
     int64_t held_until_ns;     /* the loop clock until which it was last written */
     int64_t sent_ns;           /* the write in flight's start */
-    loop_timer *next;
+    loop_timer next;           /* the next write, */
+    loop_defer now;            /* or the next write from the loop */
     uint64_t renewed, failed;
 };
 
@@ -30,16 +31,15 @@ static void write_lease(kube_lease *l);
 static void on_timer(loop *lp, void *ctx)
 {
     (void)lp;
-    kube_lease *l = ctx;
-    l->next = NULL;
-    write_lease(l);
+    write_lease(ctx);
 }
 
 static void again_in(kube_lease *l, int64_t ns)
 {
-    if (!(l->next = loop_timer_add(kube_client_loop(l->c), ns, on_timer, l)))
-        log_warn("out of memory: Lease %s is no longer renewed (other replicas will take this "
-                 "one's pods once it expires)", l->name);
+    if (ns > 0)
+        loop_timer_arm(kube_client_loop(l->c), &l->next, ns);
+    else
+        loop_defer_post(kube_client_loop(l->c), &l->now);
 }
 
 static void on_written(const kube_result *r, void *ctx)
@@ -60,11 +60,13 @@ static void on_written(const kube_result *r, void *ctx)
         if (l->said_failing)
             log_info("Lease %s renewed again", l->name);
         l->said_failing = 0;
-        return again_in(l, period);
+        again_in(l, period);
+        return;
     }
     if (r->already_exists && !l->exists) {   /* left by an earlier process of this name */
         l->exists = 1;
-        return again_in(l, 0);
+        again_in(l, 0);
+        return;
     }
     if (r->not_found && l->exists)   /* deleted meanwhile: made again */
         l->exists = 0;
@@ -120,10 +122,9 @@ kube_lease *kube_lease_start(kube_client *c, const char *ns, const char *holder,
     l->holder = holder;
     l->duration_ns = duration_ns > 0 ? duration_ns : KUBE_LEASE_DURATION_NS;
     snprintf(l->name, sizeof l->name, KUBE_LEASE_PREFIX "%s", holder);
-    if (!(l->next = loop_timer_add(kube_client_loop(c), 0, on_timer, l))) {
-        free(l);
-        return NULL;
-    }
+    loop_timer_init(&l->next, on_timer, l);
+    loop_defer_init(&l->now, on_timer, l);
+    again_in(l, 0);
     return l;
 }
 
@@ -131,7 +132,8 @@ void kube_lease_stop(kube_lease *l)
 {
     if (!l)
         return;
-    loop_timer_cancel(kube_client_loop(l->c), l->next);
+    loop_timer_disarm(kube_client_loop(l->c), &l->next);
+    loop_defer_cancel(&l->now);
     if (l->in_flight)
         l->stopped = 1;   /* on_written frees it */
     else

@@ -39,7 +39,8 @@ static void on_checked(const kube_result *r, void *ctx)
     case POD_RECHECK_GONE:
         stats_for(p->pc, p->image)->evictions++;
         pod_set(p, POD_EV_DELETED_EXTERNALLY);
-        return pod_fail_fmt(p, 0, "function pod %s was deleted", p->name);
+        pod_fail_fmt(p, 0, "function pod %s was deleted", p->name);
+        return;
     case POD_RECHECK_EVICT: {
         stats_for(p->pc, p->image)->evictions++;
         buf m = {0};
@@ -47,7 +48,8 @@ static void on_checked(const kube_result *r, void *ctx)
                    p->pc->o.namespace, p->name, p->image, strcmp(why, "being deleted") ? "in phase " : "",
                    *why ? why : "(none)");
         pod_fail(p, m.data ? m.data : "out of memory", 1);
-        return buf_free(&m);
+        buf_free(&m);
+        return;
     }
     case POD_RECHECK_KEEP:
         break;
@@ -63,7 +65,6 @@ static void check_now(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->check_timer = NULL;
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, p->name, NULL};
     if (p->pc->api->get(p->pc->api_ctx, &ref, on_checked, p, &err) == 0) {
@@ -82,12 +83,10 @@ void check_park(pod *p, pod_waiter *w, const char *why)
     w->p = p;
     w->next = p->parked;
     p->parked = w;
-    if (p->checking || p->check_timer)
+    if (p->checking || loop_defer_posted(&p->check_soon))
         return;
     log_info("pod %s for %s failed a call (%s); checking it", p->name, p->image, why);
     /* from the loop: a caller may be inside one of the cache's callbacks */
-    if (!(p->check_timer = loop_timer_add(p->pc->l, 0, check_now, p))) {
-        log_warn("pod %s: out of memory checking it; kept", p->name);
-        check_release_parked(p);
-    }
+    loop_defer_init(&p->check_soon, check_now, p);
+    loop_defer_post(p->pc->l, &p->check_soon);
 }

@@ -37,7 +37,7 @@ struct pod_waiter {
     char *image;
     pod_answer_fn *fn;
     void *ctx;
-    loop_timer *attach;        /* pending: routed from the loop */
+    loop_defer attach;         /* posted: routed from the loop */
     pod_waiter *next;
 };
 
@@ -76,15 +76,21 @@ struct pod {
     int mark_failed;           /* a failed write was logged once */
     pod_waiter *waiters;       /* calls waiting for it to serve */
     pod_waiter *parked;        /* calls it failed, waiting for its check (kube_pod_check) */
-    loop_timer *check_timer;   /* the check's GET, started from the loop */
+    loop_defer check_soon;     /* the check's GET, started from the loop */
     int checking;              /* that GET in flight (beside the state: a serving pod is
                                   checked while it serves the others' calls) */
     int api_calls;             /* its API requests in flight (pod_api_begin/end) */
     kube_watch *watch;
-    loop_timer *deadline, *poll, *unwatch, *delete_timer;
+    loop_timer deadline;       /* armed until it serves: --pod-ready-timeout */
+    loop_timer poll;           /* the next look at its Service's endpoints */
+    loop_defer poll_now;       /* the first one, from the loop */
+    loop_defer log_now;        /* its failed container's log fetched, from the loop */
+    loop_defer unwatch;        /* its watch stopped, from the loop */
+    loop_defer delete_soon;    /* its Delete sent, from the loop */
     int delete_service;        /* its Delete removes the Service too (reclaimed) */
     void *health;              /* the wrapper's Health/Check in flight (hook's op) */
-    loop_timer *health_next;   /* the next check */
+    loop_timer health_next;    /* the next check */
+    loop_defer health_now;     /* the first check, from the loop */
     char health_seen[300];     /* its last answer, for the timeout's message */
     char desc[512];            /* its last status line, for logs and the timeout */
     char fail_container[254];
@@ -162,14 +168,15 @@ struct pod_cache {
         pod_drop_fn *fn;
         void *ctx;
     } drop_hooks[POD_DROP_HOOKS];
-    loop_timer *scan;          /* the next look for idle pods */
+    loop_timer scan;           /* armed: the next look for idle pods */
     image_stats stats[POD_METRICS_IMAGES];
     int n_stats;
     image_stats other;         /* images beyond POD_METRICS_IMAGES (label cardinality) */
     owner_state own;           /* o.owner set: replicas share the namespace */
     warm_entry *warm;          /* images kept warm (kube_pod_warm) */
     int n_warm;
-    loop_timer *warm_timer;    /* their next look */
+    loop_timer warm_timer;     /* their next look, */
+    loop_defer warm_now;       /* or one from the loop */
 };
 
 /* The cache's clock (pod_api's now_ns). */
@@ -209,6 +216,7 @@ int pod_set_str(char **dst, const char *s);
 /* ---- kube_pod_ready.c: readiness and early dial ---- */
 void pod_observe(pod *p, const json *obj);
 void pod_watch(pod *p);
+void pod_ready_init(pod *p);   /* its timers and deferred calls of this file (pod_new) */
 
 /* ---- kube_fn_table.c: images, lookup, create or adopt ---- */
 /* kube_pod_template: the template version pods are made from now; p's Pod
@@ -270,6 +278,7 @@ int64_t reclaim_ttl(const pod_cache *pc, const char *image);
 
 /* ---- kube_pod_warm.c: warm pods ---- */
 int warm_min(const pod_cache *pc, const char *image);   /* 0: none kept */
+void warm_init(pod_cache *pc);   /* its timer and deferred call (pod_cache_new) */
 void warm_ensure(pod_cache *pc);
 /* A pod of image left the table; served: it had served (else its image's
  * next warm pod waits longer). */

@@ -59,6 +59,9 @@ int pod_set_str(char **dst, const char *s)
 }
 
 static void on_deadline(loop *l, void *ctx);
+static void unwatch_now(loop *l, void *ctx);
+static void delete_now(loop *l, void *ctx);
+static void fetch_log(loop *l, void *ctx);
 
 pod *pod_new(fn_entry *f, unsigned postfix)
 {
@@ -73,7 +76,12 @@ pod *pod_new(fn_entry *f, unsigned postfix)
     p->state = POD_REQUESTED;
     p->started_ns = p->changed_ns = pod_now(p->pc);
     p->last_event = POD_EVENT_COUNT;   /* none yet: "?" */
-    p->deadline = loop_timer_add(p->pc->l, p->pc->o.ready_timeout_ns, on_deadline, p);
+    loop_timer_init(&p->deadline, on_deadline, p);
+    loop_defer_init(&p->log_now, fetch_log, p);
+    loop_defer_init(&p->unwatch, unwatch_now, p);
+    loop_defer_init(&p->delete_soon, delete_now, p);
+    pod_ready_init(p);
+    loop_timer_arm(p->pc->l, &p->deadline, p->pc->o.ready_timeout_ns);
     p->next = f->pods;
     f->pods = p;
     return p;
@@ -86,6 +94,13 @@ static void pod_free(pod *p)
             *q = p->held_next;
             break;
         }
+    assert(!loop_defer_posted(&p->unwatch) && !loop_defer_posted(&p->delete_soon));
+    loop_timer_disarm(p->pc->l, &p->deadline);
+    loop_timer_disarm(p->pc->l, &p->poll);
+    loop_defer_cancel(&p->poll_now);
+    loop_defer_cancel(&p->log_now);
+    loop_defer_cancel(&p->check_soon);
+    pod_health_stop(p);
     free(p->image);
     free(p->name);
     free(p->uid);
@@ -100,7 +115,7 @@ static void pod_free(pod *p)
 
 void pod_maybe_free(pod *p)
 {
-    if (!pod_in_table(p) && !p->api_calls && !p->watch && !p->unwatch)
+    if (!pod_in_table(p) && !p->api_calls && !p->watch && !loop_defer_posted(&p->unwatch))
         pod_free(p);
 }
 
@@ -126,15 +141,14 @@ void pod_health_stop(pod *p)
     if (p->health)
         p->pc->o.health->cancel(p->health);
     p->health = NULL;
-    loop_timer_cancel(p->pc->l, p->health_next);
-    p->health_next = NULL;
+    loop_timer_disarm(p->pc->l, &p->health_next);
+    loop_defer_cancel(&p->health_now);
 }
 
 static void unwatch_now(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->unwatch = NULL;
     p->pc->api->watch_stop(p->pc->api_ctx, p->watch);
     p->watch = NULL;
     pod_maybe_free(p);
@@ -144,8 +158,8 @@ static void unwatch_now(loop *l, void *ctx)
  * watch's own callbacks, where most decisions are taken. */
 void pod_unwatch_later(pod *p)
 {
-    if (p->watch && !p->unwatch && !(p->unwatch = loop_timer_add(p->pc->l, 0, unwatch_now, p)))
-        log_warn("pod %s: out of memory stopping its watch", pod_label(p));
+    if (p->watch)
+        loop_defer_post(p->pc->l, &p->unwatch);
 }
 
 /* p has left the table (deleting or gone): its waiters go to its image's
@@ -169,10 +183,11 @@ void pod_leave(pod *p, const char *why)
     for (int i = 0; p->name && i < POD_DROP_HOOKS; i++)
         if (pc->drop_hooks[i].fn)
             pc->drop_hooks[i].fn(p->image, p->name, pc->drop_hooks[i].ctx);
-    loop_timer_cancel(pc->l, p->deadline);
-    loop_timer_cancel(pc->l, p->poll);
-    loop_timer_cancel(pc->l, p->check_timer);
-    p->deadline = p->poll = p->check_timer = NULL;
+    loop_timer_disarm(pc->l, &p->deadline);
+    loop_timer_disarm(pc->l, &p->poll);
+    loop_defer_cancel(&p->poll_now);
+    loop_defer_cancel(&p->log_now);
+    loop_defer_cancel(&p->check_soon);
     check_release_parked(p);   /* routed afresh: p is no longer a choice */
     pod_unwatch_later(p);
     p->held_next = pc->held;
@@ -188,11 +203,8 @@ void pod_abandon(pod *p)
     pc->api_calls -= p->api_calls;
     p->api_calls = 0;
     pod_health_stop(p);
-    loop_timer_cancel(pc->l, p->delete_timer);
-    loop_timer_cancel(pc->l, p->unwatch);
-    loop_timer_cancel(pc->l, p->deadline);
-    loop_timer_cancel(pc->l, p->poll);
-    loop_timer_cancel(pc->l, p->check_timer);
+    loop_defer_cancel(&p->delete_soon);   /* pod_free disarms the rest */
+    loop_defer_cancel(&p->unwatch);
     if (p->watch)
         pc->api->watch_stop(pc->api_ctx, p->watch);
     pod_free(p);
@@ -203,8 +215,7 @@ void pod_serve(pod *p)
     pod_health_stop(p);
     pod_set(p, POD_EV_READY);
     p->step = READY_STEP_STATUS;
-    loop_timer_cancel(p->pc->l, p->deadline);
-    p->deadline = NULL;
+    loop_timer_disarm(p->pc->l, &p->deadline);
     if (!p->last_used_ns) {   /* its first serving (again after a lost readiness: not counted) */
         image_stats *s = stats_for(p->pc, p->image);
         s->started++;
@@ -247,7 +258,6 @@ static void delete_now(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;   /* held by the api call counted in pod_delete */
-    p->delete_timer = NULL;
     buf err = {0};
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, p->name, "gracePeriodSeconds=0"};
     kube_ref svc = {"/api/v1", "services", p->pc->o.namespace, p->pod_id, NULL};
@@ -273,11 +283,7 @@ static void delete_now(loop *l, void *ctx)
  * next may stop the loop, and pod_cache_settle waits for it). */
 void pod_delete(pod *p)
 {
-    if (!(p->delete_timer = loop_timer_add(p->pc->l, 0, delete_now, p))) {
-        log_warn("pod %s: out of memory deleting it; left to the cluster", pod_label(p));
-        pod_set(p, POD_EV_RELEASED);
-        return;
-    }
+    loop_defer_post(p->pc->l, &p->delete_soon);
     pod_api_begin(p);
     pod_set(p, POD_EV_DELETE_SENT);
 }
@@ -310,7 +316,6 @@ static void on_deadline(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->deadline = NULL;
     buf m = {0};
     buf_printf(&m, "function pod %s/%s for %s not ready after %.0f s (last seen: %s%s%s); inspect "
                "the pod and its Service in namespace \"%s\"", p->pc->o.namespace,
@@ -350,7 +355,6 @@ static void fetch_log(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->poll = NULL;
     buf q = {0}, err = {0};
     buf_printf(&q, "container=%s&tailLines=%d%s", p->fail_container, POD_LOG_TAIL_LINES,
                p->fail_previous ? "&previous=true" : "");
@@ -383,6 +387,5 @@ void pod_fail_fast(pod *p, const pod_status *st)
     pod_set(p, POD_EV_FAILED);   /* failed now; the log only adds to the message */
     p->step = READY_STEP_LOG;
     /* from the loop: this runs inside the watch's data callback */
-    if (!(p->poll = loop_timer_add(p->pc->l, 0, fetch_log, p)))
-        pod_fail(p, "out of memory fetching the failed container's log", 1);
+    loop_defer_post(p->pc->l, &p->log_now);
 }

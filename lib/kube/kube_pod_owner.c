@@ -258,12 +258,14 @@ static void on_pods(const kube_result *r, void *ctx)
     if (!items || items->type != JSON_ARRAY) {
         log_warn("listing the function pods for the idle scan: %s; nothing reclaimed this time",
                  r->ok ? "the answer has no items" : r->error);
-        return reclaim_rearm(pc);
+        reclaim_rearm(pc);
+        return;
     }
     owner_listing ls = {calloc(items->len ? items->len : 1, sizeof *ls.pods), 0};
     if (!ls.pods) {
         log_warn("out of memory: nothing reclaimed this time");
-        return reclaim_rearm(pc);
+        reclaim_rearm(pc);
+        return;
     }
     for (size_t i = 0; i < items->len && i < OWNER_MAX_PODS; i++, ls.n++) {
         const json *obj = items->items[i];

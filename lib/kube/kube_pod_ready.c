@@ -46,8 +46,7 @@ static void poll_endpoints(loop *l, void *ctx);
 
 static void poll_again(pod *p)
 {
-    if (!(p->poll = loop_timer_add(p->pc->l, ENDPOINTS_POLL_NS, poll_endpoints, p)))
-        pod_fail(p, "out of memory waiting for the Service's endpoints", 0);
+    loop_timer_arm(p->pc->l, &p->poll, ENDPOINTS_POLL_NS);
 }
 
 static void on_endpoints(const kube_result *r, void *ctx)
@@ -55,8 +54,10 @@ static void on_endpoints(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || !waits_for_endpoints(p))
         return;
-    if (!r->ok && !r->not_found)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok && !r->not_found) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     if (r->ok && svc_endpoints_list_ip(p->pc->ep_api, r->obj, p->ip)) {
         log_info("pod %s: listed by the %s of Service %s", p->name,
                  svc_endpoints_api_name(p->pc->ep_api), p->pod_id);
@@ -64,9 +65,12 @@ static void on_endpoints(const kube_result *r, void *ctx)
         buf_printf(&n, "%s.%s.svc.cluster.local:%d", p->pod_id, p->pc->o.namespace, POD_WRAPPER_PORT);
         free(p->shown);
         p->shown = take(&n);
-        if (!p->shown || join_addr(&p->addr, p->cluster_ip) < 0)
-            return pod_fail(p, "out of memory", 0);
-        return pod_serve(p);
+        if (!p->shown || join_addr(&p->addr, p->cluster_ip) < 0) {
+            pod_fail(p, "out of memory", 0);
+            return;
+        }
+        pod_serve(p);
+        return;
     }
     poll_again(p);
 }
@@ -76,13 +80,19 @@ static void on_service(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || !waits_for_endpoints(p))
         return;
-    if (!r->ok)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     const char *ip = kube_path_str(r->obj, "spec.clusterIP");
-    if (!ip || !*ip || !strcmp(ip, "None"))
-        return pod_fail_fmt(p, 0, "Service %s has no ClusterIP to dial; use --dial=pod", p->pod_id);
-    if (pod_set_str(&p->cluster_ip, ip) < 0)
-        return pod_fail(p, "out of memory", 0);
+    if (!ip || !*ip || !strcmp(ip, "None")) {
+        pod_fail_fmt(p, 0, "Service %s has no ClusterIP to dial; use --dial=pod", p->pod_id);
+        return;
+    }
+    if (pod_set_str(&p->cluster_ip, ip) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     poll_endpoints(p->pc->l, p);
 }
 
@@ -92,8 +102,10 @@ static void on_discovery(const kube_result *r, void *ctx)
     pod *p = ctx;
     if (pod_api_end(p) || !waits_for_endpoints(p))
         return;
-    if (!r->ok && !r->not_found)
-        return pod_fail(p, r->error, 0);
+    if (!r->ok && !r->not_found) {
+        pod_fail(p, r->error, 0);
+        return;
+    }
     p->pc->ep_api = svc_endpoints_pick(r->ok ? r->obj : NULL);
     poll_endpoints(p->pc->l, p);
 }
@@ -104,7 +116,6 @@ static void poll_endpoints(loop *l, void *ctx)
 {
     (void)l;
     pod *p = ctx;
-    p->poll = NULL;
     buf err = {0}, q = {0};
     kube_ref ref = {"/api/v1", "services", p->pc->o.namespace, p->pod_id, NULL};
     kube_result_fn *fn = on_service;
@@ -144,18 +155,19 @@ static void on_health(int serving, const char *why, void *ctx)
         snprintf(p->health_seen, sizeof p->health_seen, "%s", why);
     }
     if (serving) {
-        if (pod_set_str(&p->shown, p->addr) < 0)
-            return pod_fail(p, "out of memory", 0);
-        return pod_serve(p);
+        if (pod_set_str(&p->shown, p->addr) < 0) {
+            pod_fail(p, "out of memory", 0);
+            return;
+        }
+        pod_serve(p);
+        return;
     }
-    if (!(p->health_next = loop_timer_add(p->pc->l, POD_HEALTH_RETRY_NS, health_check, p)))
-        log_warn("pod %s: out of memory; waiting for Ready", p->name);
+    loop_timer_arm(p->pc->l, &p->health_next, POD_HEALTH_RETRY_NS);
 }
 
 static void health_check(loop *l, void *ctx)
 {
     pod *p = ctx;
-    p->health_next = NULL;
     if (!(p->health = p->pc->o.health->start(l, p->addr, POD_HEALTH_TIMEOUT_NS, on_health, p)))
         log_warn("pod %s: cannot check its wrapper server at %s; waiting for Ready", p->name, p->addr);
 }
@@ -164,29 +176,34 @@ static void health_check(loop *l, void *ctx)
  * (this runs inside the watch's callback) unless a check is under way. */
 static void health_watch(pod *p, const char *ip)
 {
-    if (!p->pc->o.health || p->pc->o.dial != POD_DIAL_POD || p->health || p->health_next)
+    if (!p->pc->o.health || p->pc->o.dial != POD_DIAL_POD || p->health ||
+        loop_timer_armed(&p->health_next) || loop_defer_posted(&p->health_now))
         return;
-    if (pod_set_str(&p->ip, ip) < 0 || join_addr(&p->addr, ip) < 0)
-        return pod_fail(p, "out of memory", 0);
-    if (!(p->health_next = loop_timer_add(p->pc->l, 0, health_check, p)))
-        log_warn("pod %s: out of memory; waiting for Ready", p->name);
+    if (pod_set_str(&p->ip, ip) < 0 || join_addr(&p->addr, ip) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
+    loop_defer_post(p->pc->l, &p->health_now);
 }
 
 static void on_ready(pod *p, const char *ip)
 {
     pod_health_stop(p);
     p->ready = 1;
-    if (pod_set_str(&p->ip, ip) < 0)
-        return pod_fail(p, "out of memory", 0);
+    if (pod_set_str(&p->ip, ip) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     if (p->pc->o.dial == POD_DIAL_SERVICE) {
         p->step = READY_STEP_ENDPOINTS;
         /* from the loop: this may run inside the watch's data callback */
-        if (!(p->poll = loop_timer_add(p->pc->l, 0, poll_endpoints, p)))
-            pod_fail(p, "out of memory waiting for the Service's endpoints", 0);
+        loop_defer_post(p->pc->l, &p->poll_now);
         return;
     }
-    if (join_addr(&p->addr, ip) < 0 || pod_set_str(&p->shown, p->addr) < 0)
-        return pod_fail(p, "out of memory", 0);
+    if (join_addr(&p->addr, ip) < 0 || pod_set_str(&p->shown, p->addr) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     pod_serve(p);
 }
 
@@ -207,8 +224,10 @@ void pod_observe(pod *p, const json *obj)
     if (!pod_in_table(p))
         return;
     const char *node = kube_path_str(obj, "spec.nodeName");
-    if (node && (!p->node || strcmp(node, p->node)) && pod_set_str(&p->node, node) < 0)
-        return pod_fail(p, "out of memory", 0);
+    if (node && (!p->node || strcmp(node, p->node)) && pod_set_str(&p->node, node) < 0) {
+        pod_fail(p, "out of memory", 0);
+        return;
+    }
     int waiting = p->state == POD_WAITING_READY && p->step == READY_STEP_STATUS;
     switch (st.verdict) {
     case POD_VERDICT_READY:
@@ -288,4 +307,12 @@ void pod_watch(pod *p)
         pod_fail(p, err.data ? err.data : "out of memory", 0);
     buf_free(&q);
     buf_free(&err);
+}
+
+void pod_ready_init(pod *p)
+{
+    loop_timer_init(&p->poll, poll_endpoints, p);
+    loop_defer_init(&p->poll_now, poll_endpoints, p);
+    loop_timer_init(&p->health_next, health_check, p);
+    loop_defer_init(&p->health_now, health_check, p);
 }

@@ -114,8 +114,7 @@ void reclaim_idle(pod_cache *pc, const owner_listing *ls)
 
 void reclaim_rearm(pod_cache *pc)
 {
-    if (!(pc->scan = loop_timer_add(pc->l, pc->o.scan_ns, reclaim_scan, pc)))
-        log_warn("out of memory: idle function pods are no longer reclaimed");
+    loop_timer_arm(pc->l, &pc->scan, pc->o.scan_ns);
 }
 
 /* With replicas, the scan lists the namespace first (kube_pod_owner). */
@@ -123,10 +122,11 @@ void reclaim_scan(loop *l, void *ctx)
 {
     (void)l;
     pod_cache *pc = ctx;
-    pc->scan = NULL;
     warm_ensure(pc);
-    if (pc->o.owner)
-        return owner_scan_start(pc);
+    if (pc->o.owner) {
+        owner_scan_start(pc);
+        return;
+    }
     reclaim_idle(pc, NULL);
     reclaim_rearm(pc);
 }

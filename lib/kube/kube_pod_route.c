@@ -100,8 +100,10 @@ void route_waiter_avoiding(fn_entry *f, pod_waiter *w, pod *avoid)
     if (cap > POD_MAX_PER_FUNCTION)
         cap = POD_MAX_PER_FUNCTION;
     int i = pod_route_pick(v, n, cap, waitlist, &f->rr);
-    if (i != POD_ROUTE_NEW)
-        return join(by[i], w);
+    if (i != POD_ROUTE_NEW) {
+        join(by[i], w);
+        return;
+    }
     pod *p = pod_new(f, pod_route_postfix(postfixes, np));
     if (!p) {
         answer_oom(w);
@@ -149,23 +151,23 @@ static void attach(loop *l, void *ctx)
     (void)l;
     pod_waiter *w = ctx;
     pod_cache *pc = w->pc;
-    w->attach = NULL;
     for (pod_waiter **q = &pc->pending; *q; q = &(*q)->next)
         if (*q == w) {
             *q = w->next;
             break;
         }
     fn_entry *f = fn_find(pc, w->image);
-    if (!f && !(f = fn_new(pc, w->image)))
-        return answer_oom(w);
+    if (!f && !(f = fn_new(pc, w->image))) {
+        answer_oom(w);
+        return;
+    }
     route_waiter(f, w);
 }
 
 void route_later(pod_waiter *w)
 {
     w->p = NULL;
-    if (!(w->attach = loop_timer_add(w->pc->l, 0, attach, w)))
-        return answer_oom(w);
+    loop_defer_post(w->pc->l, &w->attach);
     w->next = w->pc->pending;
     w->pc->pending = w;
 }
@@ -180,18 +182,16 @@ static pod_waiter *waiter_new(pod_cache *pc, const char *image, pod_answer_fn *f
     w->pc = pc;
     w->fn = fn;
     w->ctx = ctx;
+    loop_defer_init(&w->attach, attach, w);
     return w;
 }
 
 pod_waiter *pod_cache_get(pod_cache *pc, const char *image, pod_answer_fn *fn, void *ctx)
 {
     pod_waiter *w = waiter_new(pc, image, fn, ctx);
-    if (!w || !(w->attach = loop_timer_add(pc->l, 0, attach, w))) {
-        if (w)
-            free(w->image);
-        free(w);
+    if (!w)
         return NULL;
-    }
+    loop_defer_post(pc->l, &w->attach);
     w->next = pc->pending;
     pc->pending = w;
     return w;
@@ -215,7 +215,7 @@ void pod_cache_cancel(pod_cache *pc, pod_waiter *w)
 {
     if (!w)
         return;
-    pod_waiter **lists[] = {w->attach ? &pc->pending : NULL, w->p ? &w->p->waiters : NULL,
+    pod_waiter **lists[] = {loop_defer_posted(&w->attach) ? &pc->pending : NULL, w->p ? &w->p->waiters : NULL,
                             w->p ? &w->p->parked : NULL};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
         for (pod_waiter **q = lists[i]; q && *q; q = &(*q)->next)
@@ -223,7 +223,7 @@ void pod_cache_cancel(pod_cache *pc, pod_waiter *w)
                 *q = w->next;
                 break;
             }
-    loop_timer_cancel(pc->l, w->attach);
+    loop_defer_cancel(&w->attach);
     free(w->image);
     free(w);
 }

@@ -59,8 +59,10 @@ static void ensure_one(pod_cache *pc, warm_entry *w)
     int n = held(f, postfixes);
     if (n >= w->min)
         return;
-    if (!f && !(f = fn_new(pc, w->image)))
-        return log_warn("warm pods of %s: out of memory", w->image);
+    if (!f && !(f = fn_new(pc, w->image))) {
+        log_warn("warm pods of %s: out of memory", w->image);
+        return;
+    }
     log_info("warm pods: %s holds %d of its %d; starting %d", w->image, n, w->min, w->min - n);
     for (; n < w->min; n++) {
         pod *p = pod_new(f, pod_route_postfix(postfixes, n));
@@ -86,9 +88,13 @@ void warm_ensure(pod_cache *pc)
 static void on_warm_timer(loop *l, void *ctx)
 {
     (void)l;
-    pod_cache *pc = ctx;
-    pc->warm_timer = NULL;
-    warm_ensure(pc);
+    warm_ensure(ctx);
+}
+
+void warm_init(pod_cache *pc)
+{
+    loop_timer_init(&pc->warm_timer, on_warm_timer, pc);
+    loop_defer_init(&pc->warm_now, on_warm_timer, pc);
 }
 
 void warm_pod_left(pod_cache *pc, const char *image, int served)
@@ -107,14 +113,14 @@ void warm_pod_left(pod_cache *pc, const char *image, int served)
         w->fails += w->fails < 30;
         w->next_try_ns = loop_deadline_ns(wait);
     }
-    if (!pc->warm_timer && !(pc->warm_timer = loop_timer_add(pc->l, wait, on_warm_timer, pc)))
-        log_warn("warm pods of %s: out of memory; the next scan starts them", image);
+    if (!loop_timer_armed(&pc->warm_timer))
+        loop_timer_arm(pc->l, &pc->warm_timer, wait);
 }
 
 void warm_free(pod_cache *pc)
 {
-    loop_timer_cancel(pc->l, pc->warm_timer);
-    pc->warm_timer = NULL;
+    loop_timer_disarm(pc->l, &pc->warm_timer);
+    loop_defer_cancel(&pc->warm_now);
     for (int i = 0; i < pc->n_warm; i++)
         free(pc->warm[i].image);
     free(pc->warm);
@@ -147,7 +153,7 @@ int pod_cache_set_warm(pod_cache *pc, const pod_warm *want, int n)
     free(pc->warm);
     pc->warm = next;
     pc->n_warm = k;
-    if (k && !pc->warm_timer)   /* from the loop, as calls are routed */
-        pc->warm_timer = loop_timer_add(pc->l, 0, on_warm_timer, pc);
+    if (k && !loop_timer_armed(&pc->warm_timer))   /* from the loop, as calls are routed */
+        loop_defer_post(pc->l, &pc->warm_now);
     return 0;
 }

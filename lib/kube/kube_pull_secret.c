@@ -66,10 +66,14 @@ static void on_read(const kube_result *r, void *ctx)
 {
     pod_cache *pc = ctx;
     pc->api_calls--;
-    if (r->not_found)
-        return write_secret(pc, 1);
-    if (!r->ok)
-        return secret_done(pc, r->error);
+    if (r->not_found) {
+        write_secret(pc, 1);
+        return;
+    }
+    if (!r->ok) {
+        secret_done(pc, r->error);
+        return;
+    }
     /* not kube_path: the key itself begins with a dot */
     const char *have = json_get_str(json_get(r->obj, "data"), DOCKER_CONFIG_KEY);
     buf bytes = {0};
@@ -77,8 +81,10 @@ static void on_read(const kube_result *r, void *ctx)
                bytes.len == pc->o.pull_secret_len &&
                (!bytes.len || !memcmp(bytes.data, pc->o.pull_secret_data, bytes.len));
     buf_free(&bytes);
-    if (!same)
-        return write_secret(pc, 0);
+    if (!same) {
+        write_secret(pc, 0);
+        return;
+    }
     log_info("pull secret %s/%s for private registries: as given", pc->o.namespace, pc->o.pull_secret);
     secret_done(pc, NULL);
 }

@@ -150,12 +150,17 @@ static void on_created(const kube_result *r, void *ctx)
     if (r->ok) {
         log_info("%s %s/%s not found: created from the built-in one", m->kind, m->t->o.namespace,
                  m->name);
-        return keep(m, r->obj);
+        keep(m, r->obj);
+        return;
     }
-    if (r->already_exists)   /* someone else was first: read theirs */
-        return find(m);
-    if (r->not_found && m == &m->t->svc)
-        return no_crd(m);
+    if (r->already_exists) {   /* someone else was first: read theirs */
+        find(m);
+        return;
+    }
+    if (r->not_found && m == &m->t->svc) {
+        no_crd(m);
+        return;
+    }
     fail(m, r->error);
 }
 
@@ -193,10 +198,13 @@ static void missing(tmpl *m)
                      (double)t->o.wait_ns / 1e9);
         if ((m->retry = loop_timer_add(kube_client_loop(t->c), KUBE_TEMPLATES_POLL_NS, on_retry, m)))
             return;
-        return fail(m, "out of memory");
+        fail(m, "out of memory");
+        return;
     }
-    if (!t->o.skip_creation)
-        return create(m);
+    if (!t->o.skip_creation) {
+        create(m);
+        return;
+    }
     buf why = {0}, waited = {0};
     if (t->o.wait_ns > 0)
         buf_printf(&waited, " (waited %.0f s for it, --template-wait-timeout)", (double)t->o.wait_ns / 1e9);
@@ -213,12 +221,18 @@ static void on_get(const kube_result *r, void *ctx)
     tmpl *m = ctx;
     if (call_end(m))
         return;
-    if (r->ok)
-        return keep(m, r->obj);
-    if (m == &m->t->svc && kind_missing(r))
-        return no_crd(m);
-    if (r->not_found)
-        return missing(m);
+    if (r->ok) {
+        keep(m, r->obj);
+        return;
+    }
+    if (m == &m->t->svc && kind_missing(r)) {
+        no_crd(m);
+        return;
+    }
+    if (r->not_found) {
+        missing(m);
+        return;
+    }
     fail(m, r->error);
 }
 
@@ -249,8 +263,10 @@ static void on_event(kube_event_type type, const json *object, void *ctx)
 {
     tmpl *m = ctx;
     kube_templates *t = m->t;
-    if (type != KUBE_DELETED)
-        return keep(m, object);
+    if (type != KUBE_DELETED) {
+        keep(m, object);
+        return;
+    }
     log_warn("%s %s/%s was deleted: new pods are made from the last one seen until it is back%s",
              m->kind, t->o.namespace, m->name, t->o.skip_creation ? "" : " (created again now)");
     if (!t->o.skip_creation) {

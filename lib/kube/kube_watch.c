@@ -1,6 +1,7 @@
 /* kube_watch: watch streams, decoded line by line; see kube_watch.h. */
 #include "kube/kube_watch.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,34 @@ int64_t kube_watch_backoff_ns(unsigned attempt)
 /* ------------------------------------------------------------------------ */
 /* Watching                                                                  */
 
+/* A watch's life; it changes in watch_set only, whose table holds the
+ * legal steps: LISTING -> STREAMING (reopened as often as the server ends
+ * it), BACKING_OFF after a failure and back to either, FAILED when only the
+ * user can help; stopped while listing: STOPPED until the list answers. */
+typedef enum watch_phase {
+    WATCH_LISTING,       /* its list request in flight */
+    WATCH_STREAMING,     /* its watch request in flight */
+    WATCH_BACKING_OFF,   /* the retry timer runs */
+    WATCH_FAILED,        /* a client error the owner was told of: it stops the watch */
+    WATCH_STOPPED,       /* stopped while listing (a list cannot be withdrawn) */
+} watch_phase;
+
+static const char *const watch_phase_names[] = {
+    [WATCH_LISTING] = "LISTING", [WATCH_STREAMING] = "STREAMING",
+    [WATCH_BACKING_OFF] = "BACKING_OFF", [WATCH_FAILED] = "FAILED", [WATCH_STOPPED] = "STOPPED",
+};
+
+#define PHASE(p) (1u << (p))
+
+static const unsigned watch_phase_next[] = {
+    [WATCH_LISTING] = PHASE(WATCH_STREAMING) | PHASE(WATCH_BACKING_OFF) | PHASE(WATCH_FAILED) |
+                      PHASE(WATCH_STOPPED),
+    [WATCH_STREAMING] = PHASE(WATCH_STREAMING) | PHASE(WATCH_BACKING_OFF) | PHASE(WATCH_FAILED),
+    [WATCH_BACKING_OFF] = PHASE(WATCH_LISTING) | PHASE(WATCH_STREAMING),
+    [WATCH_FAILED] = 0,
+    [WATCH_STOPPED] = 0,
+};
+
 struct kube_watch {
     kube_client *c;
     loop *l;
@@ -122,10 +151,25 @@ struct kube_watch {
     kube_req *stream;      /* the watch request in flight */
     int64_t stream_started_ns;
     json *refusal;         /* the Status the server answered instead of a stream (403...) */
-    loop_timer *retry;
+    loop_timer retry;      /* armed: the next list or stream after a failure */
     unsigned attempt;
-    int listing, listed, relist, stopped;
+    watch_phase phase;
+    /* Beside the phase: what has happened and what the next attempt does */
+    int listed;            /* a list has answered once: failing now is not fatal */
+    int relist;            /* the resourceVersion is gone (410): the next attempt lists */
 };
+
+static void watch_set(kube_watch *w, watch_phase next)
+{
+    int legal = (watch_phase_next[w->phase] & PHASE(next)) != 0;
+    if (!legal)
+        log_error("watch %s: %s refused after %s", w->resource, watch_phase_names[next],
+                  watch_phase_names[w->phase]);
+    assert(legal);
+    log_v(4, "watch %s: %s -> %s", w->resource, watch_phase_names[w->phase],
+          watch_phase_names[next]);
+    w->phase = next;
+}
 
 static void relist(kube_watch *w);
 static void open_stream(kube_watch *w);
@@ -150,7 +194,6 @@ static void on_retry(loop *l, void *ctx)
 {
     (void)l;
     kube_watch *w = ctx;
-    w->retry = NULL;
     if (w->relist || !w->rv)
         relist(w);
     else
@@ -162,9 +205,8 @@ static void schedule(kube_watch *w)
     int64_t ns = kube_watch_backoff_ns(w->attempt);
     if (w->attempt < 64)
         w->attempt++;
-    w->retry = loop_timer_add(w->l, ns, on_retry, w);
-    if (!w->retry && w->fns.on_error)
-        w->fns.on_error("watch: out of memory scheduling the reconnect", 1, w->ctx);
+    watch_set(w, WATCH_BACKING_OFF);
+    loop_timer_arm(w->l, &w->retry, ns);
 }
 
 static void watch_free(kube_watch *w)
@@ -182,8 +224,7 @@ static void watch_free(kube_watch *w)
 static void on_list(const kube_result *r, void *ctx)
 {
     kube_watch *w = ctx;
-    w->listing = 0;
-    if (w->stopped) {
+    if (w->phase == WATCH_STOPPED) {
         watch_free(w);
         return;
     }
@@ -191,16 +232,19 @@ static void on_list(const kube_result *r, void *ctx)
         /* The first list failing with a client error (401, 403, 404
          * namespace) needs the user; anything else may pass. */
         int fatal = !w->listed && r->status >= 400 && r->status < 500 && r->status != 429;
+        if (fatal)
+            watch_set(w, WATCH_FAILED);
+        else
+            schedule(w);
         if (w->fns.on_error)
             w->fns.on_error(r->error, fatal, w->ctx);
-        if (!fatal)
-            schedule(w);
         return;
     }
     set_rv(w, kube_path_str(r->obj, "metadata.resourceVersion"));
     int again = w->listed;
     w->listed = 1;
     w->relist = 0;
+    watch_set(w, WATCH_STREAMING);   /* opened once its owner has the list */
     if (w->fns.on_list)
         w->fns.on_list(r->obj, again, w->ctx);
     open_stream(w);
@@ -210,9 +254,8 @@ static void relist(kube_watch *w)
 {
     buf err = {0};
     kube_ref ref = ref_of(w, w->query);
-    w->listing = 1;
+    watch_set(w, WATCH_LISTING);
     if (kube_list(w->c, &ref, on_list, w, &err) < 0) {
-        w->listing = 0;
         if (w->fns.on_error)
             w->fns.on_error(err.data ? err.data : "out of memory", 0, w->ctx);
         schedule(w);
@@ -288,8 +331,10 @@ static void on_stream_done(const kube_resp *resp, void *ctx)
         else if (w->fns.on_error)
             w->fns.on_error(text.data ? text.data : "watch refused", fatal, w->ctx);
         buf_free(&text);
-        if (fatal)
-            return;   /* the caller stops the watch */
+        if (fatal) {
+            watch_set(w, WATCH_FAILED);   /* the caller stops the watch */
+            return;
+        }
         schedule(w);
         return;
     }
@@ -323,6 +368,7 @@ static void on_stream_done(const kube_resp *resp, void *ctx)
 static void open_stream(kube_watch *w)
 {
     buf q = {0}, path = {0}, err = {0};
+    watch_set(w, WATCH_STREAMING);
     buf_printf(&q, "watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s%s%s",
                WATCH_TIMEOUT_S, w->rv, w->query ? "&" : "", w->query ? w->query : "");
     kube_ref ref = ref_of(w, q.data);
@@ -350,6 +396,8 @@ kube_watch *kube_watch_start(kube_client *c, const kube_ref *ref, const kube_wat
         return buf_printf(err, "out of memory"), NULL;
     w->c = c;
     w->l = kube_client_loop(c);
+    w->phase = WATCH_BACKING_OFF;   /* its first step is the first list */
+    loop_timer_init(&w->retry, on_retry, w);
     w->fns = *fns;
     w->ctx = ctx;
     w->api = strdup(ref->api);
@@ -370,12 +418,10 @@ void kube_watch_stop(kube_watch *w)
         return;
     if (w->stream)
         kube_http_cancel(kube_client_http(w->c), w->stream);
-    if (w->retry)
-        loop_timer_cancel(w->l, w->retry);
+    loop_timer_disarm(w->l, &w->retry);
     w->stream = NULL;
-    w->retry = NULL;
-    if (w->listing)
-        w->stopped = 1;   /* a list call cannot be withdrawn: on_list frees w */
+    if (w->phase == WATCH_LISTING)
+        watch_set(w, WATCH_STOPPED);   /* a list call cannot be withdrawn: on_list frees w */
     else
         watch_free(w);
 }

@@ -41,7 +41,7 @@ struct registry_op {
     buf path;                 /* of the GET in flight, for messages */
     oci_descriptor config;    /* from the manifest */
     char *config_digest;
-    loop_timer *deferred;     /* a cache hit or an early failure, answered next turn */
+    loop_defer deferred;      /* a cache hit or an early failure, answered next turn */
     int rc;
     registry_done_fn *done;
     void *ctx;
@@ -368,8 +368,7 @@ static void op_free(lookup *lk)
 {
     if (!lk)
         return;
-    if (lk->deferred)
-        loop_timer_cancel(http_multi_loop(lk->m), lk->deferred);
+    loop_defer_cancel(&lk->deferred);
     reg_client_free(lk->client);
     image_ref_free(&lk->ref);
     registry_result_free(&lk->res);
@@ -399,7 +398,6 @@ static void on_deferred(loop *l, void *ctx)
 {
     (void)l;
     lookup *lk = ctx;
-    lk->deferred = NULL;   /* freed by the loop */
     finish(lk, lk->rc);
 }
 
@@ -416,6 +414,7 @@ registry_op *registry_lookup_start(http_multi *m, const char *image, const regis
     lk->err = &lk->errb;
     lk->done = done;
     lk->ctx = ctx;
+    loop_defer_init(&lk->deferred, on_deferred, lk);
     const char *platform = opts->platform ? opts->platform : "linux/amd64";
     if (oci_platform_parse(platform, &lk->platform, err) < 0)
         goto fail;
@@ -424,10 +423,7 @@ registry_op *registry_lookup_start(http_multi *m, const char *image, const regis
     lk->key = key.data ? buf_steal(&key, NULL) : NULL;
     if (lk->key && cache_get(lk->key, &lk->res)) {
         lk->rc = 0;
-        if (!(lk->deferred = loop_timer_add(http_multi_loop(m), 0, on_deferred, lk))) {
-            buf_printf(err, "out of memory");
-            goto fail;
-        }
+        loop_defer_post(http_multi_loop(m), &lk->deferred);
         return lk;
     }
     if (image_ref_parse(image, &lk->ref, err) < 0 || !(lk->client = reg_client_new(m, image, &lk->ref, opts, err)))

@@ -23,21 +23,11 @@
 #include <stddef.h>
 
 #include "core/buf.h"
+#include "oci/registry_opts.h"
 
 /* lib/http/http_multi.h; declared here so that code which only reads
  * registry_result (lib/kube/pod_*, in the static build) needs no curl.h */
 typedef struct http_multi http_multi;
-
-typedef struct registry_opts {
-    const char *docker_config;       /* config.json path; NULL: $DOCKER_CONFIG or ~/.docker */
-    const char *const *insecure;     /* hosts spoken to over http:// ("host" or "host:port") */
-    size_t n_insecure;
-    const char *platform;            /* NULL: "linux/amd64" */
-    long timeout_ms;                 /* per request; 0: 30 s */
-    const char *ca_file;             /* PEM CAs trusted for https:// registries beside the
-                                        system's (serve's --enable-private-registries-tls);
-                                        NULL: the system's only */
-} registry_opts;
 
 typedef struct registry_result {
     char *digest;            /* "sha256:…" of the platform image manifest (Porch's podID source) */

@@ -32,7 +32,7 @@
 #include "http/http_multi.h"
 #include "oci/docker_config.h"
 #include "oci/image_ref.h"
-#include "oci/registry.h"
+#include "oci/registry_opts.h"
 
 typedef struct reg_client reg_client;
 

@@ -135,20 +135,26 @@ static void on_page(int rc, reg_response *r, const buf *err, void *ctx)
     registry_tags_op *op = ctx;
     if (rc < 0) {
         buf_append_str(&op->err, err->data ? err->data : "registry request failed");
-        return finish(op, -1);
+        finish(op, -1);
+        return;
     }
     if (r->status != 200) {
         buf_printf(&op->err, "registry %s answered HTTP %ld to GET %s of image \"%s\"",
                    reg_client_host(op->client), r->status, op->path.data, op->image);
-        return finish(op, -1);
+        finish(op, -1);
+        return;
     }
-    if (read_page(op, r) < 0)
-        return finish(op, -1);
+    if (read_page(op, r) < 0) {
+        finish(op, -1);
+        return;
+    }
     op->page(op->tags, op->n, op->ctx);
     drop_page(op);
     int next = next_page(op, r->link);
-    if (next < 0 || (next > 0 && page_start(op) < 0))
-        return finish(op, -1);
+    if (next < 0 || (next > 0 && page_start(op) < 0)) {
+        finish(op, -1);
+        return;
+    }
     if (!next)
         finish(op, 0);
 }

@@ -47,9 +47,9 @@ typedef struct exec_call {
     ev_done_fn *done;
     void *ctx;
     fn_job *job;
-    loop_timer *deferred;      /* pending delivery of an immediate result */
+    loop_defer deferred;       /* pending delivery of an immediate result */
     fn_judging *judging;       /* the output being judged, in steps */
-    loop_timer *judge_next;    /* the next judging step */
+    loop_defer judge_next;     /* the next judging step, after the loop's other events */
     buf path;                  /* lookup mode: the binary */
     int exec_fd;               /* lookup mode: that binary, opened; -1 none */
     char exec_path[32];        /* "/proc/self/fd/<exec_fd>" */
@@ -74,7 +74,6 @@ static void exec_deliver_deferred(loop *l, void *ctx)
 {
     (void)l;
     exec_call *c = ctx;
-    c->deferred = NULL;   /* the loop frees the timer */
     c->done(&c->base, &c->res, c->ctx);
 }
 
@@ -109,17 +108,12 @@ static void exec_judged(exec_call *c)
     c->done(&c->base, &c->res, c->ctx);
 }
 
-static void exec_judge_resume(loop *l, void *ctx);
-
 static void exec_judge_step(exec_call *c)
 {
     exec_ev *e = (exec_ev *)c->base.ev;
     if (fn_verdict_step(c->judging, &c->verdict) == 1) {
-        c->judge_next = loop_timer_add(e->cfg.loop, 0, exec_judge_resume, c);
-        if (c->judge_next)
-            return;
-        while (fn_verdict_step(c->judging, &c->verdict) == 1)   /* no timer: finish here */
-            continue;
+        loop_defer_post(e->cfg.loop, &c->judge_next);
+        return;
     }
     fn_verdict_stop(c->judging);
     c->judging = NULL;
@@ -129,9 +123,7 @@ static void exec_judge_step(exec_call *c)
 static void exec_judge_resume(loop *l, void *ctx)
 {
     (void)l;
-    exec_call *c = ctx;
-    c->judge_next = NULL;   /* the loop frees the timer */
-    exec_judge_step(c);
+    exec_judge_step(ctx);
 }
 
 static void exec_judge(exec_call *c)
@@ -224,6 +216,8 @@ static exec_call *exec_call_new(evaluator *base, const ev_request *req, ev_done_
     c->done = done;
     c->ctx = ctx;
     c->exec_fd = -1;
+    loop_defer_init(&c->deferred, exec_deliver_deferred, c);
+    loop_defer_init(&c->judge_next, exec_judge_resume, c);
     return c;
 }
 
@@ -326,16 +320,7 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
         if (got < 0)
             exec_refuse_busy(c);
     }
-    c->deferred = loop_timer_add(e->cfg.loop, 0, exec_deliver_deferred, c);
-    if (!c->deferred) {
-        exec_close_binary(c);
-        fn_verdict_free(&c->verdict);
-        buf_free(&c->path);
-        free(c->image);
-        free(c->tag);
-        free(c);
-        return NULL;
-    }
+    loop_defer_post(e->cfg.loop, &c->deferred);
     return &c->base;
 }
 
@@ -389,6 +374,8 @@ static void exec_input_done(ev_call *base, const char *image)
 static void exec_free_call(ev_call *base)
 {
     exec_call *c = (exec_call *)base;
+    loop_defer_cancel(&c->deferred);
+    loop_defer_cancel(&c->judge_next);
     fn_verdict_stop(c->judging);   /* cancelled while judging; NULL after done */
     if (c->job)
         fn_job_free(c->job);
@@ -405,12 +392,8 @@ static void exec_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
     exec_call *c = (exec_call *)base;
     exec_ev *e = (exec_ev *)base->ev;
     fn_job *job = c->job;
-    if (c->deferred)
-        loop_timer_cancel(e->cfg.loop, c->deferred);
-    if (c->judge_next)
-        loop_timer_cancel(e->cfg.loop, c->judge_next);
     fn_slots_leave(&c->wait);
-    if (job && job->finished)
+    if (job && job->phase == FN_JOB_FINISHED)
         job = NULL;   /* reaped, its output being judged: exec_free_call frees it */
     else
         c->job = NULL;

@@ -26,7 +26,7 @@ typedef struct multi_call {
     void *ctx;
     size_t index;              /* evaluator of `inner` */
     ev_call *inner;
-    loop_timer *deferred;      /* n == 0: the failure, delivered from the loop */
+    loop_defer deferred;       /* n == 0: the failure, delivered from the loop */
     ev_result res;
 } multi_call;
 
@@ -63,7 +63,6 @@ static void multi_deliver_deferred(loop *l, void *ctx)
 {
     (void)l;
     multi_call *c = ctx;
-    c->deferred = NULL;
     c->done(&c->base, &c->res, c->ctx);
 }
 
@@ -77,13 +76,13 @@ static ev_call *multi_start(evaluator *base, const ev_request *req, ev_done_fn *
     c->req = *req;
     c->done = done;
     c->ctx = ctx;
+    loop_defer_init(&c->deferred, multi_deliver_deferred, c);
     if (m->n == 0) {
         c->res = (ev_result){.code = GRPC_FAILED_PRECONDITION, .message = NO_RUNTIME};
-        c->deferred = loop_timer_add(m->loop, 0, multi_deliver_deferred, c);
-    } else if (multi_try(m, c) == 0) {
+        loop_defer_post(m->loop, &c->deferred);
         return &c->base;
     }
-    if (c->deferred)
+    if (multi_try(m, c) == 0)
         return &c->base;
     free(c);
     return NULL;
@@ -92,6 +91,7 @@ static ev_call *multi_start(evaluator *base, const ev_request *req, ev_done_fn *
 static void multi_free_call(ev_call *base)
 {
     multi_call *c = (multi_call *)base;
+    loop_defer_cancel(&c->deferred);
     ev_call_free(c->inner);
     free(c);
 }
@@ -99,8 +99,7 @@ static void multi_free_call(ev_call *base)
 static void multi_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     multi_call *c = (multi_call *)base;
-    if (c->deferred)
-        loop_timer_cancel(((multi_ev *)base->ev)->loop, c->deferred);
+    loop_defer_cancel(&c->deferred);
     ev_call *inner = c->inner;
     free(c);
     ev_call_cancel_notify(inner, gone, gone_ctx);

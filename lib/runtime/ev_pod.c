@@ -58,7 +58,7 @@ struct pod_link {
     int via_service;           /* addr is the pod's Service (its ClusterIP) */
     int calls;                 /* calls queued or running on it */
     int retired;               /* no new calls; closed once calls is 0 */
-    loop_timer *closing;       /* the close, from the loop */
+    loop_defer closing;        /* the close, from the loop */
 };
 
 struct pod_call {
@@ -82,7 +82,7 @@ struct pod_call {
     semver_constraint *want;   /* as read */
     char *best;                /* the highest tag matching it so far, */
     semver best_v;             /* as read */
-    loop_timer *deferred;      /* a failure delivered from the loop: */
+    loop_defer deferred;       /* a failure delivered from the loop: */
     int deferred_code;         /* its status, */
     buf deferred_why;          /* and its message */
     ev_result res;
@@ -190,7 +190,7 @@ static void link_free(pod_link *k)
         c->link = NULL;   /* waiting for the connect: they no longer hold k */
     gc_connect_cancel(k->dialing);
     gc_close(k->conn);   /* calls still running end CANCELLED (an evaluator going away) */
-    loop_timer_cancel(p->l, k->closing);
+    loop_defer_cancel(&k->closing);
     free(k->image);
     free(k->pod);
     free(k->addr);
@@ -201,7 +201,6 @@ static void close_now(loop *l, void *ctx)
 {
     (void)l;
     pod_link *k = ctx;
-    k->closing = NULL;
     log_v(2, "function pod %s: connection to %s closed", k->pod, k->addr);
     link_free(k);
 }
@@ -209,8 +208,8 @@ static void close_now(loop *l, void *ctx)
 /* Closed from the loop: this may run inside the connection's own callback. */
 static void link_close_when_idle(pod_link *k)
 {
-    if (k->retired && !k->calls && !k->closing && !(k->closing = loop_timer_add(k->p->l, 0, close_now, k)))
-        log_warn("function pod %s: out of memory closing its connection; left open", k->pod);
+    if (k->retired && !k->calls)
+        loop_defer_post(k->p->l, &k->closing);
 }
 
 static void link_retire(pod_link *k)
@@ -264,8 +263,10 @@ static void on_answer(const gc_result *r, void *ctx)
         return;
     }
     c->resp = evaluator__evaluate_function_response__unpack(NULL, r->response_len, r->response);
-    if (!c->resp)
-        return finish(c, GRPC_INTERNAL, "the function pod's answer is not an EvaluateFunctionResponse");
+    if (!c->resp) {
+        finish(c, GRPC_INTERNAL, "the function pod's answer is not an EvaluateFunctionResponse");
+        return;
+    }
     c->res = (ev_result){.code = GRPC_OK, .out = c->resp->resource_list.data,
                          .out_len = c->resp->resource_list.len, .log = c->resp->log.data,
                          .log_len = c->resp->log.len};
@@ -345,6 +346,7 @@ static pod_link *link_get(pod_ev *p, pod_call *c, buf *err)
         return NULL;
     }
     k->p = p;
+    loop_defer_init(&k->closing, close_now, k);
     k->via_service = c->via_service;
     if (!(k->dialing = gc_connect_start(p->l, c->addr, p->o.connect_timeout_ns, p->o.max_message,
                                         on_connected, k, err))) {
@@ -392,8 +394,10 @@ static void on_pod(const pod_answer *a, void *ctx)
     c->waiter = NULL;
     if (c->wait_ns < 0)
         c->wait_ns = loop_now_ns() - c->arrived_ns;
-    if (a->error)
-        return finish(c, GRPC_UNAVAILABLE, a->error);
+    if (a->error) {
+        finish(c, GRPC_UNAVAILABLE, a->error);
+        return;
+    }
     snprintf(p->last.pod, sizeof p->last.pod, "%s", a->pod);
     snprintf(p->last.uid, sizeof p->last.uid, "%s", a->uid ? a->uid : "");
     snprintf(p->last.addr, sizeof p->last.addr, "%s", a->name);
@@ -405,8 +409,10 @@ static void on_pod(const pod_answer *a, void *ctx)
     free(c->pod);
     free(c->addr);
     c->addr = NULL;
-    if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr)))
-        return finish(c, GRPC_UNAVAILABLE, "out of memory");
+    if (!(c->pod = strdup(a->pod)) || !(c->addr = strdup(a->addr))) {
+        finish(c, GRPC_UNAVAILABLE, "out of memory");
+        return;
+    }
     count_in_pod(c, 1);
     link_submit(p, c);
 }
@@ -429,7 +435,6 @@ static void deliver_deferred(loop *l, void *ctx)
 {
     (void)l;
     pod_call *c = ctx;
-    c->deferred = NULL;
     finish(c, c->deferred_code, c->deferred_why.data ? c->deferred_why.data : "out of memory");
 }
 
@@ -466,13 +471,16 @@ static void on_tags(int rc, size_t n, const char *err, void *ctx)
     c->listing = NULL;   /* freed after this returns */
     if (rc == 0 && c->best) {
         buf image = {0};
-        if (buf_printf(&image, "%s:%s", c->image, c->best) < 0)
-            return finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        if (buf_printf(&image, "%s:%s", c->image, c->best) < 0) {
+            finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+            return;
+        }
         log_info("Tag \"%s\" on \"%s\": runs %s (the highest of %zu tags)", c->constraint,
                  c->image, image.data, n);
         free(c->image);
         c->image = image.data;
-        return start_on_pod(c);
+        start_on_pod(c);
+        return;
     }
     buf msg = {0};
     buf_printf(&msg, "failed to resolve tag for image \"%s\" with constraint \"%s\": ", c->image,
@@ -555,14 +563,14 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
     c->arrived_ns = loop_now_ns();
     c->wait_ns = -1;
     c->severity = POD_SEVERITY_UNKNOWN;
+    loop_defer_init(&c->deferred, deliver_deferred, c);
     int tagged = apply_tag(c, req);
     if (tagged > 0)
         return &c->base;   /* on_tags goes on */
     if (tagged < 0) {
         if (!c->image && !(c->image = strdup("")))
             goto oom;
-        if (!(c->deferred = loop_timer_add(p->l, 0, deliver_deferred, c)))
-            goto oom;
+        loop_defer_post(p->l, &c->deferred);
         return &c->base;
     }
     if (pack(c) < 0)
@@ -588,7 +596,7 @@ static void call_release(ev_call *base)
     pod_ev *p = (pod_ev *)base->ev;
     count_in_pod(c, 0);
     pod_cache_cancel(p->pc, c->waiter);
-    loop_timer_cancel(p->l, c->deferred);
+    loop_defer_cancel(&c->deferred);
     gc_call_cancel(c->stream);   /* running: its stream is reset, the connection stays */
     link_leave(c);
     if (c->resp)

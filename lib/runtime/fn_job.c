@@ -10,6 +10,7 @@
  * A cancelled job skips done() and frees itself at finish. */
 #include "runtime/fn_job.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +45,34 @@ static const spawn_child_setup *child_setup;   /* fn_job_set_child_setup */
 void fn_job_set_child_setup(const spawn_child_setup *setup)
 {
     child_setup = setup;
+}
+
+/* ---- its phase ----------------------------------------------------------- */
+
+static const char *const phase_names[] = {
+    [FN_JOB_WAITING] = "WAITING", [FN_JOB_RUNNING] = "RUNNING", [FN_JOB_DRAINING] = "DRAINING",
+    [FN_JOB_FINISHED] = "FINISHED", [FN_JOB_CANCELLED] = "CANCELLED",
+};
+
+#define PHASE(p) (1u << (p))
+
+static const unsigned phase_next[] = {
+    [FN_JOB_WAITING] = PHASE(FN_JOB_RUNNING) | PHASE(FN_JOB_CANCELLED),
+    [FN_JOB_RUNNING] = PHASE(FN_JOB_DRAINING) | PHASE(FN_JOB_FINISHED) | PHASE(FN_JOB_CANCELLED),
+    [FN_JOB_DRAINING] = PHASE(FN_JOB_FINISHED) | PHASE(FN_JOB_CANCELLED),
+    [FN_JOB_FINISHED] = 0,
+    [FN_JOB_CANCELLED] = 0,
+};
+
+static void fn_job_set_phase(fn_job *job, fn_job_phase next)
+{
+    int legal = (phase_next[job->phase] & PHASE(next)) != 0;
+    if (!legal)
+        log_error("function %d: %s refused after %s", (int)job->pid, phase_names[next],
+                  phase_names[job->phase]);
+    assert(legal);
+    log_v(4, "function %d: %s -> %s", (int)job->pid, phase_names[job->phase], phase_names[next]);
+    job->phase = next;
 }
 
 /* ---- spawning ---------------------------------------------------------- */
@@ -183,6 +212,13 @@ static void fn_job_close_pipe(fn_job *job, int *fd)
     close_fd(fd);
 }
 
+static void fn_job_close_pipes(fn_job *job)
+{
+    fn_job_close_pipe(job, &job->fd_in);
+    fn_job_close_pipe(job, &job->fd_out);
+    fn_job_close_pipe(job, &job->fd_err);
+}
+
 static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx);
 
 /* Watch stdin for writability only while there is input to write: a
@@ -277,7 +313,7 @@ static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
     fn_job *job = ctx;
-    if (job->waiting) {   /* wrote before its call: the owner cancels it */
+    if (job->phase == FN_JOB_WAITING) {   /* wrote before its call: the owner cancels it */
         job->done(job, job->ctx);
         return;
     }
@@ -328,7 +364,7 @@ static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l, (void)events;
     fn_job *job = ctx;
-    if (job->waiting) {   /* spoiled: the owner cancels it */
+    if (job->phase == FN_JOB_WAITING) {   /* spoiled: the owner cancels it */
         if (fn_job_read_waiting_stderr(job) < 0)
             job->done(job, job->ctx);
         return;
@@ -368,7 +404,7 @@ static int64_t fn_job_oldest_call_ns(void)
 {
     int64_t oldest = INT64_MAX;
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (!j->finished && !j->waiting && j->boot_ns < oldest)
+        if (j->phase != FN_JOB_FINISHED && j->phase != FN_JOB_WAITING && j->boot_ns < oldest)
             oldest = j->boot_ns;
     return oldest;
 }
@@ -397,7 +433,7 @@ static void fn_job_check_orphans(void)
 
 static struct {
     loop *loop;
-    loop_timer *timer;
+    loop_timer timer;
     int64_t interval_ns;
     int64_t due_ns;        /* of timer */
 } look;
@@ -405,7 +441,7 @@ static struct {
 static int fn_job_any_waiting(void)
 {
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (j->waiting && !j->exited)
+        if (j->phase == FN_JOB_WAITING && !j->exited)
             return 1;
     return 0;
 }
@@ -415,7 +451,6 @@ static void fn_job_look_after(loop *l, int64_t delay_ns);
 static void fn_job_look(loop *l, void *ctx)
 {
     (void)ctx;
-    look.timer = NULL;   /* the loop frees it */
     if (!fn_job_any_waiting())
         return;          /* the next waiting process starts the looks again */
     fn_job_check_orphans();
@@ -427,38 +462,35 @@ static void fn_job_look_after(loop *l, int64_t delay_ns)
 {
     /* A look due sooner stays: processes started one after another (a
      * busy server replaces one at each call) must not keep pushing it back. */
-    if (look.timer && look.due_ns <= loop_deadline_ns(delay_ns))
+    if (loop_timer_armed(&look.timer) && look.due_ns <= loop_deadline_ns(delay_ns))
         return;
-    loop_timer_cancel(look.loop, look.timer);
+    loop_timer_disarm(look.loop, &look.timer);
     look.loop = l;
     look.interval_ns = delay_ns;
     look.due_ns = loop_deadline_ns(delay_ns);
-    look.timer = loop_timer_add(l, delay_ns, fn_job_look, NULL);
-    if (!look.timer)
-        log_error("cannot schedule looking for processes pre-started functions leave behind: "
-                  "out of memory; they are killed when a call ends");
+    loop_timer_init(&look.timer, fn_job_look, NULL);
+    loop_timer_arm(l, &look.timer, delay_ns);
 }
 
 /* ---- finishing ---------------------------------------------------------- */
 
 static void fn_job_finish(fn_job *job)
 {
-    job->finished = 1;
+    assert(job->exited || job->phase == FN_JOB_CANCELLED);
+    if (job->phase != FN_JOB_CANCELLED)
+        fn_job_set_phase(job, FN_JOB_FINISHED);
     if (job->err_dropped)   /* never cut silently */
         buf_printf(&job->err, "\n[stderr truncated: %zu more bytes were not kept]\n",
                    job->err_dropped);
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
-    loop_timer_cancel(job->loop, job->drain_timer);
-    loop_timer_cancel(job->loop, job->kill_timer);
-    job->drain_timer = job->kill_timer = NULL;
+    fn_job_close_pipes(job);
+    loop_timer_disarm(job->loop, &job->drain_timer);
+    loop_timer_disarm(job->loop, &job->kill_timer);
     /* Whatever the function left behind in its group goes with it. */
     if (kill(-job->pid, SIGKILL) == 0)
         log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
     /* and whatever left the group, once no running call can own it */
     fn_job_check_orphans();
-    if (job->cancelled) {
+    if (job->phase == FN_JOB_CANCELLED) {
         fn_job_gone_fn *gone = job->gone;
         void *gone_ctx = job->gone_ctx;
         fn_job_unlink(job);
@@ -474,7 +506,7 @@ static void fn_job_finish(fn_job *job)
 
 static void fn_job_maybe_finish(fn_job *job)
 {
-    if (!job->finished && job->exited && job->fd_out < 0 && job->fd_err < 0)
+    if (job->phase != FN_JOB_FINISHED && job->exited && job->fd_out < 0 && job->fd_err < 0)
         fn_job_finish(job);
 }
 
@@ -482,7 +514,6 @@ static void fn_job_drain_expired(loop *l, void *ctx)
 {
     (void)l;
     fn_job *job = ctx;
-    job->drain_timer = NULL;
     log_v(3, "function %d exited but its output pipes stayed open; closing them", (int)job->pid);
     fn_job_finish(job);
 }
@@ -491,7 +522,6 @@ static void fn_job_kill_expired(loop *l, void *ctx)
 {
     (void)l;
     fn_job *job = ctx;
-    job->kill_timer = NULL;
     if (kill(-job->pid, SIGKILL) == 0)
         log_v(3, "function %d: SIGKILL after the grace period", (int)job->pid);
 }
@@ -500,7 +530,7 @@ static void fn_job_exited(fn_job *job, int status)
 {
     job->exited = 1;
     job->wait_status = status;
-    if (job->waiting) {   /* exited before its call: the owner cancels it */
+    if (job->phase == FN_JOB_WAITING) {   /* exited before its call: the owner cancels it */
         job->done(job, job->ctx);
         return;
     }
@@ -511,13 +541,12 @@ static void fn_job_exited(fn_job *job, int status)
         fn_job_finish(job);
         return;
     }
-    if (job->cancelled) {           /* nobody wants the output */
+    if (job->phase == FN_JOB_CANCELLED) {   /* nobody wants the output */
         fn_job_finish(job);
         return;
     }
-    job->drain_timer = loop_timer_add(job->loop, FN_JOB_DRAIN_NS, fn_job_drain_expired, job);
-    if (!job->drain_timer)
-        fn_job_finish(job);
+    fn_job_set_phase(job, FN_JOB_DRAINING);
+    loop_timer_arm(job->loop, &job->drain_timer, FN_JOB_DRAIN_NS);
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -589,6 +618,8 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
     close_fd(&out[1]);
     close_fd(&err[1]);
     job->loop = l;
+    loop_timer_init(&job->drain_timer, fn_job_drain_expired, job);
+    loop_timer_init(&job->kill_timer, fn_job_kill_expired, job);
     job->done = done;
     job->ctx = ctx;
     job->fd_in = in[1];
@@ -615,11 +646,9 @@ fail:
 /* Cannot drive it: let it die, it will be reaped as a cancelled job. */
 static void fn_job_abandon(fn_job *job, buf *why)
 {
-    job->cancelled = 1;
+    fn_job_set_phase(job, FN_JOB_CANCELLED);
     job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
+    fn_job_close_pipes(job);
     kill(-job->pid, SIGKILL);
     buf_append_str(why, "cannot watch the function's pipes");
 }
@@ -630,6 +659,7 @@ fn_job *fn_job_start(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, voi
     fn_job *job = fn_job_spawn(l, spec, done, ctx, why);
     if (!job)
         return NULL;
+    job->phase = FN_JOB_RUNNING;   /* its first */
     fn_job_set_input(job, spec);
     if (fn_job_watch_pipes(job) < 0) {
         fn_job_abandon(job, why);
@@ -647,7 +677,7 @@ fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *d
     if (!job)
         return NULL;
     job->spec = argv_only;
-    job->waiting = 1;
+    job->phase = FN_JOB_WAITING;   /* its first */
     /* stdout and stderr are watched so that a process writing while it
      * waits is noticed (and dropped) before a call could read that */
     if (fn_job_watch_pipes(job) < 0) {
@@ -686,10 +716,10 @@ static int fn_job_died_unseen(const fn_job *job)
 
 int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx)
 {
-    if (!job->waiting || job->exited || job->fd_in < 0 || fn_job_spoiled(job) ||
+    if (job->phase != FN_JOB_WAITING || job->exited || job->fd_in < 0 || fn_job_spoiled(job) ||
         fn_job_died_unseen(job))
         return -1;
-    job->waiting = 0;
+    fn_job_set_phase(job, FN_JOB_RUNNING);
     /* its call starts now: only processes started from now on are its own */
     job->boot_ns = orphans_clock_ns();
     job->done = done;
@@ -703,24 +733,18 @@ int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void
 
 void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *gone_ctx)
 {
-    job->cancelled = 1;
-    job->waiting = 0;
+    fn_job_set_phase(job, FN_JOB_CANCELLED);
     job->gone = gone;
     job->gone_ctx = gone_ctx;
     if (job->exited) {
         fn_job_finish(job);
         return;
     }
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
-    loop_timer_cancel(job->loop, job->drain_timer);
-    job->drain_timer = NULL;
+    fn_job_close_pipes(job);
+    loop_timer_disarm(job->loop, &job->drain_timer);
     if (kill(-job->pid, SIGTERM) < 0 && errno != ESRCH)
         log_error("kill(-%d, SIGTERM): %s", (int)job->pid, strerror(errno));
-    job->kill_timer = loop_timer_add(job->loop, grace_ns, fn_job_kill_expired, job);
-    if (!job->kill_timer)
-        kill(-job->pid, SIGKILL);
+    loop_timer_arm(job->loop, &job->kill_timer, grace_ns);
 }
 
 void fn_job_free(fn_job *job)
@@ -728,6 +752,8 @@ void fn_job_free(fn_job *job)
     if (!job)
         return;
     fn_job_unlink(job);
+    loop_timer_disarm(job->loop, &job->drain_timer);
+    loop_timer_disarm(job->loop, &job->kill_timer);
     buf_free(&job->out);
     buf_free(&job->err);
     free(job);
@@ -776,21 +802,19 @@ size_t fn_job_live_count(void)
 
 void fn_job_shutdown(void)
 {
-    loop_timer_cancel(look.loop, look.timer);
-    look.timer = NULL;
+    loop_timer_disarm(look.loop, &look.timer);
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (!j->finished)
+        if (j->phase != FN_JOB_FINISHED)
             kill(-j->pid, SIGKILL);
     while (live_jobs) {
         fn_job *j = live_jobs;
         live_jobs = j->next;
         if (!j->exited && waitpid(j->pid, &j->wait_status, 0) < 0 && errno != ECHILD)
             log_error("waitpid(%d): %s", (int)j->pid, strerror(errno));
-        for (int *fd = &j->fd_in; fd <= &j->fd_err; fd++)
-            fn_job_close_pipe(j, fd);
-        loop_timer_cancel(j->loop, j->drain_timer);
-        loop_timer_cancel(j->loop, j->kill_timer);
-        fn_job_gone_fn *gone = j->cancelled ? j->gone : NULL;
+        fn_job_close_pipes(j);
+        loop_timer_disarm(j->loop, &j->drain_timer);
+        loop_timer_disarm(j->loop, &j->kill_timer);
+        fn_job_gone_fn *gone = j->phase == FN_JOB_CANCELLED ? j->gone : NULL;
         void *gone_ctx = j->gone_ctx;
         buf_free(&j->out);
         buf_free(&j->err);

@@ -63,9 +63,24 @@ typedef struct fn_job_spec {
 /* A cancelled job's process has been reaped: its work has stopped. */
 typedef void fn_job_gone_fn(void *ctx);
 
+/* A job's life; it changes in fn_job_set_phase only (fn_job.c), whose table
+ * holds the legal steps: [WAITING ->] RUNNING [-> DRAINING] -> FINISHED, or
+ * CANCELLED from any of the first three (freed once its process is reaped). */
+typedef enum fn_job_phase {
+    FN_JOB_WAITING,     /* started without a call (fn_job_start_waiting) */
+    FN_JOB_RUNNING,     /* its call's: input written, output read */
+    FN_JOB_DRAINING,    /* exited; its output pipes still open (a grandchild): read a while */
+    FN_JOB_FINISHED,    /* its output complete: done was told */
+    FN_JOB_CANCELLED,   /* nobody wants its output: killed, freed once reaped */
+} fn_job_phase;
+
 struct fn_job {
     pid_t pid;              /* also the process group id */
-    int exited;             /* wait status collected */
+    fn_job_phase phase;
+    /* Wait status collected: the process's own fact beside the phase (a
+     * waiting or cancelled job's process may be reaped or not yet; every
+     * DRAINING and FINISHED one is). */
+    int exited;
     int wait_status;        /* as from waitpid */
     int64_t cpu_ns;         /* CPU time it used (user + system), once exited */
     buf out;                /* stdout */
@@ -74,7 +89,6 @@ struct fn_job {
     int output_too_large;   /* stdout passed max_stdout */
     int64_t started_ns;
     int64_t boot_ns;        /* start on the clock of /proc start times (orphans.h) */
-    int waiting;            /* started without a call (fn_job_start_waiting) */
 
     /* private */
     loop *loop;
@@ -85,10 +99,8 @@ struct fn_job {
     int fd_in, fd_out, fd_err;
     fn_job_done_fn *done;
     void *ctx;
-    int cancelled;
-    int finished;
-    loop_timer *drain_timer;
-    loop_timer *kill_timer;
+    loop_timer drain_timer; /* armed while exited with output pipes open */
+    loop_timer kill_timer;  /* armed while cancelled and given its grace */
     fn_job_gone_fn *gone;   /* cancelled: told when the process is reaped */
     void *gone_ctx;
     fn_job *next;           /* in the table of live jobs */

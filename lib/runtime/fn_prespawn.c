@@ -57,9 +57,9 @@ static struct {
     pool *pools[FN_PRESPAWN_POOLS];
     size_t n_pools;
     size_t n_waiting;           /* in all pools */
-    loop_timer *refill;
-    loop_timer *idle;
-    loop_timer *retry;          /* a refill came short: try again */
+    loop_defer refill;
+    loop_timer idle;            /* the next look for pools not called */
+    loop_timer retry;           /* a refill came short: try again */
     int64_t retry_ns;           /* its next interval */
     int stopped;                /* draining */
 } pre;
@@ -173,14 +173,12 @@ static pool *pool_to_fill(uint64_t tried, size_t *index)
     return best;
 }
 
-static void prespawn_retry_expired(loop *l, void *ctx);
 
 /* Fills the pools, the most recently called first: when --prespawn-total
  * is short, the binaries called last get the processes. */
 static void prespawn_refill(loop *l, void *ctx)
 {
     (void)l, (void)ctx;
-    pre.refill = NULL;   /* the loop frees the timer */
     uint64_t tried = 0;
     size_t i = 0;
     int short_of = 0;
@@ -197,35 +195,26 @@ static void prespawn_refill(loop *l, void *ctx)
         pre.retry_ns = PRESPAWN_RETRY_MIN_NS;
         return;
     }
-    if (pre.retry || pre.stopped)
+    if (loop_timer_armed(&pre.retry) || pre.stopped)
         return;
-    pre.retry = loop_timer_add(pre.loop, pre.retry_ns, prespawn_retry_expired, NULL);
+    loop_timer_arm(pre.loop, &pre.retry, pre.retry_ns);
     pre.retry_ns = pre.retry_ns * 2 < PRESPAWN_RETRY_MAX_NS ? pre.retry_ns * 2
                                                             : PRESPAWN_RETRY_MAX_NS;
 }
 
-static void prespawn_retry_expired(loop *l, void *ctx)
-{
-    pre.retry = NULL;   /* the loop frees the timer */
-    prespawn_refill(l, ctx);
-}
-
 void fn_prespawn_retry(void)
 {
-    if (!pre.retry)
+    if (!loop_timer_armed(&pre.retry))
         return;   /* nothing came short */
-    loop_timer_cancel(pre.loop, pre.retry);
-    pre.retry = NULL;
+    loop_timer_disarm(pre.loop, &pre.retry);
     prespawn_refill_soon();   /* from the loop, not inside the caller */
 }
 
 static void prespawn_refill_soon(void)
 {
-    if (pre.refill || pre.stopped || !pre.n_pools)
+    if (pre.stopped || !pre.n_pools)
         return;
-    pre.refill = loop_timer_add(pre.loop, 0, prespawn_refill, NULL);
-    if (!pre.refill)
-        log_error("cannot schedule starting a function ahead: out of memory");
+    loop_defer_post(pre.loop, &pre.refill);
 }
 
 /* Releases the binaries' pools not called for idle_ns; runs again when the
@@ -233,7 +222,6 @@ static void prespawn_refill_soon(void)
 static void prespawn_idle_check(loop *l, void *ctx)
 {
     (void)l, (void)ctx;
-    pre.idle = NULL;   /* the loop frees the timer */
     int64_t now = loop_now_ns(), next = INT64_MAX;
     for (size_t i = pre.n_pools; i-- > 0; ) {
         pool *p = pre.pools[i];
@@ -248,17 +236,15 @@ static void prespawn_idle_check(loop *l, void *ctx)
         }
     }
     if (next != INT64_MAX && !pre.stopped)
-        pre.idle = loop_timer_add(pre.loop, next - now, prespawn_idle_check, NULL);
+        loop_timer_arm(pre.loop, &pre.idle, next - now);
     prespawn_refill_soon();   /* room for the pools that are left */
 }
 
 static void prespawn_idle_soon(void)
 {
-    if (pre.idle || !pre.idle_ns || pre.stopped)
+    if (loop_timer_armed(&pre.idle) || !pre.idle_ns || pre.stopped)
         return;
-    pre.idle = loop_timer_add(pre.loop, pre.idle_ns, prespawn_idle_check, NULL);
-    if (!pre.idle)
-        log_error("cannot schedule releasing idle pre-started functions: out of memory");
+    loop_timer_arm(pre.loop, &pre.idle, pre.idle_ns);
 }
 
 static pool *pool_new(char *const *argv, int fd, const struct stat *id,
@@ -294,6 +280,9 @@ static void configure(loop *l, size_t per_pool, size_t total, int64_t idle_ns)
 {
     fn_prespawn_stop();
     pre.loop = l;
+    loop_defer_init(&pre.refill, prespawn_refill, NULL);
+    loop_timer_init(&pre.idle, prespawn_idle_check, NULL);
+    loop_timer_init(&pre.retry, prespawn_refill, NULL);
     pre.stopped = 0;
     pre.per_pool = per_pool < FN_PRESPAWN_MAX ? per_pool : FN_PRESPAWN_MAX;
     pre.total = total < FN_PRESPAWN_TOTAL_MAX ? total : FN_PRESPAWN_TOTAL_MAX;
@@ -365,7 +354,7 @@ fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *sp
     while (p->n_waiting) {
         fn_job *job = p->waiting[--p->n_waiting];
         pre.n_waiting--;
-        assert(job->waiting);
+        assert(job->phase == FN_JOB_WAITING);
         if (fn_job_give(job, spec, done, ctx) == 0) {
             p->strikes = 0;
             metrics_count(METRIC_PRESPAWN_HITS);
@@ -384,12 +373,9 @@ void fn_prespawn_stop(void)
     if (!pre.stopped && pre.n_waiting)
         log_v(3, "killing %zu pre-started functions", pre.n_waiting);
     pre.stopped = 1;
-    if (pre.loop) {
-        loop_timer_cancel(pre.loop, pre.refill);
-        loop_timer_cancel(pre.loop, pre.idle);
-        loop_timer_cancel(pre.loop, pre.retry);
-    }
-    pre.refill = pre.idle = pre.retry = NULL;
+    loop_defer_cancel(&pre.refill);
+    loop_timer_disarm(pre.loop, &pre.idle);
+    loop_timer_disarm(pre.loop, &pre.retry);
     while (pre.n_pools)
         pool_release(pre.n_pools - 1);
 }

@@ -91,18 +91,18 @@ int fn_server_run(loop *l, evaluator *ev, rpc_server_config cfg, proc_hup_fn *on
     /* Orphans of functions become our children (reaped, and killed when no
      * call can own them) even when we are not PID 1. */
     orphans_adopt();
-    server *srv = server_new(l, &cfg);
+    server *srv = rpc_server_new(l, &cfg);
     proc_signals *sig = srv ? proc_signals_open(l, srv, on_hup, hup_ctx) : NULL;
     int rc = 1;
     if (!sig)
         goto out;
-    if (server_listen(srv, &err) < 0) {
+    if (rpc_server_listen(srv, &err) < 0) {
         fprintf(stderr, "%s: %s\n", who, err.data);
         goto out;
     }
     rc = loop_run(l) < 0 ? 1 : 0;
 out:
-    server_free(srv);
+    rpc_server_free(srv);
     ev_destroy(ev);
     fn_prespawn_stop();   /* its table points at jobs fn_job_shutdown frees */
     fn_job_shutdown();

@@ -15,12 +15,16 @@ static struct {
     size_t waiting;
     size_t waiting_bytes;
     fn_slot_wait *head, *tail; /* first come, first served */
-    loop_timer *grant_timer;   /* hands freed slots to waiters */
+    loop_defer grant;          /* hands freed slots to waiters */
 } slots;
+
+static void fn_slots_grant(loop *l, void *ctx);
 
 void fn_slots_configure(loop *l, size_t max_running, size_t max_waiting,
                         size_t max_waiting_bytes)
 {
+    loop_defer_cancel(&slots.grant);   /* a grant posted on an earlier loop */
+    loop_defer_init(&slots.grant, fn_slots_grant, NULL);
     slots.loop = l;
     slots.max_running = max_running;
     slots.max_waiting = max_waiting;
@@ -98,13 +102,12 @@ void fn_slots_leave(fn_slot_wait *w)
     slots.waiting_bytes -= w->bytes;
 }
 
-/* Waiters are started from a timer of their own, never inside
+/* Waiters are started from a deferred call of their own, never inside
  * fn_slots_give_back: that runs while the reaper walks the job table, and a
  * grant spawns a job. */
 static void fn_slots_grant(loop *l, void *ctx)
 {
     (void)l, (void)ctx;
-    slots.grant_timer = NULL;
     while (slots.head && slot_free()) {
         fn_slot_wait *w = slots.head;
         slots.head = w->next;
@@ -125,8 +128,8 @@ void fn_slots_give_back(void)
         return;
     }
     slots.running--;
-    if (slots.head && !slots.grant_timer && slots.loop)
-        slots.grant_timer = loop_timer_add(slots.loop, 0, fn_slots_grant, NULL);
+    if (slots.head && slots.loop)
+        loop_defer_post(slots.loop, &slots.grant);
 }
 
 void fn_slots_deadline_note(const fn_slot_wait *w, buf *why)

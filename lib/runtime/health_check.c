@@ -22,7 +22,7 @@ struct health_check {
     gc_dialing *dialing;
     gc_conn *conn;
     gc_stream *call;
-    loop_timer *report;
+    loop_defer report;         /* the answer, from the loop */
     health_done_fn *done;
     void *ctx;
     int serving;
@@ -34,7 +34,7 @@ static void check_free(health_check *h)
     gc_connect_cancel(h->dialing);
     gc_call_cancel(h->call);
     gc_close(h->conn);
-    loop_timer_cancel(h->l, h->report);
+    loop_defer_cancel(&h->report);
     free(h);
 }
 
@@ -42,7 +42,6 @@ static void report_now(loop *l, void *ctx)
 {
     (void)l;
     health_check *h = ctx;
-    h->report = NULL;
     health_done_fn *done = h->done;
     void *dctx = h->ctx;
     int serving = h->serving;
@@ -54,11 +53,9 @@ static void report_now(loop *l, void *ctx)
 
 static void report(health_check *h)
 {
-    if (!(h->report = loop_timer_add(h->l, 0, report_now, h))) {
-        /* out of memory: answered now; h and its connection are left (this
-         * may run inside the client's callback, where they cannot go) */
-        h->done(h->serving, h->why, h->ctx);
-    }
+    /* not now: this may run inside the client's callback, where h and its
+     * connection cannot go */
+    loop_defer_post(h->l, &h->report);
 }
 
 static void on_check(const gc_result *r, void *ctx)
@@ -90,7 +87,8 @@ static void on_connected(gc_conn *conn, const char *error, void *ctx)
     h->conn = conn;
     if (!conn) {
         snprintf(h->why, sizeof h->why, "%s", error);
-        return report(h);
+        report(h);
+        return;
     }
     /* an empty HealthCheckRequest: the whole server */
     if (!(h->call = gc_call_start(conn, CHECK_PATH, "", 0, h->timeout_ns, on_check, h))) {
@@ -106,6 +104,7 @@ health_check *health_check_start(loop *l, const char *addr, int64_t timeout_ns,
     if (!h)
         return NULL;
     *h = (health_check){.l = l, .timeout_ns = timeout_ns, .done = done, .ctx = ctx};
+    loop_defer_init(&h->report, report_now, h);
     buf err = {0};
     h->dialing = gc_connect_start(l, addr, timeout_ns, CHECK_MAX_MESSAGE, on_connected, h, &err);
     buf_free(&err);

@@ -106,7 +106,7 @@ static void proc_dispatch(proc_signals *ps, int signo)
         break;
     case PS_DRAIN:
         log_v(3, "received %s", signal_name(signo, text, sizeof text));
-        server_drain(ps->srv);
+        rpc_server_drain(ps->srv);
         break;
     case PS_HUP:
         if (!ps->on_hup) {

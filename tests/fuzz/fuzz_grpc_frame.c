@@ -1,4 +1,4 @@
-/* Fuzzes the gRPC Length-Prefixed-Message reader (lib/grpc_frame).
+/* Fuzzes the gRPC Length-Prefixed-Message reader (lib/grpc/grpc_frame).
  *
  * Input: 4 header bytes, then the byte stream.
  *   byte 0  message limit (index into a table) and, in its high bits, after

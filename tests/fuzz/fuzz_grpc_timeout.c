@@ -1,5 +1,5 @@
 /* Fuzzes the grpc-timeout header parser and formatter and duration_parse
- * (lib/grpc_timeout).
+ * (lib/grpc/grpc_timeout).
  *
  * grpc_timeout_parse gets the raw bytes (it takes a length, the value is not
  * NUL-terminated); its result is checked against a direct computation.

@@ -88,9 +88,9 @@ static void start_server(void)
         .max_pending_bytes = 16 << 20,
         .methods = methods,
     };
-    S = server_new(L, &cfg);
+    S = rpc_server_new(L, &cfg);
     buf err = {0};
-    FUZZ_CHECK(S != NULL && server_listen(S, &err) == 0);
+    FUZZ_CHECK(S != NULL && rpc_server_listen(S, &err) == 0);
     buf_free(&err);
 }
 
@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     FUZZ_CHECK(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)server_port(S)),
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)rpc_server_port(S)),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     FUZZ_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EINPROGRESS);
     client c = {.fd = fd, .bytes = bytes, .len = n};

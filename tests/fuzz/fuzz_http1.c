@@ -1,4 +1,4 @@
-/* Fuzzes lib/http1, the HTTP/1.1 responder that answers anything on the
+/* Fuzzes lib/grpc/http1, the HTTP/1.1 responder that answers anything on the
  * gRPC port whose first bytes are not the HTTP/2 preface (so: anyone on the
  * network). The request is sent over a real socketpair, split at a point the
  * input chooses; whatever arrives, the exchange must end (no endless

@@ -1,4 +1,4 @@
-/* Fuzzes lib/json, the reader of registry answers and Docker config files
+/* Fuzzes lib/core/json, the reader of registry answers and Docker config files
  * (untrusted network input): parse must either fail with a reason or give
  * a tree whose every string survives json_write_string and a second parse
  * byte for byte (embedded NULs included), json_get must find each

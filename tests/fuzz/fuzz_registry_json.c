@@ -1,6 +1,6 @@
 /* Fuzzes what runner-client reads from a registry (untrusted network
  * input): manifests, indexes and image configs (lib/oci/oci_manifest) and
- * the token service's answer (lib/oci/www_auth), each parsed by lib/json as
+ * the token service's answer (lib/oci/www_auth), each parsed by lib/core/json as
  * the lookup parses them (at most REGISTRY_JSON_MAX_VALUES values). Properties: every call either succeeds or says
  * why; a descriptor taken from an index or manifest has a valid sha256
  * digest whose C string is all of it; Entrypoint/Cmd strings are the JSON

@@ -1,4 +1,4 @@
-/* Fuzzes the ResourceList parser (lib/resourcelist) on arbitrary bytes, the
+/* Fuzzes the ResourceList parser (lib/krm/resourcelist) on arbitrary bytes, the
  * way fn_verdict uses it on a function's stdout: parse, then on success count
  * the errors and render the results as text and JSON; on failure, the reason
  * must be a NUL-terminated string in the buffer, and a smaller buffer must

@@ -1,4 +1,4 @@
-/* Fuzzes lib/rl_scan differentially: whenever the scanner takes an input
+/* Fuzzes lib/krm/rl_scan differentially: whenever the scanner takes an input
  * (it is in its subset of block YAML), the parse with the items cut out must
  * say exactly what the parse of the whole input by libyaml says — same
  * success, same error text, same counts and results. And judging in steps

@@ -151,3 +151,32 @@ def test_runner_serve_answers_http1_too(start_server, tmp_path):
     _, text = curl(srv.port, "/metrics")
     assert series(text, "grpc_server_handled_total", grpc_type="unary", grpc_service="evaluator.FunctionEvaluator",
                   grpc_method="EvaluateFunction", grpc_code="NotFound") == 1
+
+
+def test_a_calls_life_reads_as_named_phases_at_verbosity_4(start_server):
+    """Each step of a call and of its handler is one line at verbosity 4:
+    answered, failed by the function, and refused before any response."""
+    srv = start_server(["cat"], options=["--verbosity", "4"])
+    rl = simple_rl()
+    assert srv.evaluate(rl).resource_list == rl
+    srv.evaluate_error(b"not a resource list")
+    refused = srv.channel().unary_unary("/evaluator.FunctionEvaluator/Nope")
+    with pytest.raises(grpc.RpcError) as e:
+        refused(b"", timeout=5)
+    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    deadline = time.time() + 10
+    want = [
+        "/evaluator.FunctionEvaluator/EvaluateFunction: HEADERS -> READING",
+        "/evaluator.FunctionEvaluator/EvaluateFunction: handler IDLE -> RUNNING",
+        "/evaluator.FunctionEvaluator/EvaluateFunction: READING -> FINISHED",
+        "/evaluator.FunctionEvaluator/EvaluateFunction: handler RUNNING -> ENDED",
+        # the function's output refused: a status decided before any response
+        "/evaluator.FunctionEvaluator/EvaluateFunction: READING -> TRAILERS_ONLY",
+        "/evaluator.FunctionEvaluator/Nope: HEADERS -> TRAILERS_ONLY",
+    ]
+    while any(w not in srv.stderr() for w in want) and time.time() < deadline:
+        time.sleep(0.05)
+    log = srv.stderr()
+    for w in want:
+        assert w in log, f"{w!r} not logged:\n{log[-3000:]}"
+    assert "refused after" not in log

@@ -33,16 +33,16 @@ static void start(fixture *f, int64_t idle_timeout_ns)
                              .shutdown_grace_ns = 1000000000LL, .methods = methods};
     buf why = {0};
     cr_assert_eq(rpc_server_config_fill(&cfg, &why), 0, "%s", why.data);
-    f->s = server_new(f->l, &cfg);
+    f->s = rpc_server_new(f->l, &cfg);
     cr_assert_not_null(f->s);
-    cr_assert_eq(server_listen(f->s, &why), 0, "%s", why.data);
-    snprintf(f->addr, sizeof f->addr, "127.0.0.1:%d", server_port(f->s));
+    cr_assert_eq(rpc_server_listen(f->s, &why), 0, "%s", why.data);
+    snprintf(f->addr, sizeof f->addr, "127.0.0.1:%d", rpc_server_port(f->s));
     buf_free(&why);
 }
 
 static void stop(fixture *f)
 {
-    server_free(f->s);
+    rpc_server_free(f->s);
     loop_free(f->l);
 }
 
@@ -135,7 +135,7 @@ Test(health_check, nothing_listening)
     start(&f, 0);
     char addr[32];
     snprintf(addr, sizeof addr, "%s", f.addr);
-    server_free(f.s);   /* the port is closed now */
+    rpc_server_free(f.s);   /* the port is closed now */
     f.s = NULL;
     heard h = {0};
     cr_assert_not_null(health_check_start(f.l, addr, 1000000000LL, on_health, &h));
@@ -256,7 +256,7 @@ Test(shared_conn, calls_ended_by_a_lost_connection_say_transport)
     run_until(f.l, &e.calls);
     cr_assert_eq(e.transport, 0, "an answered call is not a transport failure");
     /* the server goes away with the connection open; a call in flight then */
-    server_free(f.s);
+    rpc_server_free(f.s);
     f.s = NULL;
     ended lost = {0};
     if (gc_call_start(c, CHECK, "", 0, 1000000000LL, on_done, &lost)) {

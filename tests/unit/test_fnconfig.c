@@ -1,4 +1,4 @@
-/* Unit tests for lib/fnconfig: loading Porch FunctionConfig objects from
+/* Unit tests for lib/krm/fnconfig: loading Porch FunctionConfig objects from
  * files and directories (schema checks and their messages, duplicates,
  * YAML errors), and the binary-executor / pod-parameter lookups.
  *

@@ -1,4 +1,4 @@
-/* Unit tests for lib/fnconfig's binary checks: a binaryExecutor.path must
+/* Unit tests for lib/krm/fnconfig's binary checks: a binaryExecutor.path must
  * resolve beneath --functions (no absolute path, no ".." above it, no
  * symlink leading out, checked by openat2 RESOLVE_BENEATH on a real tree
  * made in a temporary directory), and must be a regular executable file.

@@ -1,4 +1,4 @@
-/* Unit tests for lib/image_ref: Docker-convention defaults (docker.io,
+/* Unit tests for lib/oci/image_ref: Docker-convention defaults (docker.io,
  * library/, latest), registries with ports and IPv6, digests, and the
  * grammar errors a user sees for bad references. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/json: values, escapes (surrogate pairs, lone
+/* Unit tests for lib/core/json: values, escapes (surrogate pairs, lone
  * surrogates, \u0000), strictness (trailing data, control characters,
  * invalid UTF-8, bad numbers, depth limit), lookups and the string writer. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/log: the escaper (each class of byte, cuts at the
+/* Unit tests for lib/core/log: the escaper (each class of byte, cuts at the
  * output's end, never inside an escape or a character) and log_line's
  * records, read back from a pipe standing in for stderr: one line each,
  * no control byte, whatever the message held. */

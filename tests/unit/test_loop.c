@@ -1,4 +1,4 @@
-/* Unit tests for lib/loop's timers: every timer fires once, in due order,
+/* Unit tests for lib/core/loop's timers: every timer fires once, in due order,
  * never early, and cancelled ones never, whatever the timerfd was left
  * armed for (cancelling does not reprogram it). */
 #include <criterion/criterion.h>
@@ -175,5 +175,143 @@ Test(loop, a_delay_past_the_end_of_the_clock_never_fires, .timeout = 10)
     cr_assert(negative >= before && negative <= loop_now_ns(), "a negative delay is now");
     loop_timer_add(l, 50 * MS, give_up, NULL);
     cr_assert_eq(loop_run(l), 0);
+    loop_free(l);
+}
+
+/* ---- deferred calls and embedded timers ---- */
+
+typedef struct batch {
+    int fds[2];           /* read ends of two pipes, both readable */
+    int handled;          /* events handled so far */
+    int handled_at_call;  /* ... when the deferred call ran */
+    int calls;
+    loop_defer call, again, cancelled;
+    int again_left;       /* times `again` posts itself once more */
+    int events_between;   /* events handled while `again` was re-posted */
+} batch;
+
+static void batch_event(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)events;
+    batch *b = ctx;
+    loop_unwatch(l, fd);
+    b->handled++;
+    loop_defer_post(l, &b->call);
+    loop_defer_post(l, &b->call);      /* twice: still one call */
+    loop_defer_post(l, &b->cancelled);
+    loop_defer_cancel(&b->cancelled);
+}
+
+static void batch_deferred(loop *l, void *ctx)
+{
+    batch *b = ctx;
+    b->calls++;
+    b->handled_at_call = b->handled;
+    cr_assert(!loop_defer_posted(&b->call), "a running call is no longer posted");
+    loop_stop(l);
+}
+
+static void batch_never(loop *l, void *ctx)
+{
+    (void)l, (void)ctx;
+    cr_assert_fail("a cancelled deferred call ran");
+}
+
+Test(loop, a_deferred_call_runs_once_after_the_whole_batch_before_the_next_wait, .timeout = 10)
+{
+    loop *l = loop_new();
+    batch b = {0};
+    int a[2], c[2];
+    cr_assert_eq(pipe(a), 0);
+    cr_assert_eq(pipe(c), 0);
+    cr_assert_eq(write(a[1], "x", 1), 1);
+    cr_assert_eq(write(c[1], "x", 1), 1);   /* both ready in the same epoll_wait batch */
+    loop_defer_init(&b.call, batch_deferred, &b);
+    loop_defer_init(&b.cancelled, batch_never, &b);
+    cr_assert_eq(loop_watch(l, a[0], LOOP_READ, batch_event, &b), 0);
+    cr_assert_eq(loop_watch(l, c[0], LOOP_READ, batch_event, &b), 0);
+    loop_timer_add(l, 5000 * MS, give_up, NULL);   /* a wait would hang until this */
+    int64_t start = loop_now_ns();
+    cr_assert_eq(loop_run(l), 0);
+    cr_assert_eq(b.calls, 1, "ran %d times", b.calls);
+    cr_assert_eq(b.handled_at_call, 2, "ran after %d of the batch's 2 events", b.handled_at_call);
+    cr_assert_lt(loop_now_ns() - start, 1000 * MS, "the loop waited before the call");
+    close(a[0]), close(a[1]), close(c[0]), close(c[1]);
+    loop_free(l);
+}
+
+static void counting_event(loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l, (void)fd, (void)events;
+    batch *b = ctx;
+    b->handled++;   /* level-triggered: every round while the byte is unread */
+}
+
+static void posts_itself(loop *l, void *ctx)
+{
+    batch *b = ctx;
+    if (b->again_left-- > 0) {
+        loop_defer_post(l, &b->again);   /* the next round: after ready events */
+        return;
+    }
+    b->events_between = b->handled;
+    loop_stop(l);
+}
+
+Test(loop, a_deferred_call_that_posts_itself_does_not_starve_ready_events, .timeout = 10)
+{
+    loop *l = loop_new();
+    batch b = {.again_left = 5};
+    int a[2];
+    cr_assert_eq(pipe(a), 0);
+    cr_assert_eq(write(a[1], "x", 1), 1);
+    loop_defer_init(&b.again, posts_itself, &b);
+    loop_defer_post(l, &b.again);
+    cr_assert_eq(loop_watch(l, a[0], LOOP_READ, counting_event, &b), 0);
+    loop_timer_add(l, 5000 * MS, give_up, NULL);
+    cr_assert_eq(loop_run(l), 0);
+    cr_assert_eq(b.events_between, 5, "the ready pipe was handled %d times in 5 rounds",
+                 b.events_between);
+    close(a[0]), close(a[1]);
+    loop_free(l);
+}
+
+typedef struct owner {
+    loop_timer timer;
+    int fired;
+    int64_t at_ms;
+    int64_t start_ns;
+} owner;
+
+static void owner_fired(loop *l, void *ctx)
+{
+    owner *o = ctx;
+    cr_assert(!loop_timer_armed(&o->timer), "a firing timer is no longer armed");
+    o->at_ms = (loop_now_ns() - o->start_ns) / MS;
+    if (++o->fired == 1) {
+        loop_timer_arm(l, &o->timer, 20 * MS);   /* from its own callback */
+        return;
+    }
+    loop_stop(l);
+}
+
+Test(loop, an_embedded_timer_is_rearmed_moved_and_disarmed, .timeout = 10)
+{
+    loop *l = loop_new();
+    owner o = {.start_ns = loop_now_ns()}, off = {0};
+    loop_timer_init(&o.timer, owner_fired, &o);
+    loop_timer_init(&off.timer, never, NULL);
+    loop_timer_disarm(l, &off.timer);            /* never armed: fine */
+    loop_timer_arm(l, &off.timer, 10 * MS);
+    loop_timer_disarm(l, &off.timer);
+    cr_assert(!loop_timer_armed(&off.timer));
+    loop_timer_arm(l, &o.timer, 1000 * MS);
+    loop_timer_arm(l, &o.timer, 30 * MS);        /* moved earlier: fires once, at 30 */
+    cr_assert(loop_timer_armed(&o.timer));
+    loop_timer_add(l, 5000 * MS, give_up, NULL);
+    cr_assert_eq(loop_run(l), 0);
+    cr_assert_eq(o.fired, 2);
+    cr_assert(o.at_ms >= 50 && o.at_ms < 900, "the re-armed timer fired at %lld ms",
+              (long long)o.at_ms);
     loop_free(l);
 }

@@ -1,7 +1,7 @@
 /* Unit tests for the pure parts of the registry lookup: WWW-Authenticate
- * challenges (lib/www_auth), base64 (lib/base64), Docker config.json
- * credentials (lib/docker_config) and manifest/index/config reading
- * (lib/oci_manifest: media types, platform choice, Entrypoint/Cmd). The HTTP
+ * challenges (lib/oci/www_auth), base64 (lib/core/base64), Docker config.json
+ * credentials (lib/oci/docker_config) and manifest/index/config reading
+ * (lib/oci/oci_manifest: media types, platform choice, Entrypoint/Cmd). The HTTP
  * side is tested against real registries in tests/integration/test_registry.py. */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/resourcelist: the ResourceList check Porch's wrapper
+/* Unit tests for lib/krm/resourcelist: the ResourceList check Porch's wrapper
  * applies to a function's output (krm-functions-sdk fn.ParseResourceList),
  * and the text and JSON it renders results as.
  *
@@ -17,7 +17,7 @@
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 
-/* Every input is also parsed both ways (items through lib/rl_scan and
+/* Every input is also parsed both ways (items through lib/krm/rl_scan and
  * through libyaml): whichever way rl_parse takes, the answer is the same. */
 static void check_both_ways(const char *data, size_t len)
 {

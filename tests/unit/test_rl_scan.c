@@ -1,4 +1,4 @@
-/* Unit tests for lib/rl_scan: the items of block-style lists are found and
+/* Unit tests for lib/krm/rl_scan: the items of block-style lists are found and
  * counted without libyaml, anything outside the scanner's subset is left to
  * libyaml, and either way rl_parse says exactly the same thing. */
 #include <criterion/criterion.h>
