@@ -181,8 +181,10 @@ $(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
 unit: deps $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
 
+# INTEGRATION_JOBS (default 2) pytest-xdist workers; the tests marked serial
+# run after, alone (scripts/integration.sh).
 integration: deps $(BINS)
-	BUILD=$(BUILD) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+	./scripts/integration.sh $(BUILD)
 
 test: deps
 	$(MAKE) static
