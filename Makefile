@@ -187,13 +187,22 @@ $(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
 unit: deps $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
 
+# INTEGRATION_JOBS (default 2) pytest-xdist workers; the tests marked serial
+# run after, alone (scripts/integration.sh).
 integration: deps $(BINS)
-	BUILD=$(BUILD) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+	./scripts/integration.sh $(BUILD)
 
+# make test builds each tree on BUILD_JOBS jobs (default: every CPU), then
+# runs its suites, one stage at a time: a build beside the tests would load the
+# cores that the tests' timings assume.
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: deps
 	$(MAKE) static
+	$(MAKE) -j$(BUILD_JOBS) all $(BUILD)/tests/unit
 	$(MAKE) unit integration
+	$(MAKE) -j$(BUILD_JOBS) all build/asan/tests/unit BUILD=build/asan SAN=1
 	$(MAKE) unit integration BUILD=build/asan SAN=1
+	$(MAKE) -j$(BUILD_JOBS) fuzz-build
 	$(MAKE) fuzz-smoke
 
 # Fully static musl binaries in build/static/ (libraries built from Debian's
@@ -267,7 +276,7 @@ help:
 	@echo '  demo           start a server with a sample function and evaluate examples/package'
 	@echo '  test           static build, unit + integration tests, again under ASan+UBSan, fuzz smoke'
 	@echo '  unit           the Criterion unit tests'
-	@echo '  integration    the pytest integration tests (tests/integration)'
+	@echo '  integration    the pytest integration tests (tests/integration), INTEGRATION_JOBS workers'
 	@echo '  static         fully static musl binaries in build/static/ (fetches Debian sources once)'
 	@echo '  images         OCI images (init container, function runner), without Docker'
 	@echo '  bench          the benchmarks (bench/README.md)'

@@ -14,6 +14,7 @@
 
 #include "core/beneath.h"
 #include "core/buf.h"
+#include "core/vec.h"
 #include "err_line.h"
 #include "term_text.h"
 
@@ -31,16 +32,13 @@ typedef struct entry {
     mode_t mode;
 } entry;
 
-typedef struct listing {
-    entry *v;
-    size_t n, cap;
-} listing;
-
-static void listing_free(listing *l)
+/* A directory's entries: a vec of entry. */
+static void listing_free(vec *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].name);
-    free(l->v);
+    entry *all = l->items;
+    for (size_t i = 0; i < l->len; i++)
+        free(all[i].name);
+    vec_free(l);
 }
 
 static int by_name_bytes(const void *a, const void *b)
@@ -70,26 +68,19 @@ static int join_path(buf *out, const char *dir, const char *name)
     return buf_printf(out, "%s%s%s", dir, sep, name);
 }
 
-static int list_add(listing *l, const char *name, mode_t mode)
+static int list_add(vec *l, const char *name, mode_t mode)
 {
-    if (l->n == l->cap) {
-        size_t grown = l->cap ? l->cap * 2 : 16;
-        entry *v = realloc(l->v, grown * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = grown;
-    }
-    if (!(l->v[l->n].name = strdup(name)))
+    entry *e = vec_push(l, sizeof *e, VEC_NO_MAX);
+    if (!e)
         return -1;
-    l->v[l->n++].mode = mode;
-    return 0;
+    e->mode = mode;
+    return (e->name = strdup(name)) ? 0 : -1;
 }
 
 /* The visible entries of rel_dir (NULL: the package itself), each with its
  * type, sorted; the directory is closed before any is visited, so a deep
  * tree holds one descriptor besides the package's. */
-static int list_directory(walk *w, const char *dir_path, const char *rel_dir, listing *l)
+static int list_directory(walk *w, const char *dir_path, const char *rel_dir, vec *l)
 {
     int fd = rel_dir ? beneath_open(w->pkg_fd, rel_dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK)
                      : openat(w->pkg_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -125,8 +116,8 @@ static int list_directory(walk *w, const char *dir_path, const char *rel_dir, li
         rc = -1;
     }
     closedir(d);
-    if (rc == 0 && l->n)
-        qsort(l->v, l->n, sizeof *l->v, by_name_bytes);
+    if (rc == 0 && l->len)
+        qsort(l->items, l->len, sizeof(entry), by_name_bytes);
     return rc;
 }
 
@@ -174,10 +165,11 @@ static int walk_entry(walk *w, const char *dir_path, const char *rel_dir, const 
 /* rel_dir is NULL for the top directory. */
 static int walk_directory(walk *w, const char *dir_path, const char *rel_dir)
 {
-    listing l = { 0 };
+    vec l = { 0 };
     int rc = list_directory(w, dir_path, rel_dir, &l);
-    for (size_t i = 0; rc == 0 && i < l.n; i++)
-        rc = walk_entry(w, dir_path, rel_dir, &l.v[i]);
+    entry *all = l.items;
+    for (size_t i = 0; rc == 0 && i < l.len; i++)
+        rc = walk_entry(w, dir_path, rel_dir, &all[i]);
     listing_free(&l);
     return rc;
 }

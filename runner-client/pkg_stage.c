@@ -15,6 +15,7 @@
 
 #include "core/beneath_write.h"
 #include "core/fdio.h"
+#include "core/vec.h"
 #include "err_line.h"
 #include "term_text.h"
 
@@ -45,10 +46,8 @@ typedef struct stage_made {
 typedef struct stage {
     int root;
     const char *dir;
-    stage_move *moves;
-    size_t n_moves, cap_moves;
-    stage_made *made;
-    size_t n_made, cap_made;
+    vec moves;                /* of stage_move, in the order they are committed */
+    vec made;                 /* of stage_made */
     size_t last_new_dir;      /* its index in moves, SIZE_MAX when none; see find_new_dir */
     char *err;
     size_t errlen;
@@ -98,43 +97,38 @@ static char *join(const char *dir, const char *name)
     return b.data;
 }
 
-/* Makes room for item n of an array of `size`-byte items. 0 or -1. */
-static int room_for_one(void **items, size_t *cap, size_t n, size_t size)
+static stage_move *move_at(const stage *s, size_t i)
 {
-    if (n < *cap)
-        return 0;
-    size_t grown_cap = *cap ? *cap * 2 : 16;
-    void *grown = realloc(*items, grown_cap * size);
-    if (!grown)
-        return -1;
-    *items = grown;
-    *cap = grown_cap;
-    return 0;
+    return (stage_move *)s->moves.items + i;
+}
+
+static stage_made *made_at(const stage *s, size_t i)
+{
+    return (stage_made *)s->made.items + i;
 }
 
 static int note_made(stage *s, const char *dir, const char *name, int is_dir)
 {
-    if (room_for_one((void **)&s->made, &s->cap_made, s->n_made, sizeof *s->made) < 0)
-        return -1;
     char *path = join(dir, name);
-    if (!path)
+    stage_made *e = path ? vec_push(&s->made, sizeof *e, VEC_NO_MAX) : NULL;
+    if (!e) {
+        free(path);
         return -1;
-    s->made[s->n_made++] = (stage_made){ .path = path, .is_dir = is_dir };
+    }
+    *e = (stage_made){ .path = path, .is_dir = is_dir };
     return 0;
 }
 
 static stage_move *add_move(stage *s, const char *dir, const char *name)
 {
-    if (room_for_one((void **)&s->moves, &s->cap_moves, s->n_moves, sizeof *s->moves) < 0)
-        return NULL;
-    stage_move *m = &s->moves[s->n_moves];
-    *m = (stage_move){ .dir = strdup(dir), .name = strdup(name) };
-    if (!m->dir || !m->name) {
-        free(m->dir);
-        free(m->name);
+    char *dir_copy = strdup(dir), *name_copy = strdup(name);
+    stage_move *m = dir_copy && name_copy ? vec_push(&s->moves, sizeof *m, VEC_NO_MAX) : NULL;
+    if (!m) {
+        free(dir_copy);
+        free(name_copy);
         return NULL;
     }
-    s->n_moves++;
+    *m = (stage_move){ .dir = dir_copy, .name = name_copy };
     return m;
 }
 
@@ -146,9 +140,9 @@ static stage_move *add_move(stage *s, const char *dir, const char *name)
  * rename at commit, and the write-back would be undone: never wrong.) */
 static stage_move *find_new_dir(stage *s, const char *dir, const char *name)
 {
-    if (s->last_new_dir >= s->n_moves)
+    if (s->last_new_dir >= s->moves.len)
         return NULL;
-    stage_move *m = &s->moves[s->last_new_dir];
+    stage_move *m = move_at(s, s->last_new_dir);
     return !strcmp(m->dir, dir) && !strcmp(m->name, name) ? m : NULL;
 }
 
@@ -237,7 +231,7 @@ static int enter_part(stage *s, int fd, buf *at, int *fresh, const char *part)
         if (!(m = add_move(s, at->data, part)))
             return errno = ENOMEM, -1;
         m->is_dir = 1;
-        s->last_new_dir = (size_t)(m - s->moves);
+        s->last_new_dir = s->moves.len - 1;
         char staged[BENEATH_TMP_MAX];
         if (beneath_create_fresh(fd, BENEATH_STAGED, part, 1, 0777, staged) < 0)
             return -1;
@@ -432,8 +426,8 @@ static void roll_back(stage *s)
 {
     char first[1024], trouble[1024] = "";
     err_line_set(first, sizeof first, "%s", s->err);
-    for (size_t i = s->n_moves; i-- > 0;) {
-        stage_move *m = &s->moves[i];
+    for (size_t i = s->moves.len; i-- > 0;) {
+        stage_move *m = move_at(s, i);
         char rel[PATH_MAX];
         move_path(m, rel, sizeof rel);
         if (undo_move(s, m) == 0 || trouble[0])
@@ -446,8 +440,8 @@ static void roll_back(stage *s)
             err_line_set(trouble, sizeof trouble, "could not undo %s/%s, new in this write-back "
                          "(%s)", s->dir, rel, strerror(errno));
     }
-    for (size_t i = s->n_made; i-- > 0;) {
-        const stage_made *e = &s->made[i];
+    for (size_t i = s->made.len; i-- > 0;) {
+        const stage_made *e = made_at(s, i);
         const char *slash = strrchr(e->path, '/');
         size_t dir_len = slash ? (size_t)(slash - e->path) : 0;
         if (remove_entry(s, e->path, dir_len, slash ? slash + 1 : e->path, e->is_dir) < 0 &&
@@ -455,8 +449,8 @@ static void roll_back(stage *s)
             err_line_set(trouble, sizeof trouble, "could not remove %s/%s: %s", s->dir, e->path,
                      strerror(errno));
     }
-    for (size_t i = 0; i < s->n_moves; i++) {
-        const stage_move *m = &s->moves[i];
+    for (size_t i = 0; i < s->moves.len; i++) {
+        const stage_move *m = move_at(s, i);
         if (m->backup && !m->by_rename && !m->done &&
             remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0 && !trouble[0])
             err_line_set(trouble, sizeof trouble, "could not remove %s/%s/%s: %s", s->dir, m->dir,
@@ -471,8 +465,8 @@ static void roll_back(stage *s)
 /* After success: the originals' second names go. */
 static void drop_backups(stage *s)
 {
-    for (size_t i = 0; i < s->n_moves; i++) {
-        const stage_move *m = &s->moves[i];
+    for (size_t i = 0; i < s->moves.len; i++) {
+        const stage_move *m = move_at(s, i);
         if (m->backup && remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0)
             term_line(stderr, WARNING "%s/%s%s%s: the original of a replaced file could not "
                         "be removed: %s\n", s->dir, m->dir, *m->dir ? "/" : "", m->backup,
@@ -482,16 +476,17 @@ static void drop_backups(stage *s)
 
 static void stage_free(stage *s)
 {
-    for (size_t i = 0; i < s->n_moves; i++) {
-        free(s->moves[i].dir);
-        free(s->moves[i].name);
-        free(s->moves[i].staged);
-        free(s->moves[i].backup);
+    for (size_t i = 0; i < s->moves.len; i++) {
+        stage_move *m = move_at(s, i);
+        free(m->dir);
+        free(m->name);
+        free(m->staged);
+        free(m->backup);
     }
-    for (size_t i = 0; i < s->n_made; i++)
-        free(s->made[i].path);
-    free(s->moves);
-    free(s->made);
+    for (size_t i = 0; i < s->made.len; i++)
+        free(made_at(s, i)->path);
+    vec_free(&s->moves);
+    vec_free(&s->made);
 }
 
 int pkg_stage_apply(int root_fd, const char *dir, const pkg_change *changes, size_t n,
@@ -502,8 +497,8 @@ int pkg_stage_apply(int root_fd, const char *dir, const pkg_change *changes, siz
     int rc = stage_all(&s, changes, n, 1); /* check: nothing made yet */
     if (rc == 0 && (rc = stage_all(&s, changes, n, 0)) < 0)
         roll_back(&s);
-    for (size_t i = 0; rc == 0 && i < s.n_moves; i++)
-        if ((rc = commit_move(&s, &s.moves[i])) < 0)
+    for (size_t i = 0; rc == 0 && i < s.moves.len; i++)
+        if ((rc = commit_move(&s, move_at(&s, i))) < 0)
             roll_back(&s);
     if (rc == 0)
         drop_backups(&s);

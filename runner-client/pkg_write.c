@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/vec.h"
 #include "err_line.h"
 #include "event_list.h"
 #include "pkg_item.h"
@@ -92,8 +93,7 @@ int pkg_unwrap(const char *rl, size_t len, const char *name, buf *out, char *err
 
 typedef struct layout_build {
     const char *name;
-    pkg_item *items;
-    size_t n, cap;
+    vec items;                /* of pkg_item */
     char *err;
     size_t errlen;
 } layout_build;
@@ -113,32 +113,30 @@ static int by_place(const void *a, const void *b)
 static int collect_item(void *ctx, event_list *list, size_t root, size_t end, size_t position)
 {
     layout_build *b = ctx;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        pkg_item *grown = realloc(b->items, cap * sizeof *grown);
-        if (!grown) {
-            err_line_set(b->err, b->errlen, "%s: out of memory", b->name);
-            return -1;
-        }
-        b->items = grown;
-        b->cap = cap;
-    }
-    if (pkg_item_locate(list, root, end, position, &b->items[b->n], b->err, b->errlen) < 0) {
+    pkg_item item;
+    if (pkg_item_locate(list, root, end, position, &item, b->err, b->errlen) < 0) {
         /* err names the item; say whose it is */
         char why[1024];
         err_line_set(why, sizeof why, "%s", b->err);
         err_line_set(b->err, b->errlen, "%s: %s", b->name, why);
         return -1;
     }
-    b->n++;
+    pkg_item *kept = vec_push(&b->items, sizeof *kept, VEC_NO_MAX);
+    if (!kept) {
+        pkg_item_free(&item);
+        err_line_set(b->err, b->errlen, "%s: out of memory", b->name);
+        return -1;
+    }
+    *kept = item;
     return 0;
 }
 
 /* Two items numbered alike for one file: kpt refuses the output. */
 static int check_unique(const layout_build *b)
 {
-    for (size_t i = 1; i < b->n; i++) {
-        const pkg_item *p = &b->items[i - 1], *q = &b->items[i];
+    const pkg_item *items = b->items.items;
+    for (size_t i = 1; i < b->items.len; i++) {
+        const pkg_item *p = &items[i - 1], *q = &items[i];
         if (p->has_index && q->has_index && p->index == q->index && !strcmp(p->path, q->path)) {
             err_line_set(b->err, b->errlen,
                          "%s: resource at path \"%s\" and index \"%lu\" already exists", b->name,
@@ -152,12 +150,13 @@ static int check_unique(const layout_build *b)
 /* Emits the items of each file, in order, into the layout's files. */
 static int emit_files(layout_build *b, event_list *list, pkg_layout *out)
 {
-    for (size_t i = 0; i < b->n;) {
+    const pkg_item *items = b->items.items;
+    for (size_t i = 0; i < b->items.len;) {
         size_t j = i;
-        while (j < b->n && !strcmp(b->items[j].path, b->items[i].path))
+        while (j < b->items.len && !strcmp(items[j].path, items[i].path))
             j++;
         pkg_file *f = &out->files[out->n];
-        *f = (pkg_file){ .path = strdup(b->items[i].path) };
+        *f = (pkg_file){ .path = strdup(items[i].path) };
         if (!f->path)
             return err_line_set(b->err, b->errlen, "%s: out of memory", b->name), -1;
         out->n++;
@@ -165,7 +164,7 @@ static int emit_files(layout_build *b, event_list *list, pkg_layout *out)
         rl_writer_init(&w, &f->text, b->err, b->errlen, b->name);
         int rc = rl_writer_open_stream(&w);
         for (size_t k = i; rc == 0 && k < j; k++)
-            rc = pkg_item_emit(&w, list, b->items[k].root, b->items[k].end);
+            rc = pkg_item_emit(&w, list, items[k].root, items[k].end);
         if (rl_writer_close(&w, rc) < 0)
             return -1;
         i = j;
@@ -183,17 +182,18 @@ int pkg_layout_build(const char *rl, size_t len, const char *name, pkg_layout *o
     int rc = find_items(rl, len, name, &list, &items, err, errlen);
     if (rc == 0)
         rc = walk_items(&list, items, name, collect_item, &b, err, errlen);
-    if (rc == 0 && b.n)
-        qsort(b.items, b.n, sizeof *b.items, by_place);
+    pkg_item *all = b.items.items;
+    if (rc == 0 && b.items.len)
+        qsort(all, b.items.len, sizeof *all, by_place);
     if (rc == 0)
         rc = check_unique(&b);
-    if (rc == 0 && b.n && !(out->files = calloc(b.n, sizeof *out->files)))
+    if (rc == 0 && b.items.len && !(out->files = calloc(b.items.len, sizeof *out->files)))
         rc = (err_line_set(err, errlen, "%s: out of memory", name), -1);
     if (rc == 0)
         rc = emit_files(&b, &list, out);
-    for (size_t i = 0; i < b.n; i++)
-        pkg_item_free(&b.items[i]);
-    free(b.items);
+    for (size_t i = 0; i < b.items.len; i++)
+        pkg_item_free(&all[i]);
+    vec_free(&b.items);
     event_list_free(&list);
     if (rc < 0)
         pkg_layout_free(out);

@@ -14,8 +14,8 @@ BUILD_PACKAGES="gcc make pkg-config protobuf-c-compiler libprotobuf-c-dev libngh
 libyaml-dev protobuf-compiler libcurl4-openssl-dev libssl-dev help2man
 libseccomp-dev"
 TEST_PACKAGES="libcriterion-dev python3 python3-grpcio python3-protobuf python3-pytest
-python3-yaml procps time util-linux skopeo docker-registry umoci bubblewrap oci-image-tool
-busybox-static clang libclang-rt-14-dev curl apache2-utils
+python3-pytest-xdist python3-yaml procps time util-linux skopeo docker-registry umoci
+bubblewrap oci-image-tool busybox-static clang libclang-rt-14-dev curl apache2-utils
 golang-go golang-gopkg-yaml.v3-dev golang-google-grpc-dev golang-google-protobuf-dev
 golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc"
 

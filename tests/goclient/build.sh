@@ -4,6 +4,9 @@
 # from proto/evaluator.proto by Debian's protoc-gen-go and protoc-gen-go-grpc
 # into the import path Porch's code uses. Usage: build.sh OUTDIR; prints the
 # binary's path. Go's build cache stays in OUTDIR, so a rebuild is quick.
+# The binary is rebuilt when the sources' checksum differs from the one it
+# was built from (times mislead once a build directory is copied), and one
+# build at a time runs in OUTDIR: parallel test workers all call this.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -11,7 +14,11 @@ PKG=github.com/nephio-project/porch/func/evaluator
 SRC=$OUT/gopath/src
 BIN=$OUT/goclient
 
-if [ -x "$BIN" ] && [ -z "$(find "$ROOT/tests/goclient" "$ROOT/proto/evaluator.proto" -newer "$BIN")" ]; then
+exec 9>"$OUT/build.lock"
+flock 9
+SUM=$(cat "$ROOT/tests/goclient/main.go" "$ROOT/tests/goclient/build.sh" \
+          "$ROOT/proto/evaluator.proto" | sha256sum | cut -d' ' -f1)
+if [ -x "$BIN" ] && [ "$(cat "$BIN.sum" 2>/dev/null)" = "$SUM" ]; then
     echo "$BIN"
     exit 0
 fi
@@ -24,4 +31,5 @@ cd "$SRC/goclient"
 GOPATH=$OUT/gopath:/usr/share/gocode GO111MODULE=off GOFLAGS= GOPROXY=off \
     GOCACHE=$OUT/cache go build -o "$BIN.tmp" . >&2
 mv "$BIN.tmp" "$BIN"
+echo "$SUM" >"$BIN.sum"
 echo "$BIN"

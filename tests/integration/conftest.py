@@ -4,9 +4,7 @@ Run with:  BUILD=build /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/i
 """
 
 import importlib
-import getpass
 import os
-import tempfile
 import subprocess
 import sys
 import types
@@ -15,6 +13,13 @@ import pytest
 
 import krmtest
 from krmtest import SERVER_BIN, CLIENT_BIN, ROOT, Server, free_port
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "serial: asserts a wall-clock latency that another test's load on the same cores would "
+        "make noisy; `make integration` runs these alone, after the parallel pass")
 
 
 @pytest.fixture(scope="session")
@@ -52,18 +57,23 @@ def binaries():
 
 # serve sandboxes its exec functions (--sandbox auto): the fixtures' functions
 # run scripts of tests/fixtures and write their records in the tests'
-# temporary directories, which an operator would grant them so.
-SANDBOX_FOR_FIXTURES = [f"--sandbox-read={krmtest.FIXTURES}",
-                        f"--sandbox-write={tempfile.gettempdir()}/pytest-of-{getpass.getuser()}"]
+# temporary directories, which an operator would grant them so. The grant is
+# this session's own directory (a parallel worker's: popen-gwN), not all of
+# pytest's: the sandbox cannot bind a directory with a mount beneath it
+# (EINVAL), and another session's test may have one there for a while
+# (test_sandbox's mount attempts).
+def sandbox_for_fixtures(session_tmp):
+    return [f"--sandbox-read={krmtest.FIXTURES}", f"--sandbox-write={session_tmp}"]
 
 
 class Launcher:
     """Starts wrapper-servers and, at teardown, stops each with SIGTERM and
     checks it exited 0 (sanitizer reports in the ASan build make it non-zero)."""
 
-    def __init__(self, pb, tmpdir):
+    def __init__(self, pb, tmpdir, session_tmp):
         self.pb = pb
         self.tmpdir = tmpdir
+        self.session_tmp = session_tmp
         self.servers = []
 
     def start(self, entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None, cwd=None,
@@ -85,7 +95,7 @@ class Launcher:
             if prespawn and args[:1] == ["serve"] and "--prespawn" not in args:
                 args = ["serve", "--prespawn", prespawn, *args[1:]]
             if args[:1] == ["serve"] and not any(a.startswith("--sandbox") for a in args):
-                args = ["serve", *SANDBOX_FOR_FIXTURES, *args[1:]]
+                args = ["serve", *sandbox_for_fixtures(self.session_tmp), *args[1:]]
         else:
             if prespawn and binary is None and "--prespawn" not in options:
                 options = ["--prespawn", prespawn, *options]
@@ -120,16 +130,17 @@ class Launcher:
 
 
 @pytest.fixture
-def start_server(pb, binaries, tmp_path):
+def start_server(pb, binaries, tmp_path, tmp_path_factory):
     """Factory: start_server(entrypoint, options=(), env=None, wrapper=None, ready=True, argv=None, cwd=None)."""
-    launcher = Launcher(pb, str(tmp_path))
+    launcher = Launcher(pb, str(tmp_path), str(tmp_path_factory.getbasetemp()))
     yield launcher.start
     launcher.close()
 
 
 @pytest.fixture(scope="module")
 def module_launcher(pb, binaries, tmp_path_factory):
-    launcher = Launcher(pb, str(tmp_path_factory.mktemp("servers")))
+    launcher = Launcher(pb, str(tmp_path_factory.mktemp("servers")),
+                        str(tmp_path_factory.getbasetemp()))
     yield launcher
     launcher.close()
 

@@ -115,6 +115,7 @@ def test_watch_unknown_service(cat_server):
     assert r.wait_for(lambda r: r.end is not None, 5)
 
 
+@pytest.mark.serial   # each check within 0.5 s while 10 functions run
 def test_many_health_checks_while_functions_run(start_server):
     """Health answers promptly while calls are in flight (probes time out after 1 s)."""
     srv = start_server(["sh", "-c", "sleep 1; cat"])

@@ -61,7 +61,7 @@ def test_each_step_prints_its_progress(multi):
     res = client("eval", "--addr", multi.addr, "--fn", "img-one=op=none", "--fn=img-two",
                  pkg("app", "configmap.yaml"))
     assert res.returncode == 0, explain(res)
-    block = ('\[RUNNING\] "{0}"\n\[PASS\] "{0}" in [0-9.]+m?s\n'
+    block = (r'\[RUNNING\] "{0}"\n\[PASS\] "{0}" in [0-9.]+m?s\n'
              '  Stderr:\n    "op none: 1 items"\n    "done"\n')
     assert re.fullmatch(block.format("img-one") + block.format("img-two"), res.err), res.err
 

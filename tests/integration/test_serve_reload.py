@@ -28,6 +28,9 @@ FILES, DOCS, BULK = 5, 4000, 16
 LATENCY_BOUND_S = 0.5 * SLOW
 OLD, NEW = "example.com/fn/old:v1", "example.com/fn/new-0-0:v1"
 
+# every Health/Check within LATENCY_BOUND_S: measured with the cores to itself
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def bulk(tmp_path_factory):
