@@ -36,7 +36,8 @@ typedef struct spawn_child_setup {
      * child's own are made: n_join_ns of them, 0: none. A new user or PID
      * namespace is always made below its maker's, so a first child joins
      * them and makes the one that execs (with CLONE_PARENT: still ours),
-     * then exits; *pid is the second's. */
+     * then exits; *pid is the second's. We wait for the second's exec
+     * directly (its CLONE_CHILD_CLEARTID), not through the first. */
     int join_ns[2];
     int n_join_ns;
     /* Runs in the child once its stdio and process group are set, with the

@@ -12,7 +12,10 @@
  * shell), and an allow list would break them a version at a time. The
  * filter is for our own architecture only: a process of another (a 32-bit
  * x86 binary, whose sockets go through socketcall, which a filter cannot
- * judge) is killed at its first system call. */
+ * judge) is killed at its first system call. The calls are looked up in a
+ * binary tree, not compared one by one: the kernel runs the filter at
+ * every call a function makes, and for every call number when the child
+ * loads it. */
 #ifndef KRM_SANDBOX_SECCOMP_H
 #define KRM_SANDBOX_SECCOMP_H
 

@@ -1,11 +1,13 @@
 /* Tests for spawning with a child setup (core/spawn: spawn_in_group_setup)
  * and for naming the sandbox limit that ended a function
  * (runtime/sandbox: sandbox_explain_exit). Real processes: /bin/sh run
- * with the setup's effect read back through a pipe. */
+ * with the setup's effect read back through a pipe; also a first child
+ * joining a user namespace of ours and a second one that execs. */
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,15 +75,22 @@ Test(spawn, setup_runs_in_the_child_before_exec)
     cr_assert_neq(ours.rlim_cur, 37, "the setup ran in our process");
 }
 
-Test(spawn, a_setup_failure_is_returned_with_its_step_and_reaped)
+/* setup (whose run is refuse) fails the spawn with its step, and leaves no
+ * child behind. */
+static void expect_refused(const spawn_child_setup *setup)
 {
-    spawn_child_setup setup = {.run = refuse};
     char out[16];
     const char *step = NULL;
-    cr_assert_eq(run_sh(&setup, "echo ran", out, sizeof out, &step), EACCES);
+    cr_assert_eq(run_sh(setup, "echo ran", out, sizeof out, &step), EACCES);
     cr_assert_str_eq(step, "test: refused");
     cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child was left unreaped");
     cr_assert_eq(errno, ECHILD);
+}
+
+Test(spawn, a_setup_failure_is_returned_with_its_step_and_reaped)
+{
+    spawn_child_setup setup = {.run = refuse};
+    expect_refused(&setup);
 }
 
 Test(spawn, an_exec_failure_has_no_step)
@@ -104,6 +113,81 @@ Test(spawn, the_setup_environment_is_used_when_none_is_given)
     const char *step;
     cr_assert_eq(run_sh(&setup, "echo \"$SANDBOX_TEST\"", out, sizeof out, &step), 0);
     cr_assert_str_eq(out, "yes\n");
+}
+
+/* ---- a first child that joins namespaces, a second one that execs ------ */
+
+typedef struct user_ns {
+    char uid_map[32], gid_map[32];   /* "0 OURS 1": a namespace made below needs us mapped */
+    int fd;
+} user_ns;
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int err = write(fd, text, strlen(text)) < 0 ? errno : 0;
+    close(fd);
+    return err;
+}
+
+static int hold_user_ns(void *ctx)
+{
+    user_ns *ns = ctx;
+    int err;
+    if ((err = write_file("/proc/self/setgroups", "deny")) ||
+        (err = write_file("/proc/self/uid_map", ns->uid_map)) ||
+        (err = write_file("/proc/self/gid_map", ns->gid_map)))
+        return err;
+    ns->fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+    return ns->fd < 0 ? errno : 0;
+}
+
+/* A user namespace of our own to join (held open), or the test skipped
+ * where unprivileged user namespaces are not allowed. */
+static int user_ns_to_join(void)
+{
+    user_ns ns = {.fd = -1};
+    snprintf(ns.uid_map, sizeof ns.uid_map, "0 %u 1", (unsigned)geteuid());
+    snprintf(ns.gid_map, sizeof ns.gid_map, "0 %u 1", (unsigned)getegid());
+    int err = spawn_run_in_namespaces(CLONE_NEWUSER, hold_user_ns, &ns);
+    if (err || ns.fd < 0)
+        cr_skip_test("no user namespace here: %s", strerror(err ? err : EIO));
+    return ns.fd;
+}
+
+/* The second child (CLONE_PARENT: ours) runs on our memory until it execs:
+ * spawn returns once it has, with its pid, and PID 1 of its namespace. */
+Test(spawn, a_joined_namespace_spawns_a_second_child_of_ours)
+{
+    int ns = user_ns_to_join();
+    spawn_child_setup setup = {.run = lower_open_files, .join_ns = {ns}, .n_join_ns = 1,
+                               .clone_flags = CLONE_NEWUSER | CLONE_NEWPID};
+    for (int i = 0; i < 50; i++) {   /* the first child's exit races the second's exec */
+        char out[64];
+        const char *step = "unset";
+        int err = run_sh(&setup, "ulimit -n; echo $$", out, sizeof out, &step);
+        cr_assert_eq(err, 0, "%s: %s", step ? step : "exec", strerror(err));
+        cr_assert_null(step);
+        int limit = 0, pid = 0;
+        cr_assert_eq(sscanf(out, "%d %d", &limit, &pid), 2, "%s", out);
+        cr_assert_eq(limit, 37);
+        cr_assert_eq(pid, 1, "PID 1 of its own namespace");
+    }
+    cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child was left unreaped");
+    cr_assert_eq(errno, ECHILD);
+    close(ns);
+}
+
+Test(spawn, a_second_childs_setup_failure_is_returned_and_both_reaped)
+{
+    int ns = user_ns_to_join();
+    spawn_child_setup setup = {.run = refuse, .join_ns = {ns}, .n_join_ns = 1,
+                               .clone_flags = CLONE_NEWUSER | CLONE_NEWPID};
+    for (int i = 0; i < 50; i++)
+        expect_refused(&setup);
+    close(ns);
 }
 
 /* ---- sandbox_explain_exit ----------------------------------------------- */
