@@ -150,13 +150,29 @@ static int bind_back(const char *dir, int fd, int read_only, const char **step)
     for (int i = 0; i < n; i++)
         from[14 + i] = digits[n - 1 - i];
     from[14 + n] = '\0';
-    *step = "namespaces: bind a directory the function may use into the private /tmp";
-    int err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
-    close(fd);
+    /* Recursive: in a user namespace the mounts beneath a directory are
+     * locked to it, and binding it alone fails with EINVAL. Read-only then
+     * covers them too (mount_setattr's AT_RECURSIVE, Linux 5.12); on an
+     * older kernel the bind is the directory alone, read-only, as before. */
+    *step = "namespaces: bind a directory the function may use (and the mounts beneath it) into "
+            "the private /tmp";
+    int err = mount(from, dir, "none", MS_BIND | MS_REC, NULL) < 0 ? errno : 0;
     if (!err && read_only) {
-        *step = "namespaces: make a directory the function may read read-only";
-        err = mount("none", dir, "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0 ? errno : 0;
+        *step = "namespaces: make a directory the function may read, and the mounts beneath it, "
+                "read-only";
+        struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+        err = mount_setattr(AT_FDCWD, dir, AT_RECURSIVE, &ro, sizeof ro) < 0 ? errno : 0;
+        if (err == ENOSYS && umount2(dir, MNT_DETACH) == 0) {
+            *step = "namespaces: bind a directory the function may read into the private /tmp";
+            err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
+            if (!err) {
+                *step = "namespaces: make a directory the function may read read-only";
+                err = mount("none", dir, "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0
+                          ? errno : 0;
+            }
+        }
     }
+    close(fd);
     return err;
 }
 

@@ -38,14 +38,14 @@ def function_config(tmp_path, annotations=None):
     return cfg
 
 
-def serve(start_server, tmp_path, mode, attack, *flags, env=None, annotations=None):
+def serve(start_server, tmp_path, mode, attack, *flags, env=None, annotations=None, wrapper=None):
     functions = tmp_path / "functions"
     functions.mkdir(exist_ok=True)
     fn = functions / "fn"
     fn.write_text(FUNCTION.format(attack=attack))
     fn.chmod(0o755)
     cfg = function_config(tmp_path, annotations)
-    return start_server([], binary=CLIENT_BIN, env=env, argv=[
+    return start_server([], binary=CLIENT_BIN, env=env, wrapper=wrapper, argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
         "--disable-runtimes=pod", "--sandbox", mode, *flags])
 
@@ -134,6 +134,32 @@ def test_writes_outside_its_temporary_directory(start_server, tmp_path, mode):
     if mode == "off":
         assert worked, log
     assert target.exists() == (mode == "off"), log
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_granted_directory_with_a_mount_beneath_it(start_server, tmp_path, mode):
+    """A directory granted with --sandbox-read that has a mount beneath it
+    (a volume in a pod, a test's tmpfs): in the function's user namespace
+    that mount is locked to it, so binding the directory alone failed
+    (EINVAL) and the namespaces layer was lost (strict would not start).
+    Now it is bound with what is beneath it, all read-only: the function
+    reads the mounted file and cannot write there. serve runs in its own
+    mount namespace, where the tmpfs is mounted, so the host sees none."""
+    from test_observability import curl
+    shared = tmp_path / "shared"
+    sub = shared / "sub"
+    sub.mkdir(parents=True)
+    mount_first = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                   'mount -t tmpfs none "$0" && echo mounted-file > "$0/file" && exec "$@"', str(sub)]
+    script = f"grep -q mounted-file {sub}/file && echo READ-OK; touch {sub}/written"
+    srv = serve(start_server, tmp_path, mode, script, "--sandbox-read", str(shared),
+                "--prespawn", "0", wrapper=mount_first)
+    resp = srv.evaluate(simple_rl("victim"), image="fn:v1")
+    log = resp.log.decode()
+    assert "READ-OK" in log, log
+    expect(mode, "ATTACK-WORKED" in log, log)
+    code, text = curl(srv.port, "/metrics")
+    assert f'krm_sandbox_layer{{layer="namespaces"}} {0 if mode == "off" else 1}\n' in text, text
 
 
 @pytest.mark.parametrize("mode", MODES)
