@@ -7,11 +7,15 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* <linux/futex.h>'s value: the static (musl) build has no kernel headers */
+#ifndef FUTEX_WAIT
+#define FUTEX_WAIT 0
+#endif
 
 /* Under AddressSanitizer the child's frames poison the shadow of its stack
  * (redzones), and nothing clears that when the stack is unmapped: the next
@@ -26,6 +30,7 @@
 #endif
 #ifdef SPAWN_ASAN
 #include <sanitizer/asan_interface.h>
+
 #define stack_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
 #define stack_unpoison(p, n) ((void)(p), (void)(n))
