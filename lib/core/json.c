@@ -384,7 +384,9 @@ const char *json_get_str(const json *v, const char *key)
     return json_str(json_get(v, key));
 }
 
-int json_write_tree(buf *out, const json *v, size_t max)
+/* The one tree writer: colon and comma are the separators (Go's compact
+ * form, or with the space YAML's flow style needs). */
+static int write_tree(buf *out, const json *v, size_t max, const char *colon, const char *comma)
 {
     int rc = 0;
     switch (v->type) {
@@ -406,12 +408,12 @@ int json_write_tree(buf *out, const json *v, size_t max)
         rc = buf_append_str(out, v->type == JSON_ARRAY ? "[" : "{");
         for (size_t i = 0; i < v->len && rc == 0; i++) {
             if (i)
-                rc = buf_append_str(out, ", ");
+                rc = buf_append_str(out, comma);
             if (rc == 0 && v->type == JSON_OBJECT) {
                 rc = json_write_string(out, v->keys[i], strlen(v->keys[i]));
-                rc = rc < 0 ? rc : buf_append_str(out, ": ");
+                rc = rc < 0 ? rc : buf_append_str(out, colon);
             }
-            rc = rc < 0 ? rc : json_write_tree(out, v->items[i], max);
+            rc = rc < 0 ? rc : write_tree(out, v->items[i], max, colon, comma);
             if (rc == 0 && out->len > max)
                 rc = 1;
         }
@@ -420,4 +422,14 @@ int json_write_tree(buf *out, const json *v, size_t max)
         return buf_append_str(out, v->type == JSON_ARRAY ? "]" : "}") < 0 ? -1 : 0;
     }
     return -1;
+}
+
+int json_write_tree(buf *out, const json *v, size_t max)
+{
+    return write_tree(out, v, max, ": ", ", ");
+}
+
+int json_write_value(buf *out, const json *v)
+{
+    return write_tree(out, v, SIZE_MAX, ":", ",") == 0 ? 0 : -1;
 }

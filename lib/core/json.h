@@ -65,5 +65,8 @@ const char *json_get_str(const json *v, const char *key);
  * out of memory; -2 for a number that is not finite (JSON has none, but
  * the reader reads 1e400 as infinity; Go's encoding/json refuses it too). */
 int json_write_tree(buf *out, const json *v, size_t max);
+/* Appends v as compact JSON (no spaces: an API request's body). 0, or -1
+ * when out of memory or when a number is not finite. */
+int json_write_value(buf *out, const json *v);
 
 #endif

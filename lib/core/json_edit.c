@@ -107,36 +107,6 @@ json *json_want(json *obj, const char *key, json_type t)
     return (json *)json_get(obj, key);
 }
 
-int json_write_value(buf *out, const json *v)
-{
-    switch (v->type) {
-    case JSON_NULL:
-        return buf_append_str(out, "null");
-    case JSON_FALSE:
-        return buf_append_str(out, "false");
-    case JSON_TRUE:
-        return buf_append_str(out, "true");
-    case JSON_NUMBER:
-        return isfinite(v->number) ? json_write_float(out, v->number) : -1;
-    case JSON_STRING:
-        return json_write_string(out, v->str, v->len);
-    default:
-        break;
-    }
-    int obj = v->type == JSON_OBJECT;
-    int rc = buf_append_str(out, obj ? "{" : "[");
-    for (size_t i = 0; i < v->len && rc == 0; i++) {
-        if (i)
-            rc |= buf_append_str(out, ",");
-        if (obj) {
-            rc |= json_write_string(out, v->keys[i], strlen(v->keys[i]));
-            rc |= buf_append_str(out, ":");
-        }
-        rc |= json_write_value(out, v->items[i]);
-    }
-    return rc | buf_append_str(out, obj ? "}" : "]");
-}
-
 json *json_copy(const json *v)
 {
     json *c = json_new(v->type);

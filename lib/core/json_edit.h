@@ -26,8 +26,5 @@ int json_push(json *arr, json *value);
 json *json_want(json *obj, const char *key, json_type t);
 /* A deep copy of v, or NULL when out of memory. */
 json *json_copy(const json *v);
-/* Appends v as compact JSON. 0, or -1 when out of memory or when a number
- * is not finite (json_parse reads 1e999 as infinity; JSON cannot hold it). */
-int json_write_value(buf *out, const json *v);
 
 #endif
