@@ -30,6 +30,7 @@
 
 #include "core/go_quote.h"
 #include "core/log.h"
+#include "core/state_step.h"
 #include "grpc/grpc_status.h"
 #include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
@@ -77,23 +78,18 @@ static const char *const input_names[] = {
     [EXEC_INPUT_JOB_ENDED] = "JOB_ENDED",
 };
 
-#define INPUT(s) (1u << (s))
-
 static const unsigned input_next[] = {
-    [EXEC_INPUT_COMPLETE] = INPUT(EXEC_INPUT_STREAMING),
-    [EXEC_INPUT_STREAMING] = INPUT(EXEC_INPUT_JOB_ENDED) | INPUT(EXEC_INPUT_COMPLETE),
-    [EXEC_INPUT_JOB_ENDED] = INPUT(EXEC_INPUT_COMPLETE),
+    [EXEC_INPUT_COMPLETE] = STATE_BIT(EXEC_INPUT_STREAMING),
+    [EXEC_INPUT_STREAMING] = STATE_BIT(EXEC_INPUT_JOB_ENDED) | STATE_BIT(EXEC_INPUT_COMPLETE),
+    [EXEC_INPUT_JOB_ENDED] = STATE_BIT(EXEC_INPUT_COMPLETE),
 };
 
 static void exec_set_input(exec_call *c, exec_input next)
 {
-    int legal = (input_next[c->input] & INPUT(next)) != 0;
-    if (!legal)
-        log_error("call for \"%s\": input %s refused after %s", c->image, input_names[next],
-                  input_names[c->input]);
+    int legal = state_step(input_next, input_names, c->input, next, "call for \"%s\": input",
+                           c->image);
     assert(legal);
-    log_v(4, "call for \"%s\": input %s -> %s", c->image, input_names[c->input],
-          input_names[next]);
+    (void)legal;   /* NDEBUG */
     c->input = next;
 }
 
