@@ -36,6 +36,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "core/log.h"
+#include "core/state_step.h"
 #include "core/utf8.h"
 #include "grpc/grpc_frame.h"
 #include "grpc/grpc_status.h"
@@ -60,27 +61,22 @@ static const char *const phase_names[] = {
     [RPC_CALL_TRAILERS_ONLY] = "TRAILERS_ONLY",
 };
 
-#define PHASE(p) (1u << (p))
-
 /* The phases each phase may go to. */
 static const unsigned phase_next[] = {
-    [RPC_CALL_HEADERS] = PHASE(RPC_CALL_READING) | PHASE(RPC_CALL_TRAILERS_ONLY),
-    [RPC_CALL_READING] = PHASE(RPC_CALL_STREAMING) | PHASE(RPC_CALL_FINISHED) |
-                         PHASE(RPC_CALL_TRAILERS_ONLY),
-    [RPC_CALL_STREAMING] = PHASE(RPC_CALL_FINISHED),
+    [RPC_CALL_HEADERS] = STATE_BIT(RPC_CALL_READING) | STATE_BIT(RPC_CALL_TRAILERS_ONLY),
+    [RPC_CALL_READING] = STATE_BIT(RPC_CALL_STREAMING) | STATE_BIT(RPC_CALL_FINISHED) |
+                         STATE_BIT(RPC_CALL_TRAILERS_ONLY),
+    [RPC_CALL_STREAMING] = STATE_BIT(RPC_CALL_FINISHED),
     [RPC_CALL_FINISHED] = 0,
     [RPC_CALL_TRAILERS_ONLY] = 0,
 };
 
 static void call_set_phase(rpc_call *c, rpc_call_phase next)
 {
-    int legal = (phase_next[c->phase] & PHASE(next)) != 0;
-    if (!legal)
-        log_error("stream %d: phase %s refused after %s", c->stream_id, phase_names[next],
-                  phase_names[c->phase]);
+    int legal = state_step(phase_next, phase_names, c->phase, next, "stream %d %s",
+                           c->stream_id, c->path ? c->path : "");
     assert(legal);
-    log_v(4, "stream %d %s: %s -> %s", c->stream_id, c->path ? c->path : "",
-          phase_names[c->phase], phase_names[next]);
+    (void)legal;   /* NDEBUG */
     c->phase = next;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/state_step.h"
 
 #define BACKOFF_MIN_NS 250000000LL      /* 250 ms */
 #define BACKOFF_MAX_NS 30000000000LL    /* 30 s */
@@ -129,13 +130,11 @@ static const char *const watch_phase_names[] = {
     [WATCH_BACKING_OFF] = "BACKING_OFF", [WATCH_FAILED] = "FAILED", [WATCH_STOPPED] = "STOPPED",
 };
 
-#define PHASE(p) (1u << (p))
-
 static const unsigned watch_phase_next[] = {
-    [WATCH_LISTING] = PHASE(WATCH_STREAMING) | PHASE(WATCH_BACKING_OFF) | PHASE(WATCH_FAILED) |
-                      PHASE(WATCH_STOPPED),
-    [WATCH_STREAMING] = PHASE(WATCH_STREAMING) | PHASE(WATCH_BACKING_OFF) | PHASE(WATCH_FAILED),
-    [WATCH_BACKING_OFF] = PHASE(WATCH_LISTING) | PHASE(WATCH_STREAMING),
+    [WATCH_LISTING] = STATE_BIT(WATCH_STREAMING) | STATE_BIT(WATCH_BACKING_OFF) | STATE_BIT(WATCH_FAILED) |
+                      STATE_BIT(WATCH_STOPPED),
+    [WATCH_STREAMING] = STATE_BIT(WATCH_STREAMING) | STATE_BIT(WATCH_BACKING_OFF) | STATE_BIT(WATCH_FAILED),
+    [WATCH_BACKING_OFF] = STATE_BIT(WATCH_LISTING) | STATE_BIT(WATCH_STREAMING),
     [WATCH_FAILED] = 0,
     [WATCH_STOPPED] = 0,
 };
@@ -161,13 +160,10 @@ struct kube_watch {
 
 static void watch_set(kube_watch *w, watch_phase next)
 {
-    int legal = (watch_phase_next[w->phase] & PHASE(next)) != 0;
-    if (!legal)
-        log_error("watch %s: %s refused after %s", w->resource, watch_phase_names[next],
-                  watch_phase_names[w->phase]);
+    int legal = state_step(watch_phase_next, watch_phase_names, w->phase, next, "watch %s",
+                           w->resource);
     assert(legal);
-    log_v(4, "watch %s: %s -> %s", w->resource, watch_phase_names[w->phase],
-          watch_phase_names[next]);
+    (void)legal;   /* NDEBUG */
     w->phase = next;
 }
 

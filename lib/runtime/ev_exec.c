@@ -22,6 +22,7 @@
  * counts. */
 #include "runtime/ev_exec.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include "core/go_quote.h"
 #include "core/log.h"
+#include "core/state_step.h"
 #include "grpc/grpc_status.h"
 #include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
@@ -39,6 +41,14 @@ typedef struct exec_ev {
     evaluator base;
     ev_exec_config cfg;
 } exec_ev;
+
+/* Where the request stands against its job. A call that is not streamed
+ * has its whole request at start and stays INPUT_COMPLETE. */
+typedef enum exec_input {
+    EXEC_INPUT_COMPLETE,       /* the request is whole: the job's end is judged at once */
+    EXEC_INPUT_STREAMING,      /* the request is still arriving */
+    EXEC_INPUT_JOB_ENDED,      /* still arriving, and the job already finished */
+} exec_input;
 
 typedef struct exec_call {
     ev_call base;
@@ -56,13 +66,32 @@ typedef struct exec_call {
     char *argv[2];
     fn_verdict verdict;
     ev_result res;
-    int input_open;            /* streaming: the request is not complete yet */
-    int job_ended;             /* the job finished while input_open */
+    exec_input input;          /* where the request stands against the job */
     fn_slot_wait wait;         /* queued for a function slot (fn_slots) */
     char *const *run_argv;     /* what to run once a slot is ours */
     const spawn_child_setup *setup;   /* lookup mode: the function's own, or NULL */
     ev_request req;            /* its input: valid until done or cancel */
 } exec_call;
+
+static const char *const input_names[] = {
+    [EXEC_INPUT_COMPLETE] = "COMPLETE", [EXEC_INPUT_STREAMING] = "STREAMING",
+    [EXEC_INPUT_JOB_ENDED] = "JOB_ENDED",
+};
+
+static const unsigned input_next[] = {
+    [EXEC_INPUT_COMPLETE] = STATE_BIT(EXEC_INPUT_STREAMING),
+    [EXEC_INPUT_STREAMING] = STATE_BIT(EXEC_INPUT_JOB_ENDED) | STATE_BIT(EXEC_INPUT_COMPLETE),
+    [EXEC_INPUT_JOB_ENDED] = STATE_BIT(EXEC_INPUT_COMPLETE),
+};
+
+static void exec_set_input(exec_call *c, exec_input next)
+{
+    int legal = state_step(input_next, input_names, c->input, next, "call for \"%s\": input",
+                           c->image);
+    assert(legal);
+    (void)legal;   /* NDEBUG */
+    c->input = next;
+}
 
 static void exec_set_failure(exec_call *c, int code, int not_found)
 {
@@ -141,8 +170,8 @@ static void exec_job_done(fn_job *job, void *ctx)
 {
     (void)job;
     exec_call *c = ctx;
-    if (c->input_open) {
-        c->job_ended = 1;   /* judged once the request is known to be good */
+    if (c->input == EXEC_INPUT_STREAMING) {
+        exec_set_input(c, EXEC_INPUT_JOB_ENDED);   /* judged once the request is known to be good */
         return;
     }
     exec_judge(c);
@@ -346,14 +375,14 @@ static ev_call *exec_start_streaming(evaluator *base, const ev_request *req, siz
         free(c);
         return NULL;
     }
-    c->input_open = 1;
+    exec_set_input(c, EXEC_INPUT_STREAMING);
     return &c->base;
 }
 
 static void exec_input_ready(ev_call *base, size_t ready)
 {
     exec_call *c = (exec_call *)base;
-    if (c->input_open)
+    if (c->input != EXEC_INPUT_COMPLETE)
         fn_job_input_ready(c->job, ready);
 }
 
@@ -366,8 +395,9 @@ static void exec_input_done(ev_call *base, const char *image)
         c->image = copy;
     }
     fn_job_input_ready(c->job, c->job->spec.input_len);
-    c->input_open = 0;
-    if (c->job_ended)
+    exec_input was = c->input;
+    exec_set_input(c, EXEC_INPUT_COMPLETE);
+    if (was == EXEC_INPUT_JOB_ENDED)
         exec_judge(c);   /* done may run inside input_done: see evaluator.h */
 }
 

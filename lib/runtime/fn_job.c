@@ -26,6 +26,7 @@
 
 #include "core/log.h"
 #include "core/spawn.h"
+#include "core/state_step.h"
 #include "grpc/metrics.h"
 #include "runtime/fn_slots.h"
 #include "runtime/orphans.h"
@@ -54,24 +55,19 @@ static const char *const phase_names[] = {
     [FN_JOB_FINISHED] = "FINISHED", [FN_JOB_CANCELLED] = "CANCELLED",
 };
 
-#define PHASE(p) (1u << (p))
-
 static const unsigned phase_next[] = {
-    [FN_JOB_WAITING] = PHASE(FN_JOB_RUNNING) | PHASE(FN_JOB_CANCELLED),
-    [FN_JOB_RUNNING] = PHASE(FN_JOB_DRAINING) | PHASE(FN_JOB_FINISHED) | PHASE(FN_JOB_CANCELLED),
-    [FN_JOB_DRAINING] = PHASE(FN_JOB_FINISHED) | PHASE(FN_JOB_CANCELLED),
+    [FN_JOB_WAITING] = STATE_BIT(FN_JOB_RUNNING) | STATE_BIT(FN_JOB_CANCELLED),
+    [FN_JOB_RUNNING] = STATE_BIT(FN_JOB_DRAINING) | STATE_BIT(FN_JOB_FINISHED) | STATE_BIT(FN_JOB_CANCELLED),
+    [FN_JOB_DRAINING] = STATE_BIT(FN_JOB_FINISHED) | STATE_BIT(FN_JOB_CANCELLED),
     [FN_JOB_FINISHED] = 0,
     [FN_JOB_CANCELLED] = 0,
 };
 
 static void fn_job_set_phase(fn_job *job, fn_job_phase next)
 {
-    int legal = (phase_next[job->phase] & PHASE(next)) != 0;
-    if (!legal)
-        log_error("function %d: %s refused after %s", (int)job->pid, phase_names[next],
-                  phase_names[job->phase]);
+    int legal = state_step(phase_next, phase_names, job->phase, next, "function %d", (int)job->pid);
     assert(legal);
-    log_v(4, "function %d: %s -> %s", (int)job->pid, phase_names[job->phase], phase_names[next]);
+    (void)legal;   /* NDEBUG */
     job->phase = next;
 }
 
