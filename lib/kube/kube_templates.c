@@ -20,7 +20,7 @@ typedef struct tmpl {
     char *version;             /* its resourceVersion */
     int64_t deadline;          /* the wait for it to appear ends */
     int said_waiting;
-    loop_timer *retry;
+    loop_timer retry;    /* the next look while --template-wait-timeout lasts */
     kube_watch *watch;
     int calls;                 /* API calls in flight */
     int held;                  /* obj is current (or, no_crd, the built-in one is used) */
@@ -184,7 +184,6 @@ static void on_retry(loop *l, void *ctx)
 {
     (void)l;
     tmpl *m = ctx;
-    m->retry = NULL;
     find(m);
 }
 
@@ -196,9 +195,7 @@ static void missing(tmpl *m)
             log_info("%s %s/%s not found: waiting up to %.0f s for it to appear "
                      "(--template-wait-timeout)", m->kind, t->o.namespace, m->name,
                      (double)t->o.wait_ns / 1e9);
-        if ((m->retry = loop_timer_add(kube_client_loop(t->c), KUBE_TEMPLATES_POLL_NS, on_retry, m)))
-            return;
-        fail(m, "out of memory");
+        loop_timer_arm(kube_client_loop(t->c), &m->retry, KUBE_TEMPLATES_POLL_NS);
         return;
     }
     if (!t->o.skip_creation) {
@@ -314,6 +311,8 @@ kube_templates *kube_templates_start(kube_client *c, const kube_templates_opts *
     t->svc = (tmpl){t, "/apis/config.porch.kpt.dev/v1alpha1", "servicetemplates", "ServiceTemplate",
                     o->service_name && *o->service_name ? o->service_name : SERVICE_BASE_TEMPLATE_NAME};
     t->pod.deadline = t->svc.deadline = deadline;
+    loop_timer_init(&t->pod.retry, on_retry, &t->pod);
+    loop_timer_init(&t->svc.retry, on_retry, &t->svc);
     find(&t->pod);
     find(&t->svc);
     return t;
@@ -325,7 +324,7 @@ void kube_templates_free(kube_templates *t)
         return;
     loop *l = kube_client_loop(t->c);
     for (tmpl *m = &t->pod; m <= &t->svc; m++) {
-        loop_timer_cancel(l, m->retry);
+        loop_timer_disarm(l, &m->retry);
         kube_watch_stop(m->watch);
     }
     t->freed = 1;
@@ -348,7 +347,7 @@ void kube_templates_retry(kube_templates *t)
         return;
     t->state = 0;
     for (tmpl *m = &t->pod; m <= &t->svc; m++)
-        if (!m->held && !m->calls && !m->retry) {
+        if (!m->held && !m->calls && !loop_timer_armed(&m->retry)) {
             m->deadline = 0;
             find(m);
         }
