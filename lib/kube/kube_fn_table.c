@@ -414,7 +414,6 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
     if (!pc)
         return buf_printf(err, "out of memory"), NULL;
     pc->l = l;
-    pc->c = c;
     pc->api = o->api ? o->api : &pod_api_kube;
     pc->api_ctx = o->api ? o->api_ctx : c;
     pc->o = *o;

@@ -51,9 +51,10 @@ static void write_secret(pod_cache *pc, int create)
     if (rc == 0)
         rc = buf_printf(&body, "\"data\":{\"" DOCKER_CONFIG_KEY "\":\"%s\"}}", b64.data ? b64.data : "");
     kube_ref ref = {"/api/v1", "secrets", pc->o.namespace, create ? NULL : pc->o.pull_secret, NULL};
-    if (rc == 0 && (create ? kube_create(pc->c, &ref, "application/json", body.data, body.len,
-                                         on_written, pc, &err)
-                           : kube_patch(pc->c, &ref, body.data, body.len, on_written, pc, &err)) == 0)
+    if (rc == 0 && (create ? pc->api->create(pc->api_ctx, &ref, "application/json", body.data,
+                                             body.len, on_written, pc, &err)
+                           : pc->api->patch(pc->api_ctx, &ref, body.data, body.len, on_written, pc,
+                                            &err)) == 0)
         pc->api_calls++;
     else
         secret_done(pc, err.data ? err.data : "out of memory");
@@ -94,7 +95,7 @@ void pull_secret_start(pod_cache *pc)
     buf err = {0};
     kube_ref ref = {"/api/v1", "secrets", pc->o.namespace, pc->o.pull_secret, NULL};
     pc->secret_busy = 1;
-    if (kube_get(pc->c, &ref, on_read, pc, &err) == 0)
+    if (pc->api->get(pc->api_ctx, &ref, on_read, pc, &err) == 0)
         pc->api_calls++;
     else
         secret_done(pc, err.data ? err.data : "out of memory");
