@@ -10,6 +10,7 @@
 
 #include "core/duration.h"
 #include "core/fdio.h"
+#include "core/file_watch.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/numparse.h"
@@ -41,6 +42,9 @@ struct serve_pod {
     int min_ready;             /* --min-ready-pods */
     kube_templates_opts templates;   /* the base templates the cache reads */
     buf auth;                  /* --enable-private-registries: the dockerconfigjson's bytes */
+    const char *auth_path;     /* its file, watched for the kubelet's updates */
+    file_watch *auth_watch;
+    int auth_said_bad;         /* the file's last bad content logged, until it is good again */
     buf ca_file;               /* --enable-private-registries-tls: the CA file's path */
 };
 
@@ -83,16 +87,16 @@ static int find_ca(serve_pod *p, const char *dir, buf *err)
 }
 
 
-/* The private registries' dockerconfigjson, read whole and checked: a
- * Docker config with an "auths" object (Porch reads its auths). */
-static int read_auth(serve_pod *p, const char *path, buf *err)
+/* The private registries' dockerconfigjson, read whole into out and
+ * checked: a Docker config with an "auths" object (Porch reads its auths). */
+static int read_auth(buf *out, const char *path, buf *err)
 {
     char why[FDIO_WHY_MAX];
-    if (file_read_at(AT_FDCWD, path, 0, SERVE_POD_AUTH_MAX, &p->auth, why) < 0)
+    if (file_read_at(AT_FDCWD, path, 0, SERVE_POD_AUTH_MAX, out, why) < 0)
         return buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): %s", path,
                           why), -1;
     buf perr = {0};
-    json *v = json_parse(p->auth.data, p->auth.len, &perr);
+    json *v = json_parse(out->data, out->len, &perr);
     const json *auths = json_get(v, "auths");
     if (!v || !auths || auths->type != JSON_OBJECT)
         buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): not a "
@@ -101,6 +105,33 @@ static int read_auth(serve_pod *p, const char *path, buf *err)
     json_free(v);
     buf_free(&perr);
     return err->len ? -1 : 0;
+}
+
+/* The mounted dockerconfigjson changed (the kubelet updates a Secret's
+ * volume in place, its lookups already read the file each time): the pull
+ * Secret in the namespace follows. A file that turned unreadable or bad
+ * keeps the last good bytes, said once. */
+static void auth_changed(void *ctx)
+{
+    serve_pod *p = ctx;
+    buf now = {0}, err = {0};
+    if (read_auth(&now, p->auth_path, &err) < 0) {
+        if (!p->auth_said_bad)
+            log_warn("%s; the pull Secret keeps the last good one", err.data ? err.data : "out of memory");
+        p->auth_said_bad = 1;
+    } else if (now.len != p->auth.len || memcmp(now.data, p->auth.data, now.len)) {
+        p->auth_said_bad = 0;
+        log_info("%s changed: the pull Secret is updated", p->auth_path);
+        buf old = p->auth;
+        p->auth = now;
+        now = old;   /* freed below */
+        if (pod_cache_set_pull_secret(p->pc, p->auth.data, p->auth.len) < 0)
+            log_warn("%s changed: out of memory; the pull Secret keeps the last bytes", p->auth_path);
+    } else {
+        p->auth_said_bad = 0;
+    }
+    buf_free(&now);
+    buf_free(&err);
 }
 
 static void serve_pod_metrics(buf *out, void *ctx)
@@ -258,7 +289,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
     }
     if (f->private_registries > 0) {
         const char *path = f->auth_secret_path ? f->auth_secret_path : SERVE_POD_AUTH_PATH;
-        if (read_auth(p, path, err) < 0) {
+        if (read_auth(&p->auth, path, err) < 0) {
             serve_pod_close(p);
             return NULL;
         }
@@ -273,6 +304,7 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         po.pull_secret = f->auth_secret_name ? f->auth_secret_name : SERVE_POD_AUTH_SECRET;
         po.pull_secret_data = p->auth.data;
         po.pull_secret_len = p->auth.len;
+        p->auth_path = path;
     }
     buf why = {0};
     if (kube_config_load(&o, &p->cfg, &why) < 0 || kube_config_exec_credential(&p->cfg, &why) < 0) {
@@ -282,7 +314,8 @@ serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_messag
         serve_pod_close(p);
         return NULL;
     }
-    if (!(p->c = kube_client_new(l, &p->cfg, err)) || !(p->pc = pod_cache_new(l, p->c, &po, err))) {
+    if (!(p->c = kube_client_new(l, &p->cfg, err)) || !(p->pc = pod_cache_new(l, p->c, &po, err)) ||
+        (p->auth_path && !(p->auth_watch = file_watch_start(l, p->auth_path, auth_changed, p, err)))) {
         serve_pod_close(p);
         return NULL;
     }
@@ -361,6 +394,7 @@ void serve_pod_close(serve_pod *p)
     if (!p)
         return;
     metrics_section(NULL, NULL);
+    file_watch_stop(p->auth_watch);
     if (p->pc)   /* the server has drained: finish the cache's last API calls (a Delete) */
         pod_cache_settle(p->pc, SERVE_POD_SETTLE_NS);
     pod_cache_free(p->pc);

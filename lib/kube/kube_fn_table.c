@@ -498,6 +498,8 @@ void pod_cache_free(pod_cache *pc)
      * pods still held (their Deletes, a check, a log) are cancelled */
     while (pc->held)
         pod_abandon(pc->held);
+    pc->api->cancel(pc->api_ctx, pc);   /* the pull Secret's read or write */
+    buf_free(&pc->secret);
     stats_free(pc);
     free(pc);
 }

@@ -157,6 +157,8 @@ struct pod_cache {
     pod_cache_opts o;
     struct kube_templates *templates;   /* o.templates read from the cluster, or NULL */
     int secret_busy;           /* o.pull_secret being read or written (kube_pull_secret) */
+    int secret_again;          /* new bytes came meanwhile: read and written again once done */
+    buf secret;                /* the bytes of pod_cache_set_pull_secret (o.pull_secret_data) */
     fn_entry *fns;
     pod_waiter *pending;       /* waiters not routed yet */
     pod *held;                 /* pods that left the table, held by their API calls or watch

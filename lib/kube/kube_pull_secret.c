@@ -24,6 +24,11 @@ static void secret_done(pod_cache *pc, const char *error)
     if (error)
         log_warn("pull secret %s/%s for private registries: %s (function pods name it in their "
                  "imagePullSecrets all the same)", pc->o.namespace, pc->o.pull_secret, error);
+    if (pc->secret_again) {   /* the bytes changed while this round ran */
+        pc->secret_again = 0;
+        pull_secret_start(pc);
+        return;
+    }
     template_ready(NULL, pc);   /* the pods waiting go on, if the templates are held */
 }
 
@@ -88,6 +93,24 @@ static void on_read(const kube_result *r, void *ctx)
     }
     log_info("pull secret %s/%s for private registries: as given", pc->o.namespace, pc->o.pull_secret);
     secret_done(pc, NULL);
+}
+
+int pod_cache_set_pull_secret(pod_cache *pc, const char *data, size_t len)
+{
+    if (!pc->o.pull_secret)
+        return -1;
+    buf copy = {0};
+    if (buf_append(&copy, data, len) < 0)
+        return -1;
+    buf_free(&pc->secret);
+    pc->secret = copy;
+    pc->o.pull_secret_data = pc->secret.data ? pc->secret.data : "";
+    pc->o.pull_secret_len = pc->secret.len;
+    if (pc->secret_busy)
+        pc->secret_again = 1;   /* compared and written once the round under way ends */
+    else
+        pull_secret_start(pc);
+    return 0;
 }
 
 void pull_secret_start(pod_cache *pc)
