@@ -18,6 +18,7 @@
 #include "grpc/grpc_status.h"
 #include "kube/kube_client.h"
 #include "kube/kube_pod_cache.h"
+#include "kube/kube_templates.h"
 #include "kube/kubeconfig.h"
 #include "kube/pod_id.h"
 #include "kube/pod_template.h"
@@ -89,6 +90,7 @@ typedef struct pod_run {
     kube_config cfg;
     kube_client *c;
     pod_cache *pc;
+    kube_templates_opts templates;   /* the namespace's, when it has them */
     int rc;
 } pod_run;
 
@@ -171,6 +173,11 @@ static int run_open(pod_run *r, const char *cmd, const kube_cli *k, int64_t read
                          .dial = strcmp(k->dial, "pod") ? POD_DIAL_SERVICE : POD_DIAL_POD,
                          .ready_timeout_ns = ready_ns, .registry = registry_flags_opts(&k->reg, 0),
                          .health = &health_check_hook};
+    /* pods made as a serve of the namespace would make them (same template
+     * version: a serve adopts them), without creating templates */
+    r->templates = (kube_templates_opts){.namespace = k->ns ? k->ns : POD_DEFAULT_NAMESPACE,
+                                         .wrapper_image = k->wrapper, .if_present = 1};
+    po.templates = &r->templates;
     if (kube_config_load(&o, &r->cfg, &err) < 0 || kube_config_exec_credential(&r->cfg, &err) < 0 ||
         !(r->l = loop_new()) || !(r->c = kube_client_new(r->l, &r->cfg, &err)) ||
         !(r->pc = pod_cache_new(r->l, r->c, &po, &err))) {
