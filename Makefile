@@ -62,7 +62,7 @@ ifneq ($(STATIC_PREFIX),)
 LIB_SRCS  := $(filter-out lib/http/%.c lib/oci/registry%.c lib/kube/kube_%.c lib/runtime/ev_pod.c lib/runtime/health_check.c lib/runtime/sandbox%.c,$(LIB_SRCS))   # need libcurl or libseccomp; not in static builds
 endif
 WS_SRCS   := $(filter-out wrapper-server/main.c,$(wildcard wrapper-server/*.c))
-RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c))
+RC_SRCS   := $(filter-out runner-client/main.c,$(wildcard runner-client/*.c runner-client/*/*.c))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 COPIER_SRCS := $(wildcard copier/*.c)
 BENCH_SRCS  := $(wildcard bench/*.c)

@@ -29,7 +29,7 @@
 #include "pipeline_run.h"
 #include "render_tree.h"
 #include "rl_input.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 static const char eval_usage[] =
     "Usage: runner-client eval --addr HOST:PORT [-i IMG] [flags] [DIR|FILE|-] [-- KEY=VALUE...]\n"

@@ -9,7 +9,7 @@
 
 #include "core/fdio.h"
 #include "pkg_write.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 const char *eval_command = "eval";
 

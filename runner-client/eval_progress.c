@@ -5,7 +5,7 @@
 
 #include "core/go_quote.h"
 #include "krm/rl_results.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define NS_PER_MS 1000000LL
 #define TENTH_NS (100 * NS_PER_MS)

@@ -10,7 +10,7 @@
 #include "grpc/grpc_status.h"
 #include "krm/rl_results.h"
 #include "eval_progress.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 
 static int64_t now_ns(void)

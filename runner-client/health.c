@@ -10,7 +10,7 @@
 #include "flags.h"
 #include "health.pb-c.h"
 #include "peer_hint.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 static const char health_usage[] =
     "Usage: runner-client health --addr HOST:PORT [--service NAME] [--timeout DUR]\n"

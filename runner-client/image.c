@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "registry_flags.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define MAX_IMAGES 64
 

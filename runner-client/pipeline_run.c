@@ -17,7 +17,7 @@
 #include "pipeline_run.h"
 #include "results_text.h"
 #include "rl_rewrite.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 #include "core/buf.h"
 #include "core/vec.h"
 #include "err_line.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 typedef struct walk {
     int pkg_fd;

@@ -17,7 +17,7 @@
 #include "core/fdio.h"
 #include "core/vec.h"
 #include "err_line.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define WARNING "runner-client eval: warning: "
 

@@ -16,7 +16,7 @@
 #include "oci/image_ref.h"
 #include "commands.h"
 #include "flags.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 static const char pod_usage[] =
     "Usage: runner-client pod render --image IMG --wrapper-server-image W ENTRYPOINT [flags]\n"

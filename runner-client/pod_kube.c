@@ -15,7 +15,7 @@
 #include "kube/pod_template.h"
 #include "commands.h"
 #include "flags.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define FN_LABEL_SELECTOR "labelSelector=fn.kpt.dev%2Fimage"
 /* Not written by Porch: set by our runner after each call (absent: "-"). */

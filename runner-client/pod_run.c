@@ -33,7 +33,7 @@
 #include "pipeline.h"
 #include "registry_flags.h"
 #include "rl_input.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 static const char eval_kube_usage[] =
     "Usage: runner-client eval --kube --image IMG [flags] [FILE|DIR|-] [-- KEY=VALUE...]\n"

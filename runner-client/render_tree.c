@@ -21,7 +21,7 @@
 #include "pipeline_run.h"
 #include "pkg_item.h"
 #include "rl_writer.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define NO_PACKAGE SIZE_MAX
 

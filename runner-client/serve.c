@@ -53,7 +53,7 @@
 #include "porch_flags.h"
 #include "serve_pod.h"
 #include "serve_sandbox.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define DEFAULT_PREFIX "ghcr.io/kptdev/krm-functions-catalog/"
 /* Pre-started exec functions: a Go function blocked on stdin holds a few

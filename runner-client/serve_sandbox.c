@@ -9,7 +9,7 @@
 #include "core/numparse.h"
 #include "grpc/metrics.h"
 #include "oci/docker_config.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 /* The account token every pod has, where Kubernetes mounts it. */
 #define SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io"

@@ -1,5 +1,5 @@
 /* term_text: escaped messages on the terminal; see term_text.h. */
-#include "term_text.h"
+#include "core/term_text.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
