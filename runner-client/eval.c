@@ -22,13 +22,13 @@
 #include "fn_call.h"
 #include "eval_output.h"
 #include "eval_run.h"
-#include "results_text.h"
+#include "pkg/results_text.h"
 #include "exec_call.h"
-#include "pipeline.h"
+#include "pkg/pipeline.h"
 #include "serve_sandbox.h"
 #include "pipeline_run.h"
 #include "render_tree.h"
-#include "rl_input.h"
+#include "pkg/rl_input.h"
 #include "core/term_text.h"
 
 static const char eval_usage[] =

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/fdio.h"
-#include "pkg_write.h"
+#include "pkg/pkg_write.h"
 #include "core/term_text.h"
 
 const char *eval_command = "eval";

@@ -19,7 +19,7 @@
 #include "krm/resourcelist.h"
 #include "eval_output.h"
 #include "fn_call.h"
-#include "results_file.h"
+#include "pkg/results_file.h"
 
 /* Calls the function `image` (with the request's Tag `tag`: "" or NULL for
  * none) with ResourceList rl; fills *out as fn_call does. Returns 0, or -1

@@ -15,8 +15,8 @@
  * rule). A failed step changes no items; its results are kept, and a
  * failed call becomes a result of its own. */
 #include "pipeline_run.h"
-#include "results_text.h"
-#include "rl_rewrite.h"
+#include "pkg/results_text.h"
+#include "pkg/rl_rewrite.h"
 #include "core/term_text.h"
 
 #include <stdio.h>

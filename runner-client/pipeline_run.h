@@ -10,7 +10,7 @@
 
 #include "core/buf.h"
 #include "eval_run.h"
-#include "pipeline.h"
+#include "pkg/pipeline.h"
 
 /* Tag keys set on every result. */
 #define PL_TAG_STEP "fn.kpt.dev/step"

@@ -28,11 +28,11 @@
 #include "commands.h"
 #include "eval_output.h"
 #include "eval_run.h"
-#include "results_text.h"
+#include "pkg/results_text.h"
 #include "flags.h"
-#include "pipeline.h"
+#include "pkg/pipeline.h"
 #include "registry_flags.h"
-#include "rl_input.h"
+#include "pkg/rl_input.h"
 #include "core/term_text.h"
 
 static const char eval_kube_usage[] =

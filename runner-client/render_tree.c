@@ -15,12 +15,12 @@
 #include <string.h>
 
 #include "core/strset.h"
-#include "err_line.h"
-#include "event_list.h"
-#include "kpt_annotations.h"
+#include "pkg/err_line.h"
+#include "pkg/event_list.h"
+#include "pkg/kpt_annotations.h"
 #include "pipeline_run.h"
-#include "pkg_item.h"
-#include "rl_writer.h"
+#include "pkg/pkg_item.h"
+#include "pkg/rl_writer.h"
 #include "core/term_text.h"
 
 #define NO_PACKAGE SIZE_MAX

@@ -24,7 +24,7 @@
 
 #include "core/buf.h"
 #include "eval_run.h"
-#include "pipeline.h"
+#include "pkg/pipeline.h"
 
 /* Renders `dir`, whose files are the ResourceList input[0..len) and whose
  * own Kptfile's steps are `root` (a subpackage's Kptfile is read up to max

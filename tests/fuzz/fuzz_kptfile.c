@@ -18,7 +18,7 @@
 
 #include "core/buf.h"
 #include "fuzz_common.h"
-#include "../../runner-client/pipeline.h"
+#include "pkg/pipeline.h"
 
 #define MAX_KPTFILE (64 * 1024)   /* 32,000 levels of "- " */
 

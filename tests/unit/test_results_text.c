@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runner-client/results_text.h"
+#include "pkg/results_text.h"
 
 static rl_tag OWN_TAGS[] = { { "owner", "me" }, { "fn.kpt.dev/step", "99" } };
 static rl_result RESULTS[] = {

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../runner-client/rl_rewrite.h"
+#include "pkg/rl_rewrite.h"
 
 static const char *const DROP[] = { "functionConfig", "results", NULL };
 

@@ -1,12 +1,12 @@
 /* rl_writer: emits one ResourceList into a buf; see rl_writer.h. */
-#include "rl_writer.h"
+#include "pkg/rl_writer.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "krm/yaml_v3.h"
-#include "err_line.h"
+#include "pkg/err_line.h"
 
 static const char RL_API_VERSION[] = "config.kubernetes.io/v1";
 static const char RL_KIND[] = "ResourceList";

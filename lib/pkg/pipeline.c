@@ -6,7 +6,7 @@
  * `selectors`/`exclude` (running a function on a subset of the resources)
  * are refused with a message rather than silently ignored, since ignoring
  * a selector would apply the function to every resource. */
-#include "pipeline.h"
+#include "pkg/pipeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +20,9 @@
 #include "core/beneath.h"
 #include "core/fdio.h"
 #include "oci/image_ref.h"
-#include "err_line.h"
-#include "kptfile_fields.h"
-#include "rl_rewrite.h"
+#include "pkg/err_line.h"
+#include "pkg/kptfile_fields.h"
+#include "pkg/rl_rewrite.h"
 
 #define CONFIG_MAP_NAME "function-input" /* kpt's name for generated ConfigMaps */
 

@@ -1,5 +1,5 @@
 /* kptfile_fields: kpt's Kptfile v1 field names; see kptfile_fields.h. */
-#include "kptfile_fields.h"
+#include "pkg/kptfile_fields.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,13 +1,13 @@
 /* pkg_item: where an output item goes and what of it is written; see
  * pkg_item.h. */
-#include "pkg_item.h"
+#include "pkg/pkg_item.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
-#include "err_line.h"
-#include "kpt_annotations.h"
+#include "pkg/err_line.h"
+#include "pkg/kpt_annotations.h"
 
 #define INTERNAL_PREFIX "internal.config.kubernetes.io/"
 

@@ -1,5 +1,5 @@
 /* results_file: kpt's results.yaml; see results_file.h. */
-#include "results_file.h"
+#include "pkg/results_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "core/beneath_write.h"
-#include "err_line.h"
-#include "results_text.h"
-#include "rl_writer.h"
+#include "pkg/err_line.h"
+#include "pkg/results_text.h"
+#include "pkg/rl_writer.h"
 
 #define RESULTS_NAME "results.yaml"
 

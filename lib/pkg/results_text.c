@@ -1,11 +1,11 @@
 /* results_text: results as YAML text, bounded; see results_text.h. */
-#include "results_text.h"
+#include "pkg/results_text.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "rl_writer.h"
+#include "pkg/rl_writer.h"
 
 /* key: "value" (skipped when value is NULL or empty, omitempty). */
 static int pair(rl_writer *w, const char *key, const char *value)

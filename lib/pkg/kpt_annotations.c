@@ -5,7 +5,7 @@
  * and decides what to write (doc_plan); emit_object then copies the
  * object's events, splicing new annotation events in or replacing values
  * of the reader's keys. */
-#include "kpt_annotations.h"
+#include "pkg/kpt_annotations.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* pkg_write: a function's output back into package files; see pkg_write.h. */
-#include "pkg_write.h"
+#include "pkg/pkg_write.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "core/vec.h"
-#include "err_line.h"
-#include "event_list.h"
-#include "pkg_item.h"
-#include "pkg_stage.h"
-#include "rl_writer.h"
+#include "pkg/err_line.h"
+#include "pkg/event_list.h"
+#include "pkg/pkg_item.h"
+#include "pkg/pkg_stage.h"
+#include "pkg/rl_writer.h"
 
 /* ---- the items of a ResourceList ------------------------------------------- */
 

@@ -1,11 +1,11 @@
 /* event_list: one YAML input as libyaml events; see event_list.h. */
-#include "event_list.h"
+#include "pkg/event_list.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "krm/yaml_limits.h"
-#include "err_line.h"
+#include "pkg/err_line.h"
 
 void event_list_free(event_list *list)
 {

@@ -30,7 +30,7 @@
  * keep their style and tags ("1" stays a string, block literals stay
  * literal) and collections their block or flow style; the output is never
  * much larger than the input; comments are lost. */
-#include "rl_input.h"
+#include "pkg/rl_input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,11 +41,11 @@
 
 #include "core/fdio.h"
 #include "krm/yaml_limits.h"
-#include "err_line.h"
-#include "event_list.h"
-#include "kpt_annotations.h"
-#include "pkg_files.h"
-#include "rl_writer.h"
+#include "pkg/err_line.h"
+#include "pkg/event_list.h"
+#include "pkg/kpt_annotations.h"
+#include "pkg/pkg_files.h"
+#include "pkg/rl_writer.h"
 
 /* ---- the objects of one input ------------------------------------------------ */
 

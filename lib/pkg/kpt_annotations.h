@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "event_list.h"
-#include "rl_writer.h"
+#include "pkg/event_list.h"
+#include "pkg/rl_writer.h"
 
 /* The reader's keys (pkg_item reads them back from a function's output). */
 #define KPT_PATH_KEY "internal.config.kubernetes.io/path"

@@ -4,7 +4,7 @@
  * comes next, and flips each time a node at that level ends (a scalar or
  * an alias there, or a collection closing back to it). A dropped key is
  * not emitted, and its value is read through without being emitted. */
-#include "rl_rewrite.h"
+#include "pkg/rl_rewrite.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +12,8 @@
 #include "core/strset.h"
 #include "krm/yaml_limits.h"
 #include "krm/yaml_v3.h"
-#include "err_line.h"
-#include "rl_writer.h"
+#include "pkg/err_line.h"
+#include "pkg/rl_writer.h"
 
 typedef struct rewriter {
     const rl_rewrite_opts *o;

@@ -26,8 +26,8 @@
 
 #include <stddef.h>
 
-#include "event_list.h"
-#include "rl_writer.h"
+#include "pkg/event_list.h"
+#include "pkg/rl_writer.h"
 
 typedef struct pkg_item {
     size_t root, end;  /* the object's events [root, end) in its event_list */

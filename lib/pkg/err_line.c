@@ -1,5 +1,5 @@
 /* err_line: one-line error messages; see err_line.h. */
-#include "err_line.h"
+#include "pkg/err_line.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -22,7 +22,7 @@
 #include <yaml.h>
 
 #include "core/buf.h"
-#include "event_list.h"
+#include "pkg/event_list.h"
 
 typedef struct rl_writer {
     yaml_emitter_t emitter;

@@ -1,6 +1,6 @@
 /* pkg_files: the files of a package directory, in kpt's order; see
  * pkg_files.h. */
-#include "pkg_files.h"
+#include "pkg/pkg_files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include "core/beneath.h"
 #include "core/buf.h"
 #include "core/vec.h"
-#include "err_line.h"
+#include "pkg/err_line.h"
 #include "core/term_text.h"
 
 typedef struct walk {

@@ -1,5 +1,5 @@
 /* pkg_stage: a package written back all or nothing; see pkg_stage.h. */
-#include "pkg_stage.h"
+#include "pkg/pkg_stage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include "core/beneath_write.h"
 #include "core/fdio.h"
 #include "core/vec.h"
-#include "err_line.h"
+#include "pkg/err_line.h"
 #include "core/term_text.h"
 
 #define WARNING "runner-client eval: warning: "
