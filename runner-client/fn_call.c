@@ -6,7 +6,7 @@
 
 #include "grpc/grpc_status.h"
 #include "evaluator.pb-c.h"
-#include "peer_hint.h"
+#include "cli/peer_hint.h"
 
 /* Packs the request into packed; -1 when out of memory. */
 static int pack_request(const char *image, const char *tag, const char *rl, size_t len,

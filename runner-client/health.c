@@ -5,11 +5,11 @@
 #include "grpc/grpc_status.h"
 #include "grpc/grpc_unary.h"
 #include "grpc/grpc_client.h"
-#include "call_opts.h"
+#include "cli/call_opts.h"
 #include "commands.h"
-#include "flags.h"
+#include "cli/flags.h"
 #include "health.pb-c.h"
-#include "peer_hint.h"
+#include "cli/peer_hint.h"
 #include "core/term_text.h"
 
 static const char health_usage[] =

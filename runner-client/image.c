@@ -12,8 +12,8 @@
 #include "oci/image_ref.h"
 #include "oci/registry.h"
 #include "commands.h"
-#include "flags.h"
-#include "registry_flags.h"
+#include "cli/flags.h"
+#include "cli/registry_flags.h"
 #include "core/term_text.h"
 
 #define MAX_IMAGES 64

@@ -15,7 +15,7 @@
 #include "kube/pod_template.h"
 #include "oci/image_ref.h"
 #include "commands.h"
-#include "flags.h"
+#include "cli/flags.h"
 #include "core/term_text.h"
 
 static const char pod_usage[] =

@@ -14,7 +14,7 @@
 #include "kube/pod_owner.h"
 #include "kube/pod_template.h"
 #include "commands.h"
-#include "flags.h"
+#include "cli/flags.h"
 #include "core/term_text.h"
 
 #define FN_LABEL_SELECTOR "labelSelector=fn.kpt.dev%2Fimage"

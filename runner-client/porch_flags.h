@@ -11,7 +11,7 @@
 #define KRM_RC_PORCH_FLAGS_H
 
 #include "core/buf.h"
-#include "flags.h"
+#include "cli/flags.h"
 
 typedef struct porch_flags {
     /* Porch before the FunctionConfig CRD */

@@ -48,7 +48,7 @@
 #include "runtime/fn_server.h"
 #include "commands.h"
 #include "cluster_configs.h"
-#include "flags.h"
+#include "cli/flags.h"
 #include "offload.h"
 #include "porch_flags.h"
 #include "serve_pod.h"

@@ -17,7 +17,7 @@
 #include "kube/kube_pod_cache.h"
 #include "kube/pod_template.h"   /* POD_DEFAULT_NAMESPACE */
 #include "runtime/evaluator.h"
-#include "registry_flags.h"
+#include "cli/registry_flags.h"
 
 /* The flags, as eval --kube and pod create take them (the registry flags
  * through registry_flags, the same parser). */

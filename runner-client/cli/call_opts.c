@@ -1,5 +1,5 @@
 /* call_opts: deadlines of runner-client's calls; see call_opts.h. */
-#include "call_opts.h"
+#include "cli/call_opts.h"
 
 #include "core/duration.h"
 

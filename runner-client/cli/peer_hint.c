@@ -1,5 +1,5 @@
 /* peer_hint: what a peer that broke a call speaks; see peer_hint.h. */
-#include "peer_hint.h"
+#include "cli/peer_hint.h"
 
 #include <errno.h>
 #include <netdb.h>

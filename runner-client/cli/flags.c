@@ -1,5 +1,5 @@
 /* flags: subcommand flag parsing; see flags.h. */
-#include "flags.h"
+#include "cli/flags.h"
 
 #include <string.h>
 

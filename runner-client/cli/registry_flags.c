@@ -1,6 +1,6 @@
 /* registry_flags: --docker-config, --insecure-registry, --platform for every
  * command that looks images up; see registry_flags.h. */
-#include "registry_flags.h"
+#include "cli/registry_flags.h"
 
 #include <stdlib.h>
 #include <string.h>
