@@ -25,7 +25,7 @@
 #include "pkg/results_text.h"
 #include "exec_call.h"
 #include "pkg/pipeline.h"
-#include "serve_sandbox.h"
+#include "serve/serve_sandbox.h"
 #include "pipeline_run.h"
 #include "render_tree.h"
 #include "pkg/rl_input.h"

@@ -1,6 +1,6 @@
 /* offload: work on a thread of its own, its end told to the loop through an
  * eventfd; see offload.h. */
-#include "offload.h"
+#include "serve/offload.h"
 
 #include <errno.h>
 #include <poll.h>

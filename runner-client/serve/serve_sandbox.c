@@ -1,5 +1,5 @@
 /* serve_sandbox: serve's sandbox flags and start; see serve_sandbox.h. */
-#include "serve_sandbox.h"
+#include "serve/serve_sandbox.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* cluster_configs: FunctionConfigs from the cluster; see cluster_configs.h. */
-#include "cluster_configs.h"
+#include "serve/cluster_configs.h"
 
 #include <stdint.h>
 #include <stdio.h>

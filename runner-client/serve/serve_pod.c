@@ -1,5 +1,5 @@
 /* serve_pod: the pod runtime of `runner-client serve`; see serve_pod.h. */
-#include "serve_pod.h"
+#include "serve/serve_pod.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* porch_flags: Porch's flags refused until served; see porch_flags.h. */
-#include "porch_flags.h"
+#include "serve/porch_flags.h"
 
 int porch_flags_check(const porch_flags *p, buf *err)
 {
