@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
-#include "eval_run.h"
+#include "eval/eval_run.h"
 #include "pkg/pipeline.h"
 
 /* Renders `dir`, whose files are the ResourceList input[0..len) and whose

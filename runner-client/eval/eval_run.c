@@ -1,5 +1,5 @@
 /* eval_run: steps, their progress and results, the output; see eval_run.h. */
-#include "eval_run.h"
+#include "eval/eval_run.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "core/fdio.h"
 #include "grpc/grpc_status.h"
 #include "krm/rl_results.h"
-#include "eval_progress.h"
+#include "eval/eval_progress.h"
 #include "core/term_text.h"
 
 

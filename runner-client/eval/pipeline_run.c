@@ -14,7 +14,7 @@
  * ResourceList, or when its results hold severity "error" (the SDK's
  * rule). A failed step changes no items; its results are kept, and a
  * failed call becomes a result of its own. */
-#include "pipeline_run.h"
+#include "eval/pipeline_run.h"
 #include "pkg/results_text.h"
 #include "pkg/rl_rewrite.h"
 #include "core/term_text.h"

@@ -1,5 +1,5 @@
 /* eval_output: -o and the writing of eval's output; see eval_output.h. */
-#include "eval_output.h"
+#include "eval/eval_output.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* fn_call: one EvaluateFunction call; see fn_call.h. */
-#include "fn_call.h"
+#include "eval/fn_call.h"
 
 #include <stdlib.h>
 #include <string.h>

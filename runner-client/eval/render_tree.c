@@ -7,7 +7,7 @@
  * owns. They are rendered in post-order, each package's ResourceList
  * composed from its subpackages' rendered lists and its own objects, every
  * path annotation rewritten relative to it on the way (kpt_annotations). */
-#include "render_tree.h"
+#include "eval/render_tree.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 #include "pkg/err_line.h"
 #include "pkg/event_list.h"
 #include "pkg/kpt_annotations.h"
-#include "pipeline_run.h"
+#include "eval/pipeline_run.h"
 #include "pkg/pkg_item.h"
 #include "pkg/rl_writer.h"
 #include "core/term_text.h"

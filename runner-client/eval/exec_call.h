@@ -11,7 +11,7 @@
 
 #include "core/buf.h"
 #include "runtime/sandbox.h"
-#include "fn_call.h"
+#include "eval/fn_call.h"
 
 typedef struct exec_caller exec_caller;
 

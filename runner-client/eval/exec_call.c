@@ -5,7 +5,7 @@
  * exit statuses to fn_job_reap, SIGINT and SIGTERM cancel the run so that
  * the function's process group, which a terminal's Ctrl-C does not reach,
  * is killed rather than left behind. Between runs they act as usual. */
-#include "exec_call.h"
+#include "eval/exec_call.h"
 
 #include <errno.h>
 #include <signal.h>

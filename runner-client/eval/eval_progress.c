@@ -1,5 +1,5 @@
 /* eval_progress: kpt's progress lines; see eval_progress.h. */
-#include "eval_progress.h"
+#include "eval/eval_progress.h"
 
 #include <string.h>
 

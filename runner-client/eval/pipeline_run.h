@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
-#include "eval_run.h"
+#include "eval/eval_run.h"
 #include "pkg/pipeline.h"
 
 /* Tag keys set on every result. */

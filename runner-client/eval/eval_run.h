@@ -17,8 +17,8 @@
 
 #include "core/buf.h"
 #include "krm/resourcelist.h"
-#include "eval_output.h"
-#include "fn_call.h"
+#include "eval/eval_output.h"
+#include "eval/fn_call.h"
 #include "pkg/results_file.h"
 
 /* Calls the function `image` (with the request's Tag `tag`: "" or NULL for
