@@ -1,4 +1,4 @@
-/* Unit tests for runner-client/results_text: results kept as YAML text,
+/* Unit tests for lib/pkg/results_text: results kept as YAML text,
  * each with its step's tags, within a bound past which a warning result
  * says how many were dropped. */
 #include <criterion/criterion.h>
