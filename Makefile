@@ -359,7 +359,7 @@ $(FUZZ)/gen/descriptor_set.o: $(FUZZ)/gen/descriptor_set.c
 
 $(FUZZ)/obj/%.o: %.c $(PROTOS:%=$(FUZZ)/gen/%.pb-c.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -Irunner-client -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
+	$(FUZZ_CC) -D_GNU_SOURCE -Ilib -Iwrapper-server -I$(FUZZ)/gen $(FUZZ_CFLAGS) $(FUZZ_WARN) \
 	    -MMD -MP -c -o $@ $<
 
 fuzz_yaml = $(shell pkg-config --modversion yaml-0.1)
