@@ -112,7 +112,8 @@ server *rpc_server_new(loop *l, const rpc_server_config *cfg)
     if (s->cfg_copy.send_stall_ns <= 0)
         s->cfg_copy.send_stall_ns = SERVER_SEND_STALL_NS;
     s->cfg = &s->cfg_copy;
-    s->listen_fd = -1;
+    for (int i = 0; i < RPC_MAX_LISTENERS; i++)
+        s->listen_fds[i] = -1;
     loop_timer_init(&s->accept_timer, server_accept_retry, s);
     loop_timer_init(&s->spares_timer, server_release_spares, s);
     loop_timer_init(&s->goaway_timer, server_send_final_goaways, s);
@@ -184,39 +185,48 @@ static int listen_on(struct sockaddr_storage *ss, socklen_t len, int *out_port)
     return fd;
 }
 
-int rpc_server_listen(server *s, buf *err)
+/* One listener, the i-th, on port (0: any free one; *bound: the port). */
+static int listen_one(server *s, int i, int port, int *bound, buf *err)
 {
     const char *address = s->cfg->address && *s->cfg->address ? s->cfg->address : NULL;
     struct sockaddr_storage ss;
     socklen_t len;
     int fd = -1;
-    if (address_parse(address, s->cfg->port, &ss, &len) < 0) {
+    if (address_parse(address, port, &ss, &len) < 0) {
         errno = EINVAL;
     } else {
-        fd = listen_on(&ss, len, &s->port);
+        fd = listen_on(&ss, len, bound);
         if (fd < 0 && !address && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
             /* no IPv6 in this kernel: all IPv4 addresses */
             struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
             *a4 = (struct sockaddr_in){.sin_family = AF_INET,
                                        .sin_addr.s_addr = htonl(INADDR_ANY),
-                                       .sin_port = htons((uint16_t)s->cfg->port)};
-            fd = listen_on(&ss, sizeof *a4, &s->port);
+                                       .sin_port = htons((uint16_t)port)};
+            fd = listen_on(&ss, sizeof *a4, bound);
         }
     }
     int v6 = address && strchr(address, ':');
     if (fd < 0) {
         buf_printf(err, "cannot listen on %s%s%s:%d: %s", v6 ? "[" : "", address ? address : "",
-                   v6 ? "]" : "", s->cfg->port, strerror(errno));
+                   v6 ? "]" : "", port, strerror(errno));
         return -1;
     }
-    s->listen_fd = fd;
+    s->listen_fds[i] = fd;
     if (loop_watch(s->loop, fd, LOOP_READ, server_on_accept, s) < 0) {
         buf_printf(err, "cannot watch the listening socket");
         return -1;
     }
     log_info("Listening on %s%s%s:%d", v6 ? "[" : "", address ? address : "", v6 ? "]" : "",
-             s->port);
+             *bound);
     return 0;
+}
+
+int rpc_server_listen(server *s, buf *err)
+{
+    int also;
+    if (listen_one(s, 0, s->cfg->port, &s->port, err) < 0)
+        return -1;
+    return s->cfg->also_port > 0 ? listen_one(s, 1, s->cfg->also_port, &also, err) : 0;
 }
 
 int rpc_server_port(const server *s) { return s->port; }
@@ -226,9 +236,13 @@ int rpc_server_port(const server *s) { return s->port; }
 void rpc_server_resume_accept(server *s)
 {
     loop_timer_disarm(s->loop, &s->accept_timer);
-    if (!s->accept_paused || s->listen_fd < 0)
+    if (!s->accept_paused || s->listen_fds[0] < 0)
         return;
-    if (loop_watch(s->loop, s->listen_fd, LOOP_READ, server_on_accept, s) == 0)
+    int watched = 0;
+    for (int i = 0; i < RPC_MAX_LISTENERS; i++)
+        watched += s->listen_fds[i] >= 0 &&
+                   loop_watch(s->loop, s->listen_fds[i], LOOP_READ, server_on_accept, s) == 0;
+    if (watched)
         s->accept_paused = 0;
     if (s->cfg->on_accept_resumed)
         s->cfg->on_accept_resumed(s->cfg->app);
@@ -256,7 +270,9 @@ static void server_pause_accept(server *s, int err)
                   strerror(err), SERVER_ACCEPT_BACKOFF_NS / 1000000);
     }
     if (!s->accept_paused) {
-        loop_unwatch(s->loop, s->listen_fd);
+        for (int i = 0; i < RPC_MAX_LISTENERS; i++)
+            if (s->listen_fds[i] >= 0)
+                loop_unwatch(s->loop, s->listen_fds[i]);
         s->accept_paused = 1;
     }
     if (!loop_timer_armed(&s->accept_timer))
@@ -332,11 +348,13 @@ void rpc_server_spares_idle(server *s, int parked)
 static void server_close_listener(server *s)
 {
     loop_timer_disarm(s->loop, &s->accept_timer);
-    if (s->listen_fd < 0)
-        return;
-    loop_unwatch(s->loop, s->listen_fd);
-    close(s->listen_fd);
-    s->listen_fd = -1;
+    for (int i = 0; i < RPC_MAX_LISTENERS; i++) {
+        if (s->listen_fds[i] < 0)
+            continue;
+        loop_unwatch(s->loop, s->listen_fds[i]);
+        close(s->listen_fds[i]);
+        s->listen_fds[i] = -1;
+    }
 }
 
 static void server_send_final_goaways(loop *l, void *ctx)

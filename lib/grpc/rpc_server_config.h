@@ -21,6 +21,10 @@ typedef void rpc_drain_fn(rpc_drain_phase phase, void *ctx);
 
 typedef struct rpc_server_config {
     int port;                    /* 0: any free port */
+    /* A second port serving the same methods under the same limits (0:
+     * none): porch-server's pod-evaluator port beside the function
+     * runner's, for callers of either Porch layout. */
+    int also_port;
     const char *address;         /* an IP address to bind; NULL or "": all of them */
     uint32_t max_message;        /* largest request and response message */
     uint32_t max_streams;        /* concurrent calls per connection */

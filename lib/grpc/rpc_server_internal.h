@@ -50,6 +50,8 @@
 /* What the first bytes said. */
 enum conn_mode { CONN_SNIFFING, CONN_HTTP2, CONN_HTTP1 };
 
+#define RPC_MAX_LISTENERS 2   /* --port and one more (rpc_server_config.also_port) */
+
 typedef struct conn {
     server *srv;
     enum conn_mode mode;
@@ -80,8 +82,8 @@ struct server {
     loop *loop;
     rpc_server_config cfg_copy;
     const rpc_server_config *cfg;
-    int listen_fd;
-    int port;
+    int listen_fds[RPC_MAX_LISTENERS];   /* cfg->port's, then cfg->also_port's; -1: none */
+    int port;                  /* the first listener's (cfg->port, or the one picked for 0) */
     conn *conns;
     size_t active_calls;   /* unary calls not yet freed (Watch excluded) */
     size_t pending_bytes;  /* reserved by all unfinished requests */

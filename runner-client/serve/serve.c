@@ -72,6 +72,8 @@ static const char serve_usage[] =
     "running each requested image with the runtime configured for it.\n"
     "\n"
     "  --port N                     TCP port (default 9445)\n"
+    "  --pod-evaluator-port N       also serve on this port (porch-server's pod evaluator\n"
+    "                               port in Porch's newer layout, 9447; default: none)\n"
     "  --address IP                 the address to listen on, e.g. 127.0.0.1 or ::1\n"
     "                               (default: all addresses)\n"
     "  --function-config PATH       FunctionConfig YAML file or directory; SIGHUP reloads it\n"
@@ -101,7 +103,7 @@ static const char serve_usage[] =
     "  --log-level N, --verbosity N 2 normal, 3 details, 4 debugging (default 2)\n";
 
 typedef struct serve_opts {
-    const char *port, *address, *config, *config_source, *functions, *prefix, *disable, *max_message, *max_streams;
+    const char *port, *also_port, *address, *config, *config_source, *functions, *prefix, *disable, *max_message, *max_streams;
     const char *idle, *grace, *log_level;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
@@ -693,12 +695,13 @@ static int parse_uint_flag(const char *flag, const char *text, unsigned long lon
 
 static int serve_configure(runner *r, const serve_opts *o)
 {
-    unsigned long long port = 9445, max_msg = 6291456, streams = 1000, level = 2;
+    unsigned long long port = 9445, also_port = 0, max_msg = 6291456, streams = 1000, level = 2;
     unsigned long long functions = 0, waiting = RPC_LIMIT_DEFAULT, pending = 0, pending_conn = 0;
     unsigned long long prespawn = 1, prespawn_total = SERVE_PRESPAWN_TOTAL;
     int64_t idle = 5LL * 60 * 1000000000, grace = 10LL * 1000000000, stall = 0;
     int64_t prespawn_idle = SERVE_PRESPAWN_IDLE_NS;
     if (parse_uint_flag("--port", o->port, 0, 65535, &port) < 0 ||
+        parse_uint_flag("--pod-evaluator-port", o->also_port, 0, 65535, &also_port) < 0 ||
         parse_uint_flag("--max-request-body-size", o->max_message, 1, 2147483647ULL, &max_msg) < 0 ||
         parse_uint_flag("--max-concurrent-streams", o->max_streams, 1, 100000, &streams) < 0 ||
         parse_uint_flag("--log-level", o->log_level, 0, 10, &level) < 0 ||
@@ -716,6 +719,11 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_duration_flag("--prespawn-idle", o->prespawn_idle, &prespawn_idle) < 0 ||
         parse_runtimes(r, o->disable) < 0)
         return -1;
+    if (also_port && also_port == port) {
+        term_line(stderr, "runner-client serve: --pod-evaluator-port %llu is --port's: give another "
+                  "port, or leave it out\n", also_port);
+        return -1;
+    }
     buf perr = {0};
     if (o->address && rpc_server_address_check(o->address, &perr) < 0) {
         term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
@@ -739,7 +747,7 @@ static int serve_configure(runner *r, const serve_opts *o)
     r->prespawn_total = (size_t)prespawn_total;
     r->prespawn_idle_ns = prespawn_idle;
     r->server = (rpc_server_config){
-        .port = (int)port, .address = o->address, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
+        .port = (int)port, .also_port = (int)also_port, .address = o->address, .max_message = (uint32_t)max_msg, .max_streams = (uint32_t)streams,
         .idle_timeout_ns = idle, .shutdown_grace_ns = grace, .send_stall_ns = stall,
         .max_functions = (size_t)functions, .max_waiting = (size_t)waiting,
         .max_pending_bytes = (size_t)pending, .max_pending_conn_bytes = (size_t)pending_conn,
@@ -940,7 +948,8 @@ int cmd_serve(int argc, char **argv)
     serve_opts o = {.warm_up = 1, .porch = PORCH_FLAGS_INIT, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
                             .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
-        {"--port", &o.port}, {"--function-config", &o.config},
+        {"--port", &o.port}, {"--pod-evaluator-port", &o.also_port},
+        {"--function-config", &o.config},
         {"--function-config-source", &o.config_source}, {"--functions", &o.functions},
         {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
         {"--max-request-body-size", &o.max_message}, {"--max-concurrent-streams", &o.max_streams},

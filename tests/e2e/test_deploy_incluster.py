@@ -101,17 +101,21 @@ def container(deployment):
     return c
 
 
-def lab_values(deployment, image, wrapper_image, api_port, port):
+def lab_values(deployment, image, wrapper_image, api_port, port, also_port):
     """The values only the running test knows: images, the API server's port,
-    a free loopback port for the runner (it shares the host's network)."""
+    free loopback ports for the runner (it shares the host's network): its
+    --port and, where the manifest has one, its --pod-evaluator-port."""
     c = container(deployment)
     c["image"] = image
     env = {e["name"]: e for e in c["env"]}
     env["WRAPPER_SERVER_IMAGE"]["value"] = wrapper_image
     env["KUBERNETES_SERVICE_PORT"]["value"] = str(api_port)
-    c["command"] = [a for a in c["command"] if a != "--port=9445"] + [
-        f"--port={port}", "--address=127.0.0.1", "--dial=pod", "--log-level=3"]
-    c["ports"] = [{"name": "grpc", "containerPort": port}]
+    also = "--pod-evaluator-port=9447" in c["command"]
+    c["command"] = [a for a in c["command"] if a not in ("--port=9445", "--pod-evaluator-port=9447")] + [
+        f"--port={port}", "--address=127.0.0.1", "--dial=pod", "--log-level=3"] + (
+        [f"--pod-evaluator-port={also_port}"] if also else [])
+    c["ports"] = [{"name": "grpc", "containerPort": port}] + (
+        [{"name": "pod-evaluator", "containerPort": also_port}] if also else [])
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         if probe not in c:
             continue
@@ -190,8 +194,8 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
         (patch,) = load(os.path.join(OVERLAY, "lab-patch.yaml"))
         docs = [merge(porchs_deployment(), patch) if d["kind"] == "Deployment" else d for d in docs]
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    port = free_port()
-    lab_values(deployment, runner_image, images.init, server.port, port)
+    port, also_port = free_port(), free_port()
+    lab_values(deployment, runner_image, images.init, server.port, port, also_port)
 
     made = []   # (path, name) of what this test created, to delete in reverse
     try:
@@ -243,6 +247,14 @@ def test_the_runner_deployed_answers_with_a_function_pod(api, k8s, images, runne
                        f"{time.monotonic() - t0:.1f} s")
         assert b"replicas: 3" in resp.resource_list and b"replicas: 1" not in resp.resource_list, resp
         channel.close()
+        if manifest == "deploy":   # the newer layout's port (porch-server's 9447), the same answer
+            channel = grpc.insecure_channel(f"127.0.0.1:{also_port}")
+            again = channel.unary_unary(
+                EVALUATE, request_serializer=pb.evaluator.EvaluateFunctionRequest.SerializeToString,
+                response_deserializer=pb.evaluator.EvaluateFunctionResponse.FromString)(
+                pb.evaluator.EvaluateFunctionRequest(resource_list=RL, image=images.fn), timeout=60 * SLOW)
+            assert again.resource_list == resp.resource_list
+            channel.close()
         fn_pods = [p for p in api.list("pods", FN_NS)
                    if "fn.kpt.dev/image" in p["metadata"].get("labels", {})]
         owners = [p["metadata"]["annotations"].get("fn.kpt.dev/owner") for p in fn_pods]

@@ -246,3 +246,35 @@ def test_pod_cap_beyond_the_limit_is_said(start_server, functions, tmp_path):
         "--disable-runtimes=pod"])
     assert ('FunctionConfig "wide": podExecutor.maxParallelExecutions 100: at most 64 pods per '
             'function are started') in srv.stderr(), srv.stderr()
+
+
+def test_pod_evaluator_port_serves_the_same_calls(runner, binaries):
+    """--pod-evaluator-port: porch-server's pod evaluator port (9447, Porch's
+    newer layout, which porch-controllers dial through POD_EVALUATOR_ADDRESS)
+    beside --port, with the same methods and limits: the same answer on
+    either port, health on both, and both closed at SIGTERM's drain."""
+    from krmtest import free_port, tcp_state
+    also = free_port()
+    srv = runner("--disable-runtimes=pod", "--pod-evaluator-port", str(also))
+    srv.wait_ready()
+    via_port = srv.evaluate(cm_rl(), image="set-namespace:v0.4.1")
+    ch = grpc.insecure_channel(f"127.0.0.1:{also}")
+    try:
+        via_also = srv.evaluate(cm_rl(), image="set-namespace:v0.4.1", channel=ch)
+        assert via_also.resource_list == via_port.resource_list
+        assert b"namespace: prod" in via_also.resource_list
+        assert srv.check(channel=ch).status == srv.pb.health.HealthCheckResponse.SERVING
+    finally:
+        ch.close()
+    assert f"Listening on :{also}" in srv.stderr()
+    assert srv.stop() == 0
+    assert tcp_state(also) == "refused"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pod-evaluator-port", "70000"], "--pod-evaluator-port"),
+    (["--port", "9999", "--pod-evaluator-port", "9999"], "--pod-evaluator-port 9999 is --port's"),
+])
+def test_bad_pod_evaluator_port_refused(binaries, args, message):
+    r = run_cli([CLIENT_BIN, "serve", "--disable-runtimes=pod", *args])
+    assert r.returncode != 0 and message in r.stderr.decode(), r.stderr
