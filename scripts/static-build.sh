@@ -166,9 +166,11 @@ build_openssl() {
     [ -f "$CLIENT_PREFIX/lib/libssl.a" ] && return 0
     fetch_source openssl
     say "building OpenSSL against musl (the longest step)..."
-    # Installed paths are the image's (/etc/ssl), and the header path is
-    # relative, not this tree's: OpenSSL compiles both into the binary, which
-    # must not depend on where it was built.
+    # Installed paths are the image's (/etc/ssl), the header path is relative,
+    # not this tree's, and the "built on" date is the Debian changelog's:
+    # OpenSSL compiles them into the binary, which must not depend on where
+    # or when it was built.
+    epoch=$(dpkg-parsechangelog -l "$SRC/openssl/debian/changelog" -S Timestamp)
     # What neither libcurl's HTTPS nor a registry or API server uses is left out.
     (fresh_obj openssl &&
         "$SRC/openssl/Configure" linux-x86_64 no-shared no-tests no-afalgeng no-engine no-dso \
@@ -177,7 +179,8 @@ build_openssl() {
             no-whirlpool no-sm2 no-sm3 no-sm4 no-gost no-aria no-siphash no-cms no-ts no-ct \
             no-ocsp no-nextprotoneg no-psk -Os -ffunction-sections -fdata-sections \
             -idirafter../../kernel-include CC=musl-gcc --prefix=/ --libdir=lib --openssldir=/etc/ssl >/dev/null &&
-        make -s -j"$JOBS" build_libs >/dev/null && make -s install_dev DESTDIR="$CLIENT_PREFIX" >/dev/null) ||
+        make -s -j"$JOBS" build_libs SOURCE_DATE_EPOCH="$epoch" >/dev/null &&
+        make -s install_dev DESTDIR="$CLIENT_PREFIX" >/dev/null) ||
         build_failed OpenSSL
 }
 
