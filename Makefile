@@ -223,8 +223,8 @@ test: deps
 static: deps
 	./scripts/static-build.sh
 
-images: static all
-	BUILD=$(BUILD) ./images/build.sh
+images: static
+	./images/build.sh
 
 bench: deps all $(patsubst bench/%.c,$(BUILD)/bin/bench-%,$(BENCH_SRCS)) $(BUILD)/bin/bench-fn-go
 	./bench/run.sh $(BUILD)

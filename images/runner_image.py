@@ -46,6 +46,7 @@ PASSWD = ("root:x:0:0:root:/root:/sbin/nologin\n"
           "nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")
 GROUP = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"
 
+
 def run_tool(argv, package):
     try:
         return subprocess.run(argv, capture_output=True, text=True)
