@@ -164,6 +164,7 @@ build_libseccomp() {
 # its Service IP and a registry by address need (docs/images.md).
 build_openssl() {
     [ -f "$CLIENT_PREFIX/lib/libssl.a" ] && return 0
+    need perl   # Configure
     fetch_source openssl
     say "building OpenSSL against musl (the longest step)..."
     # Installed paths are the image's (/etc/ssl), the header path is relative,
