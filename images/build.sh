@@ -1,13 +1,12 @@
 #!/bin/sh
 # `make images`: writes, as OCI layouts under build/images/, the init-container
-# image (wrapper-server/) from the static binaries `make static` made, and the
-# function-runner image (function-runner/) from the runner-client `make all`
-# made with its shared libraries; prints each one's digest and size. No Docker
-# daemon is involved; two runs give the same digests (images/oci.py says how).
+# image (wrapper-server/) and the function-runner image (function-runner/)
+# from the static binaries `make static` made; prints each one's digest and
+# size. No Docker daemon is involved; two runs give the same digests
+# (images/oci.py says how).
 set -eu
 cd "$(dirname "$0")/.."
 STATIC=${STATIC:-build/static}
-BUILD=${BUILD:-build}
 OUT=${OUT:-build/images}
 TAG=${TAG:-latest}
 
@@ -16,7 +15,7 @@ digest=$(python3 images/init_image.py --wrapper "$STATIC/wrapper-server" \
 bytes=$(du -sb "$OUT/wrapper-server/blobs" | cut -f1)
 echo "images: $OUT/wrapper-server:$TAG $digest ($bytes bytes of blobs)"
 
-digest=$(python3 images/runner_image.py --client "$BUILD/bin/runner-client" \
+digest=$(python3 images/runner_image.py --client "$STATIC/runner-client" \
          --out "$OUT/function-runner" --tag "$TAG")
 bytes=$(du -sb "$OUT/function-runner/blobs" | cut -f1)
 echo "images: $OUT/function-runner:$TAG $digest ($bytes bytes of blobs)"

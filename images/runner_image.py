@@ -8,30 +8,28 @@ holds runner-client once and those two names as links to it, beside an
 empty `/home/nonroot/functions` (Porch's `--functions`, and serve's default
 `./functions` from the working directory /home/nonroot).
 
-runner-client is linked dynamically (libcurl, OpenSSL, libseccomp and what
-they pull in), so the image is FROM scratch plus exactly the binary's
-shared-library closure as the system's loader resolves it (`ldd`, the loader
-included), and what those libraries read at run time:
+runner-client is the static musl build (`make static`: libcurl, OpenSSL and
+libseccomp compiled in, scripts/static-build.sh), so the image is FROM
+scratch plus what it reads at run time:
 
-* /etc/ssl/certs/ca-certificates.crt, the CA bundle Debian's libcurl is built
-  to trust (registries over HTTPS; the API server's CA comes from the
-  service account instead);
-* /etc/nsswitch.conf (hosts from files then DNS: glibc's files and dns
-  lookups are inside libc.so.6 since 2.34, so no libnss_* module is needed)
-  and /etc/passwd and /etc/group naming the user 65532 "nonroot" with home
+* /etc/ssl/certs/ca-certificates.crt, the CA bundle its libcurl is built to
+  trust (registries over HTTPS; the API server's CA comes from the service
+  account instead);
+* /etc/passwd and /etc/group naming the user 65532 "nonroot" with home
   /home/nonroot, as distroless images do.
 
-    runner_image.py --client build/bin/runner-client --out build/images/function-runner
+A dynamically linked runner-client is refused: the image has no loader
+and no libraries for it.
+
+    runner_image.py --client build/static/runner-client --out build/images/function-runner
                     [--tag latest]
 
-Prints the manifest digest. Deterministic for a given binary and the
-system's libraries and CA bundle (oci.py says how): two builds on one
-machine give the same digest.
+Prints the manifest digest. Deterministic for a given binary and CA bundle
+(oci.py says how): two builds give the same digest.
 """
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -41,19 +39,12 @@ import oci  # noqa: E402
 
 HOME = "home/nonroot"
 USER = "65532:65532"
-CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"   # `curl-config --ca` on Debian
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"   # libcurl's --with-ca-bundle (static-build.sh)
 
 PASSWD = ("root:x:0:0:root:/root:/sbin/nologin\n"
           "nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
           "nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")
 GROUP = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"
-NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\n"
-
-# `ldd` lines: "libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)",
-# "/lib64/ld-linux-x86-64.so.2 (0x...)", "linux-vdso.so.1 (0x...)".
-LDD_RESOLVED = re.compile(r"^\s*(\S+) => (/\S+) \(0x[0-9a-f]+\)$")
-LDD_DIRECT = re.compile(r"^\s*(/\S+) \(0x[0-9a-f]+\)$")
-LDD_VIRTUAL = re.compile(r"^\s*(linux-vdso|linux-gate)\.so\.\d+ \(0x[0-9a-f]+\)$")
 
 
 def run_tool(argv, package):
@@ -63,25 +54,10 @@ def run_tool(argv, package):
         raise oci.ImageError(f"cannot run {argv[0]}: {e.strerror} (Debian package {package})")
 
 
-def shared_closure(binary):
-    """The absolute paths, as the loader finds them, of every shared library
-    binary needs, the loader (its PT_INTERP) included; sorted."""
-    interp = oci.elf_interpreter(binary)
-    if interp is None:
-        return []                      # static: nothing to add
-    r = run_tool(["ldd", binary], "libc-bin")
-    if r.returncode != 0:
-        raise oci.ImageError(f"ldd {binary} failed: {r.stderr.strip() or r.stdout.strip()}")
-    paths = {interp}
-    for line in r.stdout.splitlines():
-        if "not found" in line:
-            raise oci.ImageError(f"{binary}: a library it needs is missing: {line.strip()}")
-        m = LDD_RESOLVED.match(line) or LDD_DIRECT.match(line)
-        if m:
-            paths.add(m.groups()[-1])
-        elif not LDD_VIRTUAL.match(line):
-            raise oci.ImageError(f"ldd {binary}: unexpected line {line.strip()!r}")
-    return sorted(paths)
+def require_static(binary):
+    if oci.elf_interpreter(binary) is not None:
+        raise oci.ImageError(f"{binary} is dynamically linked; the image holds no loader or "
+                             "libraries: give the static one (make static: build/static/runner-client)")
 
 
 def stripped(binary):
@@ -94,7 +70,7 @@ def stripped(binary):
         return oci.read_file(out)
 
 
-def runner_layer(client, libraries, ca_bundle, mtime):
+def runner_layer(client, ca_bundle, mtime):
     entries = [
         oci.Entry(f"{HOME}/runner-client", "file", 0o555, data=client),
         oci.Entry(f"{HOME}/server", "symlink", 0o777, target="runner-client"),
@@ -102,29 +78,24 @@ def runner_layer(client, libraries, ca_bundle, mtime):
         oci.Entry(f"{HOME}/functions", "dir", 0o755),
         oci.Entry("etc/passwd", "file", 0o644, data=PASSWD.encode()),
         oci.Entry("etc/group", "file", 0o644, data=GROUP.encode()),
-        oci.Entry("etc/nsswitch.conf", "file", 0o644, data=NSSWITCH.encode()),
         oci.Entry(CA_BUNDLE, "file", 0o644, data=ca_bundle),
         oci.Entry("tmp", "dir", 0o1777),
     ]
-    # Each library under the name the loader looks for, holding the file
-    # that name leads to on this system (Debian's sonames are links).
-    for path in libraries:
-        entries.append(oci.Entry(path, "file", 0o755, data=oci.read_file(os.path.realpath(path))))
     return oci.tar_layer(entries, mtime)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--client", required=True, help="runner-client binary (dynamic or static)")
+    ap.add_argument("--client", required=True, help="runner-client binary, static")
     ap.add_argument("--out", required=True, help="OCI layout directory to write")
     ap.add_argument("--tag", default="latest")
     ap.add_argument("--ca-bundle", default=CA_BUNDLE, help=f"CA certificates to install (default {CA_BUNDLE})")
     a = ap.parse_args()
     try:
         arch = oci.elf_arch(a.client)
-        libraries = shared_closure(a.client)
+        require_static(a.client)
         epoch = oci.source_epoch()
-        layer = runner_layer(stripped(a.client), libraries,
+        layer = runner_layer(stripped(a.client),
                              oci.read_file(a.ca_bundle, "install ca-certificates"), epoch)
         digest = oci.write_one_layer_image(
             a.out, layer, arch, epoch,

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +126,16 @@ static int write_proc(const char *path, const char *text)
 /* Makes dir (absolute, beneath the fresh /tmp) and binds the directory
  * held open as fd over it, read-only unless the function may write there
  * (Landlock lets it write anywhere in its private /tmp). */
+/* mount_setattr(2), MOUNT_ATTR_RDONLY on dir and every mount beneath it.
+ * Through syscall(2): musl (the static runner-client) has no wrapper, and
+ * <linux/mount.h>, which declares struct mount_attr, clashes with glibc's
+ * <sys/mount.h>; the struct is the kernel's first version (32 bytes). */
+static int make_tree_read_only(const char *dir)
+{
+    struct { uint64_t attr_set, attr_clr, propagation, userns_fd; } ro = {.attr_set = 0x1};
+    return (int)syscall(SYS_mount_setattr, AT_FDCWD, dir, AT_RECURSIVE, &ro, sizeof ro);
+}
+
 static int bind_back(const char *dir, int fd, int read_only, const char **step)
 {
     char path[PATH_MAX], from[32];
@@ -160,8 +172,7 @@ static int bind_back(const char *dir, int fd, int read_only, const char **step)
     if (!err && read_only) {
         *step = "namespaces: make a directory the function may read, and the mounts beneath it, "
                 "read-only";
-        struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
-        err = mount_setattr(AT_FDCWD, dir, AT_RECURSIVE, &ro, sizeof ro) < 0 ? errno : 0;
+        err = make_tree_read_only(dir) < 0 ? errno : 0;
         if (err == ENOSYS && umount2(dir, MNT_DETACH) == 0) {
             *step = "namespaces: bind a directory the function may read into the private /tmp";
             err = mount(from, dir, "none", MS_BIND, NULL) < 0 ? errno : 0;
