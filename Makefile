@@ -49,7 +49,7 @@ CPPFLAGS += -I$(STATIC_CLIENT_PREFIX)/include -idirafter $(STATIC_KHDR)
 RC_LDLIBS = -L$(STATIC_CLIENT_PREFIX)/lib -lcurl -lnghttp2 -lssl -lcrypto -lseccomp
 # At -Os GCC 12 loses track of pod_create's early return for --help and
 # reports ready_ns as maybe uninitialised (a false positive; -O2 does not).
-$(BUILD)/obj/runner-client/pod_run.o: CFLAGS += -Wno-maybe-uninitialized
+$(BUILD)/obj/runner-client/pods/pod_run.o: CFLAGS += -Wno-maybe-uninitialized
 endif
 endif
 ifeq ($(SAN),1)
