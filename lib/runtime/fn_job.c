@@ -210,9 +210,9 @@ static void fn_job_close_pipe(fn_job *job, int *fd)
 
 static void fn_job_close_pipes(fn_job *job)
 {
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
+    int *const pipes[] = {&job->fd_in, &job->fd_out, &job->fd_err};
+    for (size_t i = 0; i < sizeof pipes / sizeof *pipes; i++)
+        fn_job_close_pipe(job, pipes[i]);
 }
 
 static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx);
