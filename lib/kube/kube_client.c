@@ -29,8 +29,10 @@ struct call {
 kube_client *kube_client_new(loop *l, const kube_config *cfg, buf *err)
 {
     kube_client *c = calloc(1, sizeof *c);
-    if (!c)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!c) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     c->cfg = cfg;
     c->l = l;
     if (!(c->http = kube_http_new(l, cfg, err))) {

@@ -385,8 +385,10 @@ kube_watch *kube_watch_start(kube_client *c, const kube_ref *ref, const kube_wat
                              void *ctx, buf *err)
 {
     kube_watch *w = calloc(1, sizeof *w);
-    if (!w)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!w) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     w->c = c;
     w->l = kube_client_loop(c);
     w->phase = WATCH_BACKING_OFF;   /* its first step is the first list */
@@ -395,7 +397,8 @@ kube_watch *kube_watch_start(kube_client *c, const kube_ref *ref, const kube_wat
     w->ctx = ctx;
     if (kube_ref_dup(ref, &w->ref) < 0) {
         kube_watch_stop(w);
-        return buf_printf(err, "out of memory"), NULL;
+        buf_printf(err, "out of memory");
+        return NULL;
     }
     relist(w);
     return w;
