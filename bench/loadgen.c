@@ -8,7 +8,7 @@
  * every call's latency.
  *
  *   bench-loadgen --addr 127.0.0.1:PORT [--rpc evaluate|check]
- *                 [--concurrency N] [--calls N] [--warmup N]
+ *                 [--concurrency N] [--calls N] [--warmup N] [--image IMG]...
  *                 [--size BYTES | --input FILE] [--expect FILE] [--gap DUR]
  *                 [--timeout DUR] [--while-file FILE]
  *   bench-loadgen --size BYTES --dump FILE     write the generated list, exit
@@ -21,7 +21,11 @@
  * starts its next one (not counted in its latency): calls that come apart,
  * as a render's calls of one function do, give a pre-started function's
  * replacement (--prespawn) the time to start. --rpc check calls grpc.health.v1.Health/Check
- * and expects SERVING. With --while-file, no call is started once FILE is
+ * and expects SERVING. --image and --addr may be given up to LOADGEN_TARGETS
+ * times: the calls go to the images in turn, all to one --addr (a runner,
+ * which routes them) or image i to the i-th --addr (its pod), one connection
+ * per address, so a runner and the pods behind it are measured with the same
+ * client. With --while-file, no call is started once FILE is
  * gone (bench/run.sh removes it when the work to be measured against is
  * done), so --calls is only an upper bound.
  *
@@ -52,23 +56,32 @@
 #define CHECK_PATH "/grpc.health.v1.Health/Check"
 #define ITEM_BYTES 1024          /* generated items are about this long */
 #define MAX_MESSAGE (64u << 20)  /* largest response accepted */
+#define LOADGEN_TARGETS 8        /* --image / --addr given at most this often */
 
 enum rpc_kind { RPC_EVALUATE, RPC_CHECK };
 
 typedef struct opts {
-    const char *addr;
+    const char *addrs[LOADGEN_TARGETS];
+    size_t n_addrs;
     enum rpc_kind rpc;
     unsigned long long concurrency, calls, warmup, size;
     const char *input;
     const char *expect;
     const char *dump;
     const char *while_file;
-    const char *image;      /* the request's; a runner's FunctionConfig names it */
+    const char *images[LOADGEN_TARGETS];   /* the requests'; a runner routes by them */
+    size_t n_images;
     int64_t timeout_ns;
     int64_t gap_ns;
 } opts;
 
 typedef struct run run;
+
+typedef struct target {   /* one image and the connection its calls take */
+    gc_conn *conn;        /* shared by every target when there is one --addr */
+    uint8_t *req;         /* the packed request message, naming the image */
+    size_t req_len;
+} target;
 
 typedef struct slot {   /* one call in flight */
     run *r;
@@ -77,17 +90,15 @@ typedef struct slot {   /* one call in flight */
 
 struct run {
     loop *l;
-    gc_conn *conn;
+    target targets[LOADGEN_TARGETS];
+    size_t n_targets;
     const char *path;
-    uint8_t *req;           /* the packed request message */
-    size_t req_len;
     const uint8_t *expect;  /* the ResourceList every response must echo */
     size_t expect_len;
     enum rpc_kind rpc;
     int64_t timeout_ns;
     int64_t gap_ns;         /* pause after each call before the slot's next */
     const char *while_file; /* stop starting calls once it is gone */
-    const char *image;
     unsigned long long total, issued, done, errors;
     int64_t *lat_ns;        /* one per finished call */
     int reported_error;
@@ -102,7 +113,7 @@ static int usage(const char *why)
             "usage: bench-loadgen --addr HOST:PORT [--rpc evaluate|check] [--concurrency N]\n"
             "                     [--calls N] [--warmup N] [--size BYTES | --input FILE]\n"
             "                     [--expect FILE] [--gap DUR] [--timeout DUR] [--while-file FILE]\n"
-            "                     [--image IMG (default bench/cat)]\n"
+            "                     [--image IMG (default bench/cat)]...\n"
             "       bench-loadgen --size BYTES --dump FILE\n",
             why);
     return 2;
@@ -118,10 +129,21 @@ static int set_count(const char *name, const char *value, unsigned long long *ou
     return 0;
 }
 
+/* --addr and --image may repeat: one more entry of a bounded list. */
+static int add_target_part(const char *name, const char *value, const char **list, size_t *n)
+{
+    if (*n == LOADGEN_TARGETS) {
+        fprintf(stderr, "bench-loadgen: %s given more than %d times\n", name, LOADGEN_TARGETS);
+        return -1;
+    }
+    list[(*n)++] = value;
+    return 0;
+}
+
 static int set_option(opts *o, const char *name, const char *value)
 {
     if (!strcmp(name, "--addr"))
-        o->addr = value;
+        return add_target_part(name, value, o->addrs, &o->n_addrs);
     else if (!strcmp(name, "--input"))
         o->input = value;
     else if (!strcmp(name, "--expect"))
@@ -133,7 +155,7 @@ static int set_option(opts *o, const char *name, const char *value)
     else if (!strcmp(name, "--while-file"))
         o->while_file = value;
     else if (!strcmp(name, "--image"))
-        o->image = value;
+        return add_target_part(name, value, o->images, &o->n_images);
     else if (!strcmp(name, "--rpc") && (!strcmp(value, "evaluate") || !strcmp(value, "check")))
         o->rpc = !strcmp(value, "check") ? RPC_CHECK : RPC_EVALUATE;
     else if (!strcmp(name, "--timeout"))
@@ -153,8 +175,7 @@ static int set_option(opts *o, const char *name, const char *value)
 
 static int parse_args(int argc, char **argv, opts *o)
 {
-    *o = (opts){.concurrency = 1, .calls = 1000, .size = 2048, .timeout_ns = 60000000000LL,
-                .image = "bench/cat"};
+    *o = (opts){.concurrency = 1, .calls = 1000, .size = 2048, .timeout_ns = 60000000000LL};
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) {
             fprintf(stderr, "bench-loadgen: %s needs a value\n", argv[i]);
@@ -168,8 +189,12 @@ static int parse_args(int argc, char **argv, opts *o)
     }
     if (o->concurrency == 0 || o->calls == 0)
         return usage("--concurrency and --calls must be at least 1"), -1;
-    if (!o->addr && !o->dump)
+    if (!o->n_addrs && !o->dump)
         return usage("--addr is required"), -1;
+    if (!o->n_images)
+        o->images[o->n_images++] = "bench/cat";
+    if (o->n_addrs > 1 && o->n_addrs != o->n_images)
+        return usage("give one --addr, or one per --image"), -1;
     return 0;
 }
 
@@ -243,25 +268,25 @@ static int write_file(const char *path, const buf *b)
 
 /* ---- requests and responses ------------------------------------------------ */
 
-static int build_request(run *r, const buf *rl)
+static int build_request(target *t, enum rpc_kind rpc, const char *image, const buf *rl)
 {
-    if (r->rpc == RPC_CHECK) {
+    if (rpc == RPC_CHECK) {
         Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
-        r->req_len = grpc__health__v1__health_check_request__get_packed_size(&req);
-        r->req = malloc(r->req_len + 1);
-        if (r->req)
-            grpc__health__v1__health_check_request__pack(&req, r->req);
+        t->req_len = grpc__health__v1__health_check_request__get_packed_size(&req);
+        t->req = malloc(t->req_len + 1);
+        if (t->req)
+            grpc__health__v1__health_check_request__pack(&req, t->req);
     } else {
         Evaluator__EvaluateFunctionRequest req = EVALUATOR__EVALUATE_FUNCTION_REQUEST__INIT;
         req.resource_list.data = (uint8_t *)rl->data;
         req.resource_list.len = rl->len;
-        req.image = (char *)r->image;
-        r->req_len = evaluator__evaluate_function_request__get_packed_size(&req);
-        r->req = malloc(r->req_len);
-        if (r->req)
-            evaluator__evaluate_function_request__pack(&req, r->req);
+        req.image = (char *)image;
+        t->req_len = evaluator__evaluate_function_request__get_packed_size(&req);
+        t->req = malloc(t->req_len);
+        if (t->req)
+            evaluator__evaluate_function_request__pack(&req, t->req);
     }
-    return r->req ? 0 : -1;
+    return t->req ? 0 : -1;
 }
 
 static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -331,9 +356,10 @@ static void start_after_gap(loop *l, void *ctx)
 static void start_call(slot *s)
 {
     run *r = s->r;
+    const target *t = &r->targets[r->issued % r->n_targets];   /* the images in turn */
     r->issued++;
     s->started_ns = loop_now_ns();
-    if (gc_call(r->conn, r->path, r->req, r->req_len, r->timeout_ns, call_done, s) == 0)
+    if (gc_call(t->conn, r->path, t->req, t->req_len, r->timeout_ns, call_done, s) == 0)
         return;
     gc_result fail = {.status = GRPC_UNAVAILABLE, .message = "gc_call could not start the call"};
     call_done(&fail, s);
@@ -402,16 +428,43 @@ static int load_list(const opts *o, buf *rl)
     return -1;
 }
 
-static int connect_run(run *r, const opts *o)
+/* One target per --image, each with its request; one connection per --addr. */
+static int connect_run(run *r, const opts *o, const buf *rl)
 {
-    buf err = {0};
     r->l = loop_new();
-    if (r->l)
-        r->conn = gc_connect(r->l, o->addr, 5000000000LL, MAX_MESSAGE, &err);
-    if (!r->conn)
-        fprintf(stderr, "bench-loadgen: %s\n", err.data ? err.data : "out of memory");
-    buf_free(&err);
-    return r->conn ? 0 : -1;
+    if (!r->l) {
+        fprintf(stderr, "bench-loadgen: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < o->n_images; i++) {
+        target *t = &r->targets[r->n_targets++];
+        if (build_request(t, r->rpc, o->images[i], rl) < 0) {
+            fprintf(stderr, "bench-loadgen: out of memory\n");
+            return -1;
+        }
+        if (i > 0 && o->n_addrs == 1) {
+            t->conn = r->targets[0].conn;
+            continue;
+        }
+        buf err = {0};
+        t->conn = gc_connect(r->l, o->addrs[i], 5000000000LL, MAX_MESSAGE, &err);
+        if (!t->conn)
+            fprintf(stderr, "bench-loadgen: %s: %s\n", o->addrs[i], err.data ? err.data : "out of memory");
+        buf_free(&err);
+        if (!t->conn)
+            return -1;
+    }
+    return 0;
+}
+
+static void close_run(run *r, size_t n_addrs)
+{
+    for (size_t i = 0; i < r->n_targets; i++) {
+        if (r->targets[i].conn && (i == 0 || n_addrs > 1))
+            gc_close(r->targets[i].conn);
+        free(r->targets[i].req);
+    }
+    loop_free(r->l);
 }
 
 static int measure(run *r, const opts *o)
@@ -451,14 +504,10 @@ int main(int argc, char **argv)
     }
     const buf *want = o.expect ? &expect : &rl;
     run r = {.rpc = o.rpc, .timeout_ns = o.timeout_ns, .gap_ns = o.gap_ns,
-             .while_file = o.while_file, .image = o.image, .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
+             .while_file = o.while_file, .path = o.rpc == RPC_CHECK ? CHECK_PATH : EVAL_PATH,
              .expect = (const uint8_t *)want->data, .expect_len = want->len};
-    if (build_request(&r, &rl) < 0 || connect_run(&r, &o) < 0)
-        return 1;
-    int rc = measure(&r, &o);
-    gc_close(r.conn);
-    loop_free(r.l);
-    free(r.req);
+    int rc = connect_run(&r, &o, &rl) < 0 ? -1 : measure(&r, &o);
+    close_run(&r, o.n_addrs);
     free(r.lat_ns);
     buf_free(&rl);
     buf_free(&expect);

@@ -29,9 +29,10 @@ run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
    same static busybox cat), warm, through `runner-client serve --dial pod`
    against the same calls sent straight to their pods' wrapper servers, at
    1, 8 and 32 concurrent callers spread over the three (BENCH_PODS_CONC_CALLS
-   calls per level, default 600): calls/s, p50 and p99, from the python gRPC
-   client (one channel per target, shared by the callers), both paths in
-   the same run;
+   calls per round, default 600, ROUNDS rounds interleaved serve, direct,
+   serve, ...): calls/s, p50 and p99 (medians of the rounds), from
+   bench-loadgen (the calls' images in turn; one HTTP/2 connection to serve,
+   or one to each pod), and serve's CPU per call (from /proc);
 7. the runner at scale (issue 22), through one `runner-client serve --dial pod`
    given a FunctionConfig for a `cat` image with `fn.kpt.dev/min-ready-pods`:
    cold start to first answer for images with no pod (three, median) against
@@ -53,6 +54,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -108,10 +110,22 @@ def wait_listening(proc, log, port, what):
         time.sleep(0.02)
 
 
+def wait_port(port, proc, what="bench-tcpproxy"):
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"bench-pods: {what} is not listening on {port}")
+            time.sleep(0.02)
+
+
 class Bench:
     def __init__(self):
-        self.api = Api(load_kubeconfig(os.environ["KUBECONFIG"], tempfile.mkdtemp(prefix="bench-pods-")))
         self.tmp = tempfile.mkdtemp(prefix="bench-pods-")
+        self.api = Api(load_kubeconfig(os.environ["KUBECONFIG"], tempfile.mkdtemp(dir=self.tmp)))
         self.ns = f"bench-pods-{os.getpid()}"
         self.api.create_namespace(self.ns)
         self.fn = os.environ["E2E_FN_IMAGE"]
@@ -124,6 +138,7 @@ class Bench:
         for pod in self.api.list("pods", self.ns):
             self.api.delete("pods", self.ns, pod["metadata"]["name"], grace=0)
         self.api.delete("namespaces", None, self.ns)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def fn_pods(self, image_label=None):
         return [p for p in self.api.list("pods", self.ns)
@@ -323,8 +338,21 @@ class Bench:
 
     # ---- 5. concurrent calls over three functions -----------------------------------------------
 
+    def loadgen_stats(self, addrs, images, callers, calls):
+        """bench-loadgen's figures for `calls` 2 KiB calls spread over `images` in
+        turn, `callers` in flight, to one runner address or one address per image."""
+        cmd = [os.path.join(BIN, "bench-loadgen"), "--calls", str(calls), "--warmup", "30",
+               "--size", "2048", "--concurrency", str(callers)]
+        for a in addrs:
+            cmd += ["--addr", a]
+        for i in images:
+            cmd += ["--image", i]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            sys.exit(f"bench-pods: bench-loadgen {' '.join(addrs)}: {r.stderr}")
+        return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", r.stdout)}
+
     def concurrent(self):
-        import threading
         import grpc
         evaluator_pb2 = self.evaluator_pb2()
         tls = registry_tls_verify(bool(os.environ.get("K8S_LAB_DIR")))
@@ -340,45 +368,16 @@ class Bench:
         reqs = {i: evaluator_pb2.EvaluateFunctionRequest(resource_list=RL, image=i).SerializeToString()
                 for i in images}
 
-        def run(targets, n_callers):
-            """targets: image -> channel target; the calls spread over the images in turn."""
-            chans = {i: grpc.insecure_channel(t) for i, t in targets.items()}
-            stubs = {i: c.unary_unary("/evaluator.FunctionEvaluator/EvaluateFunction")
-                     for i, c in chans.items()}
-            for i in images:   # warm each channel
-                for _ in range(5):
-                    stubs[i](reqs[i], timeout=60)
-            lat, lock, turn = [], threading.Lock(), [0]
-
-            def caller():
-                while True:
-                    with lock:
-                        if turn[0] >= calls:
-                            return
-                        i = images[turn[0] % len(images)]
-                        turn[0] += 1
-                    t0 = time.perf_counter()
-                    stubs[i](reqs[i], timeout=60)
-                    d = time.perf_counter() - t0
-                    with lock:
-                        lat.append(d)
-            t0 = time.perf_counter()
-            threads = [threading.Thread(target=caller) for _ in range(n_callers)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            wall = time.perf_counter() - t0
-            for c in chans.values():
-                c.close()
-            lat.sort()
-            return len(lat) / wall, lat[len(lat) // 2] * 1000, lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1000
+        def serve_cpu_ns():
+            with open(f"/proc/{serve.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
 
         try:
             wait_listening(serve, log, port, "runner-client serve")
-            via = {i: f"127.0.0.1:{port}" for i in images}
+            via = f"127.0.0.1:{port}"
             for i in images:   # each function's pod, started by serve
-                with grpc.insecure_channel(via[i]) as ch:
+                with grpc.insecure_channel(via) as ch:
                     ch.unary_unary("/evaluator.FunctionEvaluator/EvaluateFunction")(reqs[i], timeout=120)
             direct = {}
             for p in self.api.list("pods", self.ns):
@@ -388,16 +387,42 @@ class Bench:
                     direct[image] = f"{p['status']['podIP']}:{PORT}"
             if sorted(direct) != sorted(images):
                 sys.exit(f"bench-pods: the three functions' pods not found: {direct}")
-            out(f"concurrent calls over 3 cat functions (warm, {calls} calls per level, python gRPC client):")
-            out("  callers   through serve: calls/s  p50 ms  p99 ms   straight to the pods: calls/s  p50 ms  "
-                "p99 ms   p50 serve/direct")
+            # the floor of any proxy: the same hop with no work (bench/tcpproxy.c)
+            hops = [free_port() for _ in images]
+            proxy_cmd = [os.path.join(BIN, "bench-tcpproxy")]
+            for port_i, image in zip(hops, images):
+                proxy_cmd += ["--listen", str(port_i), "--to", direct[image]]
+            proxy = subprocess.Popen(proxy_cmd)
+            for port_i in hops:
+                wait_port(port_i, proxy)
+            paths = {"serve": [via], "direct": [direct[i] for i in images],
+                     "proxy": [f"127.0.0.1:{h}" for h in hops]}
+            out(f"concurrent calls over 3 cat functions (warm, 2 KiB, bench-loadgen: one connection to "
+                f"serve, or one to each pod, directly or through bench-tcpproxy; {calls} calls per "
+                f"round, {ROUNDS} rounds interleaved, medians of the rounds):")
+            out("  callers  path     calls/s  p50 ms  p99 ms  p50 / direct  serve CPU/call")
+            through = 3 + 30 * ROUNDS * 3
             for n in (1, 8, 32):
-                s_rate, s50, s99 = run(via, n)
-                d_rate, d50, d99 = run(direct, n)
-                out(f"  {n:>7}   {s_rate:>22.0f}  {s50:>6.2f}  {s99:>6.2f}   {d_rate:>29.0f}  {d50:>6.2f}  "
-                    f"{d99:>6.2f}   {s50 / d50:.2f}x")
+                rounds = {path: [] for path in paths}
+                cpu = []
+                for _ in range(ROUNDS):
+                    for path, addrs in paths.items():
+                        c0 = serve_cpu_ns()
+                        rounds[path].append(self.loadgen_stats(addrs, images, n, calls))
+                        if path == "serve":
+                            cpu.append((serve_cpu_ns() - c0) / (calls + 30))
+                through += ROUNDS * calls
+                fig = {path: {k: p50([r[k] for r in rs]) for k in ("calls_per_s", "median_us", "p99_us")}
+                       for path, rs in rounds.items()}
+                for path, f in fig.items():
+                    each = ", ".join(f"{r['median_us'] / 1000:.2f}" for r in rounds[path])
+                    cpu_text = f"{p50(cpu) / 1000:.0f} us" if path == "serve" else ""
+                    out(f"  {n:>7}  {path:<6} {f['calls_per_s']:>8.0f}  {f['median_us'] / 1000:>6.2f}  "
+                        f"{f['p99_us'] / 1000:>6.2f}  {f['median_us'] / fig['direct']['median_us']:>11.2f}x  "
+                        f"{cpu_text:>14}   (rounds {each})")
+            proxy.terminate()
+            proxy.wait(15)
             created = len(re.findall(r"pod \S+ created for ", open(log, errors="replace").read()))
-            through = 3 * (calls + 15) + 3   # 3 levels of calls and their warm-ups, the first calls
             out(f"  pods created by serve: {created} for {through} calls through it "
                 f"({created * 1000 / through:.1f} per 1,000 calls; defaults: 1 pod per function)")
         finally:

@@ -12,7 +12,7 @@
 
 #include "grpc/health_probe.h"
 #include "commands.h"
-#include "term_text.h"
+#include "core/term_text.h"
 
 #define RC_VERSION "0.1.0"
 

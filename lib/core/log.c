@@ -9,7 +9,9 @@
  * one). */
 #include "core/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +85,27 @@ size_t log_escape(char *out, size_t cap, const char *in, size_t len, size_t *use
 static _Thread_local char log_message[LOG_MESSAGE_MAX];
 static _Thread_local char log_out[LOG_LINE_MAX];
 
+/* The process id on every line, asked of the kernel once rather than once
+ * a line (a system call on each call's path; glibc and musl no longer cache
+ * it). A fork()ed child asks again; children made with a bare clone() exec
+ * without logging (lib/core/spawn.c). */
+static atomic_int log_pid;
+static pthread_once_t log_pid_once = PTHREAD_ONCE_INIT;
+
+static void log_pid_forget(void) { atomic_store_explicit(&log_pid, 0, memory_order_relaxed); }
+static void log_pid_watch_forks(void) { pthread_atfork(NULL, NULL, log_pid_forget); }
+
+static int log_pid_now(void)
+{
+    pthread_once(&log_pid_once, log_pid_watch_forks);
+    int pid = atomic_load_explicit(&log_pid, memory_order_relaxed);
+    if (!pid) {
+        pid = (int)getpid();
+        atomic_store_explicit(&log_pid, pid, memory_order_relaxed);
+    }
+    return pid;
+}
+
 void log_line(char severity, const char *file, int line, const char *fmt, ...)
 {
     struct timeval tv;
@@ -94,7 +117,7 @@ void log_line(char severity, const char *file, int line, const char *fmt, ...)
 
     int n = snprintf(log_out, sizeof log_out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ",
                      severity, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (long)tv.tv_usec, (int)getpid(), base, line);
+                     tm.tm_sec, (long)tv.tv_usec, log_pid_now(), base, line);
     if (n < 0 || (size_t)n >= sizeof log_out / 2)
         return;
     va_list ap;

@@ -4,7 +4,7 @@
  * Why: a Kptfile's pipeline is read by looking things up in it, and each
  * step's functionConfig is an object the pipeline builds (`--fn IMG=k=v`)
  * or reads (`configPath`) and then writes into every request. The lists
- * passed between steps are not trees (runner-client/rl_rewrite.h).
+ * passed between steps are not trees (lib/pkg/rl_rewrite.h).
  *
  * How: documents are loaded with yaml_load (libyaml's loader with our
  * limits, checked while it reads) and written with yaml_emitter_dump of a

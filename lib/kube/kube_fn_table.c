@@ -416,7 +416,6 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         return NULL;
     }
     pc->l = l;
-    pc->c = c;
     pc->api = o->api ? o->api : &pod_api_kube;
     pc->api_ctx = o->api ? o->api_ctx : c;
     pc->o = *o;
@@ -501,6 +500,8 @@ void pod_cache_free(pod_cache *pc)
      * pods still held (their Deletes, a check, a log) are cancelled */
     while (pc->held)
         pod_abandon(pc->held);
+    pc->api->cancel(pc->api_ctx, pc);   /* the pull Secret's read or write */
+    buf_free(&pc->secret);
     stats_free(pc);
     free(pc);
 }

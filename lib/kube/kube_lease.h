@@ -12,19 +12,22 @@
 
 #include <stdint.h>
 
-#include "kube/kube_client.h"
+#include "core/loop.h"
+#include "kube/kube_pod_api.h"
 
 #define KUBE_LEASE_PREFIX "fn-runner-"
 #define KUBE_LEASE_DURATION_NS (15LL * 1000000000)   /* as leader election's default */
 
 typedef struct kube_lease kube_lease;
 
-/* Starts at once (from the loop). c, ns and holder outlive it. NULL: out of memory. */
-kube_lease *kube_lease_start(kube_client *c, const char *ns, const char *holder,
-                             int64_t duration_ns);
+/* Starts at once (from loop l). Its writes and the clock it is held by go
+ * through api (the pod cache's table: the real client, or a test's
+ * script); l, api_ctx, ns and holder outlive it. NULL: out of memory. */
+kube_lease *kube_lease_start(loop *l, const pod_api *api, void *api_ctx, const char *ns,
+                             const char *holder, int64_t duration_ns);
 /* Stops renewing; what is in flight finishes on its own. */
 void kube_lease_stop(kube_lease *l);
-/* Written within its duration (by the loop's clock): this replica's own
+/* Written within its duration (by the api's clock): this replica's own
  * pods are still its own to delete. */
 int kube_lease_held(const kube_lease *l);
 int64_t kube_lease_duration_ns(const kube_lease *l);

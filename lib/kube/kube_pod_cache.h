@@ -133,7 +133,8 @@ typedef struct pod_cache_opts {
      * kubernetes.io/dockerconfigjson) in the namespace at the cache's start,
      * created, or patched when its bytes differ (pods wait for it), and
      * every pod made from the templates names it in imagePullSecrets.
-     * NULL: none. The bytes must outlive the cache. */
+     * NULL: none. The bytes must outlive the cache (or until
+     * pod_cache_set_pull_secret gives others). */
     const char *pull_secret;
     const char *pull_secret_data;
     size_t pull_secret_len;
@@ -258,6 +259,11 @@ typedef struct pod_warm {
     int min;
 } pod_warm;
 int pod_cache_set_warm(pod_cache *pc, const pod_warm *images, int n);
+/* New bytes for the pull Secret (its mounted file changed): copied, then
+ * the Secret read and patched when they differ, as at start (after the
+ * round under way, if one is). -1: the cache has no pull Secret, or out of
+ * memory. */
+int pod_cache_set_pull_secret(pod_cache *pc, const char *data, size_t len);
 
 /* For tests and `pod list`-like views: the entry of image, or -1. */
 int pod_cache_state(pod_cache *pc, const char *image, pod_state *state);

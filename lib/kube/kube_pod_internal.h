@@ -152,12 +152,13 @@ typedef struct owner_listing {
 
 struct pod_cache {
     loop *l;
-    kube_client *c;            /* the Lease's (kube_lease); the rest goes through api */
     const pod_api *api;
     void *api_ctx;
     pod_cache_opts o;
     struct kube_templates *templates;   /* o.templates read from the cluster, or NULL */
     int secret_busy;           /* o.pull_secret being read or written (kube_pull_secret) */
+    int secret_again;          /* new bytes came meanwhile: read and written again once done */
+    buf secret;                /* the bytes of pod_cache_set_pull_secret (o.pull_secret_data) */
     fn_entry *fns;
     pod_waiter *pending;       /* waiters not routed yet */
     pod *held;                 /* pods that left the table, held by their API calls or watch

@@ -369,7 +369,8 @@ int owner_start(pod_cache *pc, buf *err)
     if (pod_owner_name_check(pc->o.owner, err) < 0)
         return -1;
     if (!(pc->own.scan = calloc(1, sizeof *pc->own.scan)) ||
-        !(pc->own.lease = kube_lease_start(pc->c, pc->o.namespace, pc->o.owner, pc->o.lease_ns))) {
+        !(pc->own.lease = kube_lease_start(pc->l, pc->api, pc->api_ctx, pc->o.namespace, pc->o.owner,
+                                           pc->o.lease_ns))) {
         free(pc->own.scan);
         return buf_printf(err, "out of memory"), -1;
     }

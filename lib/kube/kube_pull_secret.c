@@ -24,6 +24,11 @@ static void secret_done(pod_cache *pc, const char *error)
     if (error)
         log_warn("pull secret %s/%s for private registries: %s (function pods name it in their "
                  "imagePullSecrets all the same)", pc->o.namespace, pc->o.pull_secret, error);
+    if (pc->secret_again) {   /* the bytes changed while this round ran */
+        pc->secret_again = 0;
+        pull_secret_start(pc);
+        return;
+    }
     template_ready(NULL, pc);   /* the pods waiting go on, if the templates are held */
 }
 
@@ -51,9 +56,10 @@ static void write_secret(pod_cache *pc, int create)
     if (rc == 0)
         rc = buf_printf(&body, "\"data\":{\"" DOCKER_CONFIG_KEY "\":\"%s\"}}", b64.data ? b64.data : "");
     kube_ref ref = {"/api/v1", "secrets", pc->o.namespace, create ? NULL : pc->o.pull_secret, NULL};
-    if (rc == 0 && (create ? kube_create(pc->c, &ref, "application/json", body.data, body.len,
-                                         on_written, pc, &err)
-                           : kube_patch(pc->c, &ref, body.data, body.len, on_written, pc, &err)) == 0)
+    if (rc == 0 && (create ? pc->api->create(pc->api_ctx, &ref, "application/json", body.data,
+                                             body.len, on_written, pc, &err)
+                           : pc->api->patch(pc->api_ctx, &ref, body.data, body.len, on_written, pc,
+                                            &err)) == 0)
         pc->api_calls++;
     else
         secret_done(pc, err.data ? err.data : "out of memory");
@@ -89,12 +95,30 @@ static void on_read(const kube_result *r, void *ctx)
     secret_done(pc, NULL);
 }
 
+int pod_cache_set_pull_secret(pod_cache *pc, const char *data, size_t len)
+{
+    if (!pc->o.pull_secret)
+        return -1;
+    buf copy = {0};
+    if (buf_append(&copy, data, len) < 0)
+        return -1;
+    buf_free(&pc->secret);
+    pc->secret = copy;
+    pc->o.pull_secret_data = pc->secret.data ? pc->secret.data : "";
+    pc->o.pull_secret_len = pc->secret.len;
+    if (pc->secret_busy)
+        pc->secret_again = 1;   /* compared and written once the round under way ends */
+    else
+        pull_secret_start(pc);
+    return 0;
+}
+
 void pull_secret_start(pod_cache *pc)
 {
     buf err = {0};
     kube_ref ref = {"/api/v1", "secrets", pc->o.namespace, pc->o.pull_secret, NULL};
     pc->secret_busy = 1;
-    if (kube_get(pc->c, &ref, on_read, pc, &err) == 0)
+    if (pc->api->get(pc->api_ctx, &ref, on_read, pc, &err) == 0)
         pc->api_calls++;
     else
         secret_done(pc, err.data ? err.data : "out of memory");

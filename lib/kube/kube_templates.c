@@ -75,7 +75,7 @@ static void answer(kube_templates *t, const char *error)
     if (t->state)
         return;
     t->state = error ? -1 : 1;
-    if (!error && !t->watching++) {
+    if (!error && !t->o.if_present && !t->watching++) {
         watch(&t->pod);
         if (!t->svc.no_crd)
             watch(&t->svc);
@@ -213,6 +213,20 @@ static void missing(tmpl *m)
     buf_free(&why);
 }
 
+/* if_present: m could not be read; its pods or Services are made from
+ * the built-in template (kube_templates_pod / _service answer NULL). */
+static void use_builtin(tmpl *m, const char *why)
+{
+    kube_templates *t = m->t;
+    log_v(3, "base %s %s/%s not read (%s): the built-in one is used", m->kind, t->o.namespace,
+          m->name, why ? why : "?");
+    m->held = 1;
+    if (m == &t->svc)
+        m->no_crd = 1;   /* as without the kind: the built-in Service */
+    if (t->pod.held && t->svc.held)
+        answer(t, NULL);
+}
+
 static void on_get(const kube_result *r, void *ctx)
 {
     tmpl *m = ctx;
@@ -220,6 +234,10 @@ static void on_get(const kube_result *r, void *ctx)
         return;
     if (r->ok) {
         keep(m, r->obj);
+        return;
+    }
+    if (m->t->o.if_present) {
+        use_builtin(m, r->not_found ? "not found" : r->error);
         return;
     }
     if (m == &m->t->svc && kind_missing(r)) {

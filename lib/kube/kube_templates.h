@@ -31,6 +31,11 @@ typedef struct kube_templates_opts {
     const char *wrapper_image;     /* the built-in PodTemplate's init container */
     int skip_creation;
     int64_t wait_ns;               /* how long a missing template is waited for; 0: not */
+    /* A one-shot command's (eval --kube, pod create): the cluster's
+     * templates when it has them, else the built-in ones (never created,
+     * waited for or watched; a template that cannot be read, for any
+     * reason, is the built-in one, said at verbosity 3). */
+    int if_present;
 } kube_templates_opts;
 
 typedef struct kube_templates kube_templates;

@@ -1,4 +1,4 @@
-/* Fuzzes the Kptfile reader (runner-client/pipeline.c on lib/krm/yaml_load):
+/* Fuzzes the Kptfile reader (lib/pkg/pipeline.c on lib/krm/yaml_load):
  * a package's Kptfile is other people's data, read by `eval --pipeline`.
  * Whatever it holds, reading it must end with steps or with a one-line
  * error, within the time and memory libFuzzer allows: a Kptfile nested
@@ -18,7 +18,7 @@
 
 #include "core/buf.h"
 #include "fuzz_common.h"
-#include "../../runner-client/pipeline.h"
+#include "pkg/pipeline.h"
 
 #define MAX_KPTFILE (64 * 1024)   /* 32,000 levels of "- " */
 

@@ -7,7 +7,7 @@
  * recurse deeper than they go. The first four bytes stretch the rest
  * (fuzz_stretch), so a seed becomes a long run of keys or "- ". */
 #include "fuzz_common.h"
-#include "kptfile_fields.h"
+#include "pkg/kptfile_fields.h"
 #include "krm/rl_edit.h"
 
 #define MAX_INPUT (256u << 10)

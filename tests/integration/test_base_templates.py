@@ -324,3 +324,30 @@ def test_function_configs_template_overrides_are_merged(start_server, tmp_path, 
     assert fn["envFrom"] == [{"configMapRef": {"name": "fn-env"}}]
     assert fn["securityContext"] == {"runAsUser": 65532}   # the container's own: not touched
     assert spec["containers"][1] == {"name": "sidecar", "image": "busybox"}
+
+
+@pytest.mark.parametrize("in_cluster", [True, False], ids=["templates", "none"])
+def test_pod_create_makes_the_pods_a_serve_of_the_namespace_would(tmp_path, make_cluster, in_cluster):
+    """`pod create` (as `eval --kube`) reads the namespace's base templates and
+    makes its pod from them, stamped with their version, so that a `serve`
+    using them adopts it; with none there, the built-in ones, and a
+    one-shot command creates no template."""
+    from test_hostile_kube import rc
+    cluster = make_cluster(pod_template=custom_pod_template() if in_cluster else None,
+                           service_template=custom_service_template() if in_cluster else None)
+    kc = kubeconfig(tmp_path, cluster.fake.port, "    token: t\n")
+    r = rc(tmp_path, "pod", "create", "--image", cluster.image, "--kubeconfig", str(kc),
+           "--namespace", NS, "--wrapper-server-image", WRAPPER, "--ready-timeout", "1s",
+           "--insecure-registry", f"127.0.0.1:{cluster.fake.port}", timeout=30)
+    assert r.returncode == 1, r.err   # the scripted pod never turns Ready
+    [pod] = cluster.posted(PODS)
+    meta = pod["metadata"]
+    assert cluster.posted(PODTEMPLATES) == [] and cluster.posted(SERVICETEMPLATES) == []
+    if in_cluster:
+        assert meta["labels"]["team"] == "a" and meta["annotations"]["note"] == "kept"
+        assert meta["annotations"]["fn.kpt.dev/template-version"] == "42"
+        assert pod["spec"]["nodeSelector"] == {"disk": "ssd"}
+    else:
+        assert "team" not in meta["labels"]
+        assert meta["annotations"]["fn.kpt.dev/template-version"] == "inline-v1"
+    assert cluster.gets[PODTEMPLATES] == 1, "read once, not waited for or watched"

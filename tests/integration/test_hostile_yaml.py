@@ -9,7 +9,7 @@ pipeline step answering 5 MiB of results took 340-690 MiB, because every
 step's results were kept as libyaml nodes. Now every YAML runner-client
 reads is loaded through lib/krm/yaml_load (limits of lib/krm/yaml_limits.h,
 event by event), and results are kept as text, at most 8 x --max-message
-per report (runner-client/results_text.h).
+per report (lib/pkg/results_text.h).
 
 The functions are small shell and Python scripts; one that must not run
 writes a marker file when it does.

@@ -212,3 +212,65 @@ def test_tls_without_private_registries_refused():
     r = run_cli([CLIENT_BIN, "serve", "--port", "0", "--enable-private-registries-tls"])
     assert r.returncode == 2, r.stderr
     assert "--enable-private-registries-tls needs --enable-private-registries" in r.stderr.decode()
+
+
+def kubelet_mount(d, content, generation):
+    """The mounted Secret as the kubelet writes it: the file is a link into
+    `..data`, which is a link to a timestamped directory; an update writes a
+    new directory and renames a new `..data` link over the old one (the
+    file's path never changes, its directory's entries do)."""
+    import os
+    new = d / f"..2026_11_26_{generation}"
+    new.mkdir()
+    (new / ".dockerconfigjson").write_bytes(content)
+    tmp = d / "..data_tmp"
+    os.symlink(new.name, tmp)
+    os.replace(tmp, d / "..data")
+    link = d / ".dockerconfigjson"
+    if not link.is_symlink():
+        os.symlink("..data/.dockerconfigjson", link)
+    return link
+
+
+def test_secret_follows_the_mounted_file_as_the_kubelet_updates_it(start_server, tmp_path,
+                                                                   make_cluster):  # noqa: F811
+    import time
+    cluster = with_secret(make_cluster(pod_template=custom_pod_template(),
+                                       service_template=custom_service_template()))
+    mount = tmp_path / "registry-auth"
+    mount.mkdir()
+    first = json.dumps(AUTH).encode()
+    f = kubelet_mount(mount, first, 1)
+    srv = serve(start_server, tmp_path, cluster, "--enable-private-registries",
+                f"--registry-auth-secret-path={f}")
+
+    def writes(n):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with cluster.lock:
+                if len(cluster.secret_writes) >= n:
+                    return list(cluster.secret_writes)
+            time.sleep(0.02)
+        raise AssertionError(f"{len(cluster.secret_writes)} writes, not {n}:\n{srv.stderr()}")
+
+    [(method, _, _, body)] = writes(1)   # made at start (the GET says 404)
+    assert method == "POST" and base64.b64decode(body["data"][".dockerconfigjson"]) == first
+
+    second = json.dumps({"auths": {"registry.example:5000": {
+        "auth": base64.b64encode(b"alice:rotated").decode()}}}).encode()
+    kubelet_mount(mount, second, 2)
+    _, (method, _, _, body) = writes(2)
+    assert base64.b64decode(body["data"][".dockerconfigjson"]) == second
+    assert f"{f} changed: the pull Secret is updated" in srv.stderr()
+
+    kubelet_mount(mount, b"{not json", 3)   # a bad update: the last good bytes stay
+    time.sleep(0.5)
+    assert len(cluster.secret_writes) == 2
+    assert "not a dockerconfigjson" in srv.stderr() and "keeps the last good one" in srv.stderr()
+
+    third = json.dumps({"auths": {}}).encode()
+    kubelet_mount(mount, third, 4)
+    _, _, (method, _, _, body) = writes(3)
+    assert base64.b64decode(body["data"][".dockerconfigjson"]) == third
+    pod, _ = pod_posted(srv, cluster)
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "auth-secret"}]

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
 
 static pod_script *of(void *ctx)
 {
@@ -44,19 +46,26 @@ static int list(void *c, const kube_ref *ref, kube_result_fn *fn, void *ctx, buf
     return 0;
 }
 
+static void keep_body(script_req *r, const char *body, size_t len)
+{
+    size_t n = len < sizeof r->body - 1 ? len : sizeof r->body - 1;
+    memcpy(r->body, body, n);
+    r->body[n] = '\0';
+}
+
 static int create(void *c, const kube_ref *ref, const char *content_type, const char *body,
                   size_t len, kube_result_fn *fn, void *ctx, buf *err)
 {
-    (void)content_type, (void)body, (void)len, (void)err;
-    record(of(c), "create", ref, fn, ctx);
+    (void)content_type, (void)err;
+    keep_body(record(of(c), "create", ref, fn, ctx), body, len);
     return 0;
 }
 
 static int patch(void *c, const kube_ref *ref, const char *body, size_t len, kube_result_fn *fn,
                  void *ctx, buf *err)
 {
-    (void)body, (void)len, (void)err;
-    record(of(c), "patch", ref, fn, ctx);
+    (void)err;
+    keep_body(record(of(c), "patch", ref, fn, ctx), body, len);
     return 0;
 }
 
@@ -125,7 +134,8 @@ void pod_script_init(pod_script *s, pod_cache_opts *o)
 {
     memset(s, 0, sizeof *s);
     s->l = loop_new();
-    cr_assert(s->l);
+    s->reqs = calloc(SCRIPT_MAX_REQS, sizeof *s->reqs);
+    cr_assert(s->l && s->reqs);
     s->now = 1000000000000LL;   /* any start: only differences count */
     *o = (pod_cache_opts){.namespace = "fns", .wrapper_image = "wrapper:1", .dial = POD_DIAL_POD,
                           .api = &script_api, .api_ctx = s};
@@ -134,6 +144,7 @@ void pod_script_init(pod_script *s, pod_cache_opts *o)
 void pod_script_fini(pod_script *s)
 {
     loop_free(s->l);
+    free(s->reqs);
 }
 
 void pod_script_answer(pod_script *s, int i, long status, const char *body)
@@ -181,10 +192,18 @@ static int answer_one(pod_script *s, int i)
     script_req *r = &s->reqs[i];
     char body[512];
     if (r->answered || r->cancelled || !strcmp(r->verb, "get") || !strcmp(r->verb, "text") ||
-        (s->hold_deletes && !strcmp(r->verb, "delete")))
+        (s->hold_deletes && !strcmp(r->verb, "delete")) ||
+        (s->hold_lease_writes && !strcmp(r->resource, "leases") &&
+         (!strcmp(r->verb, "create") || !strcmp(r->verb, "patch"))))
         return 0;
     if (!strcmp(r->verb, "list")) {
-        pod_script_answer(s, i, 200, "{\"items\":[]}");
+        const char *items = !strcmp(r->resource, "leases") ? s->leases
+                            : !strcmp(r->resource, "pods") ? s->pods : NULL;
+        buf list = {0};
+        buf_printf(&list, "{\"items\":%s}", items ? items : "[]");
+        cr_assert(list.data);
+        pod_script_answer(s, i, 200, list.data);
+        buf_free(&list);
     } else if (!strcmp(r->verb, "create") && !strcmp(r->resource, "pods")) {
         if (s->create_error) {
             r->answered = 1;
@@ -238,6 +257,16 @@ void pod_script_pump(pod_script *s)
         }
         quiet = busy ? 0 : quiet + 1;
     }
+}
+
+void pod_script_rfc3339(char out[40], long ago_s)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    time_t t = tv.tv_sec - ago_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 40, "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
 }
 
 void pod_script_status(pod_script *s, const char *pod, const char *status)

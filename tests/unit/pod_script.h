@@ -10,7 +10,7 @@
 #include "kube/kube_pod_api.h"
 #include "kube/kube_pod_cache.h"
 
-#define SCRIPT_MAX_REQS 256
+#define SCRIPT_MAX_REQS 2048
 #define SCRIPT_MAX_WATCHES 64
 #define SCRIPT_MAX_LOOKUPS 16
 
@@ -19,6 +19,7 @@ typedef struct script_req {
     char resource[32];
     char name[160];
     char query[300];
+    char body[1024];           /* a create's or patch's, cut to fit */
     kube_result_fn *fn;
     void *ctx;
     int answered;
@@ -41,7 +42,7 @@ typedef struct script_lookup {
 typedef struct pod_script {
     loop *l;
     int64_t now;
-    script_req reqs[SCRIPT_MAX_REQS];
+    script_req *reqs;          /* SCRIPT_MAX_REQS of them (on the heap: tests keep the script on the stack) */
     int n_reqs;
     script_watch watches[SCRIPT_MAX_WATCHES];
     int n_watches;
@@ -50,6 +51,9 @@ typedef struct pod_script {
     int pods_made;             /* names: fn-1, fn-2, ... */
     const char *create_error;  /* set: pod creates are refused (403) with it */
     int hold_deletes;          /* set: deletes wait for the test's answer */
+    int hold_lease_writes;     /* set: Lease creates and patches wait for the test's answer */
+    const char *leases;        /* set: a Lease list's items (JSON array text), else none */
+    const char *pods;          /* set: a pod list's items (JSON array text), else none */
 } pod_script;
 
 /* A loop and the script; the options a test starts from (dial=pod, its
@@ -75,6 +79,10 @@ int pod_script_unanswered(const pod_script *s);
 /* Requests of verb on resource (name NULL: any), answered or not; the last one's index in *last. */
 int pod_script_count(const pod_script *s, const char *verb, const char *resource, const char *name,
                      int *last);
+
+/* Leases and pods for s->leases / s->pods (the wall clock, as the
+ * replicas' Leases are judged by it): renewed `ago_s` seconds ago. */
+void pod_script_rfc3339(char out[40], long ago_s);
 
 /* What callers of pod_cache_get / pod_cache_retry got. */
 #define SCRIPT_MAX_ANSWERS 64

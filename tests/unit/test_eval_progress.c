@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "eval_progress.h"
+#include "eval/eval_progress.h"
 
 #define MS 1000000LL
 #define S (1000 * MS)

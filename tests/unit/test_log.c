@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -155,4 +156,38 @@ Test(log, short_messages_are_not_cut)
     char got[256];
     size_t n = drain(fd, got, sizeof got);
     cr_assert(n > 7 && !strcmp(got + n - 7, "] a\\nb\n"), "%s", got);
+}
+
+/* The pid field of a line is the process that wrote it: the id is asked of
+ * the kernel once, and again in a fork()ed child (which would otherwise
+ * print its parent's). */
+static long line_pid(const char *line)
+{
+    /* "I1126 20:00:00.000000   12345 file.c:1] ..." */
+    const char *p = strchr(line, ' ');
+    cr_assert(p && (p = strchr(p + 1, ' ')), "%s", line);
+    return strtol(p, NULL, 10);
+}
+
+Test(log, each_line_names_the_process_that_wrote_it_forked_children_too)
+{
+    int fd = capture();
+    char got[512];
+    log_info("parent");
+    drain(fd, got, sizeof got);
+    cr_assert_eq(line_pid(got), (long)getpid(), "%s", got);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        log_info("child");
+        _exit(0);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    drain(fd, got, sizeof got);
+    cr_assert(strstr(got, "] child\n"), "%s", got);
+    cr_assert_eq(line_pid(got), (long)child, "%s", got);
+    log_info("parent again");
+    drain(fd, got, sizeof got);
+    cr_assert_eq(line_pid(got), (long)getpid(), "%s", got);
 }

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "peer_hint.h"
+#include "cli/peer_hint.h"
 
 static peer_kind classify(const char *bytes, size_t n, int closed, int timed_out)
 {

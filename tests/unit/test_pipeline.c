@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pipeline.h"
+#include "pkg/pipeline.h"
 
 static char dir[64];
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pkg_write.h"
+#include "pkg/pkg_write.h"
 
 #define RL "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
 

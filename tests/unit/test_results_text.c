@@ -1,11 +1,11 @@
-/* Unit tests for runner-client/results_text: results kept as YAML text,
+/* Unit tests for lib/pkg/results_text: results kept as YAML text,
  * each with its step's tags, within a bound past which a warning result
  * says how many were dropped. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runner-client/results_text.h"
+#include "pkg/results_text.h"
 
 static rl_tag OWN_TAGS[] = { { "owner", "me" }, { "fn.kpt.dev/step", "99" } };
 static rl_result RESULTS[] = {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "../../runner-client/rl_input.h"
+#include "pkg/rl_input.h"
 
 #define PATH_KEY "internal.config.kubernetes.io/path"
 #define INDEX_KEY "internal.config.kubernetes.io/index"

@@ -1,10 +1,10 @@
-/* Unit tests for runner-client/rl_rewrite: a pipeline's list rewritten
+/* Unit tests for lib/pkg/rl_rewrite: a pipeline's list rewritten
  * event by event (keys dropped, items made a list, a functionConfig put
  * in), styles and anchors as written, limits and dangling aliases refused. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../runner-client/rl_rewrite.h"
+#include "pkg/rl_rewrite.h"
 
 static const char *const DROP[] = { "functionConfig", "results", NULL };
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "term_text.h"
+#include "core/term_text.h"
 
 static char *printed(const char *what)
 {
