@@ -332,7 +332,7 @@ FUZZ_OBJS       := $(patsubst %.c,$(FUZZ)/obj/%.o,lib/core/buf.c lib/core/numpar
                      lib/grpc/grpc_timeout.c lib/krm/resourcelist.c lib/krm/rl_errors.c lib/krm/rl_results.c lib/krm/yaml_v3.c lib/krm/yaml_unmarshal.c \
                      lib/krm/rl_scan.c lib/krm/yaml_depth.c lib/core/utf8.c lib/core/go_quote.c lib/runtime/pb_request.c lib/grpc/grpc_status.c lib/core/json.c lib/core/json_write.c lib/core/strset.c lib/grpc/http1.c lib/core/log.c wrapper-server/cli.c \
                      lib/grpc/rpc_server.c lib/grpc/rpc_conn.c lib/grpc/rpc_call.c lib/grpc/h2_io.c lib/grpc/h2_seen.c lib/core/loop.c lib/runtime/svc_health.c lib/grpc/metrics.c \
-                     lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c lib/core/spawn.c \
+                     lib/runtime/fn_job.c lib/runtime/fn_slots.c lib/runtime/orphans.c lib/core/spawn.c lib/core/spawn_pipes.c \
                      lib/runtime/svc_reflection.c lib/runtime/proto_index.c \
                      lib/kube/kubeconfig.c lib/kube/exec_credential.c lib/kube/pod_id.c lib/krm/yaml_node.c lib/core/base64.c \
                      lib/core/fdio.c lib/core/header_value.c lib/oci/oci_manifest.c lib/oci/www_auth.c \

@@ -45,29 +45,39 @@ static int blank(const char *s)
 
 int beneath_clean(const char *path, buf *out, const char **why)
 {
-    if (blank(path))
-        return *why = BENEATH_EMPTY, -1;
-    if (path[0] == '/')
-        return *why = BENEATH_ABSOLUTE, -1;
+    if (blank(path)) {
+        *why = BENEATH_EMPTY;
+        return -1;
+    }
+    if (path[0] == '/') {
+        *why = BENEATH_ABSOLUTE;
+        return -1;
+    }
     size_t start = out->len;
     const char *p = path;
     while (*p) {
         size_t n = strcspn(p, "/");
         if (n == 2 && p[0] == '.' && p[1] == '.') {
-            if (out->len == start)   /* nothing left to climb out of */
-                return *why = BENEATH_OUTSIDE, -1;
+            if (out->len == start) {   /* nothing left to climb out of */
+                *why = BENEATH_OUTSIDE;
+                return -1;
+            }
             char *last = memrchr(out->data + start, '/', out->len - start);
             out->len = last ? (size_t)(last - out->data) : start;
             out->data[out->len] = '\0';
         } else if (n && !(n == 1 && p[0] == '.')) {
-            if ((out->len > start && buf_append(out, "/", 1) < 0) || buf_append(out, p, n) < 0)
-                return *why = "out of memory", -1;
+            if ((out->len > start && buf_append(out, "/", 1) < 0) || buf_append(out, p, n) < 0) {
+                *why = "out of memory";
+                return -1;
+            }
         }
         p += n;
         p += *p == '/';
     }
-    if (out->len == start && buf_append(out, ".", 1) < 0)
-        return *why = "out of memory", -1;
+    if (out->len == start && buf_append(out, ".", 1) < 0) {
+        *why = "out of memory";
+        return -1;
+    }
     return 0;
 }
 

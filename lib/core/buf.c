@@ -160,19 +160,37 @@ int buf_append_str(buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+static int buf_vprintf(buf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n >= 0 && buf_reserve(b, (size_t)n) == 0) {
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    } else {
+        n = -1;
+    }
+    va_end(again);
+    return n < 0 ? -1 : 0;
+}
+
 int buf_printf(buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int rc = buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0 || buf_reserve(b, (size_t)n) < 0)
-        return -1;
+    return rc;
+}
+
+int buf_fail(buf *err, const char *fmt, ...)
+{
+    va_list ap;
     va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    (void)buf_vprintf(err, fmt, ap);   /* out of memory: the -1 still tells */
     va_end(ap);
-    b->len += (size_t)n;
-    return 0;
+    return -1;
 }
 
 void buf_consume(buf *b, size_t n)

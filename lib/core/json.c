@@ -26,6 +26,13 @@ static void *fail(parser *ps, const char *reason)
     return NULL;
 }
 
+/* fail, for the parts that answer 0 or -1 */
+static int fail_code(parser *ps, const char *reason)
+{
+    fail(ps, reason);
+    return -1;
+}
+
 static void skip_ws(parser *ps)
 {
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
@@ -141,7 +148,7 @@ static int unicode_escape(parser *ps, buf *out)
 {
     unsigned cp;
     if (hex4(ps, &cp) < 0)
-        return fail(ps, "invalid \\u escape"), -1;
+        return fail_code(ps, "invalid \\u escape");
     if (cp >= 0xD800 && cp < 0xDC00 && ps->end - ps->p >= 6 && ps->p[0] == '\\' && ps->p[1] == 'u') {
         const char *save = ps->p;
         unsigned lo;
@@ -158,7 +165,7 @@ static int unicode_escape(parser *ps, buf *out)
 static int escape(parser *ps, buf *out)
 {
     if (ps->p >= ps->end)
-        return fail(ps, "unterminated string"), -1;
+        return fail_code(ps, "unterminated string");
     char c = *ps->p++;
     static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
     const char *hit = strchr(from, c);
@@ -167,7 +174,7 @@ static int escape(parser *ps, buf *out)
     if (c == 'u')
         return unicode_escape(ps, out);
     ps->p--;
-    return fail(ps, "invalid escape in string"), -1;
+    return fail_code(ps, "invalid escape in string");
 }
 
 static int parse_string_into(parser *ps, buf *out)
@@ -175,14 +182,14 @@ static int parse_string_into(parser *ps, buf *out)
     ps->p++;   /* opening quote */
     for (;;) {
         if (ps->p >= ps->end)
-            return fail(ps, "unterminated string"), -1;
+            return fail_code(ps, "unterminated string");
         unsigned char c = (unsigned char)*ps->p;
         if (c == '"') {
             ps->p++;
             return buf_append(out, "", 0);   /* data is never NULL afterwards */
         }
         if (c < 0x20)
-            return fail(ps, "control character in string"), -1;
+            return fail_code(ps, "control character in string");
         if (c == '\\') {
             ps->p++;
             if (escape(ps, out) < 0)
@@ -192,9 +199,9 @@ static int parse_string_into(parser *ps, buf *out)
         uint32_t cp;
         size_t n = utf8_decode((const unsigned char *)ps->p, (size_t)(ps->end - ps->p), &cp);
         if (!n)
-            return fail(ps, "invalid UTF-8 in string"), -1;
+            return fail_code(ps, "invalid UTF-8 in string");
         if (buf_append(out, ps->p, n) < 0)
-            return fail(ps, "out of memory"), -1;
+            return fail_code(ps, "out of memory");
         ps->p += n;
     }
 }
@@ -228,7 +235,7 @@ static int add_member(parser *ps, json *v, char *key, json *item)
         if (keys)
             v->keys = keys;
         if (!items || (v->type == JSON_OBJECT && !keys))
-            return fail(ps, "out of memory"), -1;
+            return fail_code(ps, "out of memory");
         v->cap = cap;
     }
     v->items[v->len] = item;
@@ -243,16 +250,22 @@ static int parse_member(parser *ps, json *obj)
 {
     buf key = {0};
     if (ps->p >= ps->end || *ps->p != '"')
-        return fail(ps, "object member name expected"), -1;
-    if (parse_string_into(ps, &key) < 0)
-        return buf_free(&key), -1;
+        return fail_code(ps, "object member name expected");
+    if (parse_string_into(ps, &key) < 0) {
+        buf_free(&key);
+        return -1;
+    }
     skip_ws(ps);
-    if (ps->p >= ps->end || *ps->p != ':')
-        return buf_free(&key), fail(ps, "':' expected after member name"), -1;
+    if (ps->p >= ps->end || *ps->p != ':') {
+        buf_free(&key);
+        return fail_code(ps, "':' expected after member name");
+    }
     ps->p++;
     json *item = parse_value(ps);
-    if (!item)
-        return buf_free(&key), -1;
+    if (!item) {
+        buf_free(&key);
+        return -1;
+    }
     char *k = buf_steal(&key, NULL);
     if (!k || add_member(ps, obj, k, item) < 0) {
         free(k);

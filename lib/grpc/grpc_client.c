@@ -472,8 +472,10 @@ gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint
                              gc_connected_fn *fn, void *ctx, buf *err)
 {
     char host[256], port[32];
-    if (split_addr(addr, host, sizeof host, port, sizeof port) < 0)
-        return buf_printf(err, "invalid address \"%s\": want IP:PORT", addr), NULL;
+    if (split_addr(addr, host, sizeof host, port, sizeof port) < 0) {
+        buf_printf(err, "invalid address \"%s\": want IP:PORT", addr);
+        return NULL;
+    }
     /* numeric only: a resolver call would block the loop */
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV}, *res;
@@ -498,14 +500,16 @@ gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint
     if (e && e != EINPROGRESS) {
         close(fd);
         free(d);
-        return buf_printf(err, "failed to connect to %s: %s", addr, strerror(e)), NULL;
+        buf_printf(err, "failed to connect to %s: %s", addr, strerror(e));
+        return NULL;
     }
     /* even a connect that completed at once is reported from the loop, so
      * fn never runs inside this call */
     if (loop_watch(l, fd, LOOP_WRITE, dial_ready, d) < 0) {
         close(fd);
         free(d);
-        return buf_printf(err, "cannot connect to %s: out of memory", addr), NULL;
+        buf_printf(err, "cannot connect to %s: out of memory", addr);
+        return NULL;
     }
     if (timeout_ns > 0)
         loop_timer_arm(l, &d->deadline, timeout_ns);

@@ -28,7 +28,10 @@ typedef struct server server;
 typedef struct rpc_method {
     const char *service;   /* "evaluator.FunctionEvaluator" */
     const char *name;      /* "EvaluateFunction" */
-    int server_streaming;  /* Watch: not counted as in-flight work when draining */
+    /* Watch: not counted as in-flight work when draining. Once no unary call
+     * is left, the transport ends every open server stream UNAVAILABLE ("the
+     * server is shutting down") so connections can close. */
+    int server_streaming;
     /* Client streaming: handle is called for each request message; set with
      * server_streaming for a bidirectional method. */
     int client_streaming;
@@ -47,6 +50,10 @@ typedef struct rpc_method {
      * runs even if handle never does (client reset, deadline, cut-off
      * request). It must not answer the call. */
     void (*progress)(rpc_call *c, const uint8_t *msg, size_t have, size_t total);
+    /* Optional, server streaming: the server began draining (SIGTERM) while
+     * the handler holds this stream; it may tell its client (health's Watch
+     * sends NOT_SERVING). */
+    void (*drain)(rpc_call *c);
     /* Let go of handler state; `finished` is 0 when the work must be cancelled. */
     void (*end)(rpc_call *c, int finished);
     /* Optional: the deadline passed (end follows). Append to why, the

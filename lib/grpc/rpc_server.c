@@ -375,7 +375,43 @@ static void server_send_final_goaways(loop *l, void *ctx)
     }
 }
 
-/* When no unary call is left, end Watch streams and let connections close.
+/* Each open call of every connection to `each`, with the connection's
+ * flushes held while walking its calls (a flush can complete and free
+ * calls); one flush afterwards sends everything. */
+static void server_each_open_call(server *s, void (*each)(rpc_call *call))
+{
+    for (conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        c->io.busy = 1;
+        for (rpc_call *call = c->calls; call; call = call->next_in_conn)
+            if (!rpc_call_finished(call))
+                each(call);
+        c->io.busy = 0;
+        rpc_conn_flush(c);
+    }
+}
+
+static int is_server_stream(const rpc_call *call)
+{
+    return call->method && call->method->server_streaming;
+}
+
+/* Draining began: a stream's handler may tell its client. */
+static void stream_tell_draining(rpc_call *call)
+{
+    if (is_server_stream(call) && call->handler == RPC_HANDLER_RUNNING && call->method->drain)
+        call->method->drain(call);
+}
+
+/* No unary call is left: a stream (health's Watch, reflection) would hold
+ * its connection open to the end of the grace period. */
+static void stream_end(rpc_call *call)
+{
+    if (is_server_stream(call))
+        rpc_finish(call, GRPC_UNAVAILABLE, "the server is shutting down");
+}
+
+/* When no unary call is left, end long-lived streams and let connections close.
  * Runs as a deferred call of its own, never inside another connection's callbacks,
  * so that closing one connection cannot free another under its caller. */
 static void server_drain_step(loop *l, void *ctx)
@@ -388,8 +424,7 @@ static void server_drain_step(loop *l, void *ctx)
         if (c->mode != CONN_HTTP2)
             rpc_conn_close(c);   /* a probe or scrape, or a peer that said nothing */
     }
-    if (s->cfg->on_drain)
-        s->cfg->on_drain(RPC_DRAIN_IDLE, s->cfg->app);
+    server_each_open_call(s, stream_end);
     if (!s->conns) {
         loop_stop(s->loop);
         return;
@@ -412,28 +447,20 @@ static void server_exit_now(loop *l, void *ctx)
     loop_stop(s->loop);
 }
 
+static void call_cancel_at_grace(rpc_call *call)
+{
+    rpc_call_end_handler(call);
+    rpc_call_fail_http(call, "200", GRPC_UNAVAILABLE, "the server is shutting down: the call did "
+                       "not finish within the shutdown grace period");
+}
+
 static void server_grace_expired(loop *l, void *ctx)
 {
     (void)l;
     server *s = ctx;
     s->stopping = 1;
     log_warn("shutdown grace period over: cancelling %zu call(s) still running", s->active_calls);
-    for (conn *c = s->conns, *next; c; c = next) {
-        next = c->next;
-        /* Hold the connection's flushes while walking its calls: a flush can
-         * complete and free calls. One flush afterwards sends everything. */
-        c->io.busy = 1;
-        for (rpc_call *call = c->calls; call; call = call->next_in_conn) {
-            if (rpc_call_finished(call))
-                continue;
-            rpc_call_end_handler(call);
-            rpc_call_fail_http(call, "200", GRPC_UNAVAILABLE,
-                           "the server is shutting down: the call did not finish within the "
-                           "shutdown grace period");
-        }
-        c->io.busy = 0;
-        rpc_conn_flush(c);
-    }
+    server_each_open_call(s, call_cancel_at_grace);
     /* give the statuses a moment to leave, then go regardless */
     loop_timer_arm(s->loop, &s->exit_timer, SERVER_GOAWAY_WAIT_NS);
     rpc_server_check_drained(s);
@@ -451,7 +478,8 @@ void rpc_server_drain(server *s)
     log_info("Shutting down server...");
     server_close_listener(s);
     if (s->cfg->on_drain)
-        s->cfg->on_drain(RPC_DRAIN_STARTED, s->cfg->app);
+        s->cfg->on_drain(s->cfg->app);
+    server_each_open_call(s, stream_tell_draining);
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         if (c->mode != CONN_HTTP2)

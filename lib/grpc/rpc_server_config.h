@@ -13,11 +13,9 @@
 
 #define RPC_LIMIT_DEFAULT SIZE_MAX   /* a count left to its default, where 0 is a value */
 
-/* Draining's steps, for services with streams that outlive calls (health
- * Watch): STARTED when SIGTERM's drain begins, IDLE when no unary call is
- * left and long-lived streams should end so connections can close. */
-typedef enum rpc_drain_phase { RPC_DRAIN_STARTED, RPC_DRAIN_IDLE } rpc_drain_phase;
-typedef void rpc_drain_fn(rpc_drain_phase phase, void *ctx);
+/* SIGTERM's drain began: the application stops work no call will take.
+ * (Streams are the transport's: see rpc_method.drain and server_streaming.) */
+typedef void rpc_drain_fn(void *ctx);
 
 typedef struct rpc_server_config {
     int port;                    /* 0: any free port */

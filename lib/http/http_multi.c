@@ -95,14 +95,17 @@ http_multi *http_multi_new(loop *l, buf *err)
 {
     http_global_init();
     http_multi *m = calloc(1, sizeof *m);
-    if (!m)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!m) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     m->l = l;
     loop_timer_init(&m->timer, on_timer, m);
     loop_defer_init(&m->now, on_timer, m);
     if (!(m->multi = curl_multi_init())) {
         free(m);
-        return buf_printf(err, "curl_multi_init failed"), NULL;
+        buf_printf(err, "curl_multi_init failed");
+        return NULL;
     }
     if (curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
         curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m) != CURLM_OK ||
@@ -110,7 +113,8 @@ http_multi *http_multi_new(loop *l, buf *err)
         curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m) != CURLM_OK) {
         curl_multi_cleanup(m->multi);
         free(m);
-        return buf_printf(err, "curl_multi_setopt refused the loop callbacks"), NULL;
+        buf_printf(err, "curl_multi_setopt refused the loop callbacks");
+        return NULL;
     }
     return m;
 }
@@ -128,10 +132,10 @@ void http_multi_free(http_multi *m)
 int http_multi_add(http_multi *m, http_xfer *x, buf *err)
 {
     if (curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x) != CURLE_OK)
-        return buf_printf(err, "curl_easy_setopt(CURLOPT_PRIVATE) failed"), -1;
+        return buf_fail(err, "curl_easy_setopt(CURLOPT_PRIVATE) failed");
     CURLMcode mc = curl_multi_add_handle(m->multi, x->easy);
     if (mc != CURLM_OK)
-        return buf_printf(err, "curl_multi_add_handle: %s", curl_multi_strerror(mc)), -1;
+        return buf_fail(err, "curl_multi_add_handle: %s", curl_multi_strerror(mc));
     x->_added = 1;
     return 0;
 }

@@ -10,7 +10,6 @@
 #include "kube/kubeconfig.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,7 +21,7 @@
 
 #include "core/header_value.h"
 #include "core/json.h"
-#include "core/spawn.h"
+#include "core/spawn_pipes.h"
 
 #define EXEC_MAX_OUTPUT (1u << 20)
 #define EXEC_TIMEOUT_MS 30000
@@ -259,7 +258,7 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     char info[256];
     snprintf(info, sizeof info, "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
              "\"spec\":{\"interactive\":false}}", cfg->exec.api_version);
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    int ours[3] = {-1, -1, -1};   /* its stdin (none: /dev/null), stdout, stderr */
     char **envp = exec_environ(&cfg->exec, info);
     size_t na = 0;
     while (cfg->exec.args && cfg->exec.args[na])
@@ -268,7 +267,6 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     buf out = {0}, errout = {0};
     int rc = -1;
     pid_t pid = -1;
-    int null_fd = -1;
     if (!envp || !argv) {
         buf_printf(err, "out of memory");
         goto out;
@@ -276,23 +274,19 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
     argv[0] = cfg->exec.command;
     for (size_t i = 0; i < na; i++)
         argv[i + 1] = cfg->exec.args[i];
-    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-        exec_fail(cfg, err, "pipe: %s", strerror(errno));
-        goto out;
-    }
-    if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-        exec_fail(cfg, err, "/dev/null: %s", strerror(errno));
-        goto out;
-    }
     /* its own process group, so what it starts is killed with it */
     signal_guard guard;
     guard_signals(&guard);
-    int e = spawn_in_group(cfg->exec.command, 1, argv, envp, (int[3]){null_fd, outp[1], errp[1]},
-                           &pid);
+    const char *step;
+    int e = spawn_with_pipes(cfg->exec.command, 1, argv, envp, NULL, 0, ours, &pid, &step);
     guard_group(&guard, e ? 0 : pid);
     if (e) {
         unguard_signals(&guard);
         pid = -1;
+        if (step) {   /* pipe or /dev/null */
+            exec_fail(cfg, err, step[0] == '/' ? "/dev/null: %s" : "pipe: %s", strerror(e));
+            goto out;
+        }
         buf b = {0};
         buf_printf(&b, "cannot be run: %s", strerror(e));
         if (cfg->exec.install_hint)
@@ -301,11 +295,8 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
         buf_free(&b);
         goto out;
     }
-    close(outp[1]);
-    close(errp[1]);
-    outp[1] = errp[1] = -1;
     int64_t deadline = now_ms() + exec_timeout_ms;
-    int timed_out = drain(pid, outp[0], errp[0], &out, &errout, deadline) < 0;
+    int timed_out = drain(pid, ours[1], ours[2], &out, &errout, deadline) < 0;
     int status = end_group(pid);
     unguard_signals(&guard);
     pid = -1;
@@ -329,14 +320,9 @@ int kube_config_exec_credential(kube_config *cfg, buf *err)
         rc = take_credential(cfg, out.data ? out.data : "", out.len, err);
     }
 out:
-    if (null_fd >= 0)
-        close(null_fd);
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0)
-            close(outp[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
+    for (int i = 0; i < 3; i++)
+        if (ours[i] >= 0)
+            close(ours[i]);
     free(envp);
     free(argv);
     buf_free(&out);

@@ -19,7 +19,7 @@ struct call {
     kube_client *c;
     char verb[16];
     int text;                /* kube_get_text: keep the body as text */
-    char *api, *resource, *namespace, *name;
+    kube_ref ref;          /* owned (kube_ref_dup): for the error text */
     kube_result_fn *fn;
     void *ctx;
     kube_req *req;
@@ -29,8 +29,10 @@ struct call {
 kube_client *kube_client_new(loop *l, const kube_config *cfg, buf *err)
 {
     kube_client *c = calloc(1, sizeof *c);
-    if (!c)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!c) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     c->cfg = cfg;
     c->l = l;
     if (!(c->http = kube_http_new(l, cfg, err))) {
@@ -200,10 +202,7 @@ void kube_error_text(const kube_config *cfg, const char *verb, const kube_ref *r
 
 static void call_free(call *k)
 {
-    free(k->api);
-    free(k->resource);
-    free(k->namespace);
-    free(k->name);
+    kube_ref_free(&k->ref);
     free(k);
 }
 
@@ -234,10 +233,11 @@ static void on_done(const kube_resp *resp, void *ctx)
         r.text_len = resp->body->len;
     } else if (r.ok && !body && resp->body->len) {
         r.ok = 0;
-        buf_printf(&text, "%s %s: the API server's answer is not JSON (%s)", k->verb, k->resource,
+        buf_printf(&text, "%s %s: the API server's answer is not JSON (%s)", k->verb, k->ref.resource,
                    why.data ? why.data : "?");
     } else if (!r.ok) {
-        kube_ref ref = {k->api, k->resource, k->namespace, k->name, NULL};
+        kube_ref ref = k->ref;
+        ref.query = NULL;
         kube_error_text(k->c->cfg, k->verb, &ref, resp->status, resp->curl_code, resp->curl_error,
                         body, &text);
         const char *reason = json_get_str(body, "reason");
@@ -272,6 +272,34 @@ int kube_ref_path(const kube_ref *ref, buf *out)
     return out->data ? 0 : -1;
 }
 
+/* NULL stays NULL; 0, or -1 out of memory */
+static int dup_field(const char *from, const char **to)
+{
+    *to = from ? strdup(from) : NULL;
+    return from && !*to ? -1 : 0;
+}
+
+int kube_ref_dup(const kube_ref *from, kube_ref *to)
+{
+    *to = (kube_ref){0};
+    if (dup_field(from->api, &to->api) < 0 || dup_field(from->resource, &to->resource) < 0 ||
+        dup_field(from->namespace, &to->namespace) < 0 || dup_field(from->name, &to->name) < 0 ||
+        dup_field(from->query, &to->query) < 0) {
+        kube_ref_free(to);
+        return -1;
+    }
+    return 0;
+}
+
+void kube_ref_free(kube_ref *ref)
+{
+    /* a copy's strings are its own (kube_ref_dup): const only for callers */
+    const char *owned[] = {ref->api, ref->resource, ref->namespace, ref->name, ref->query};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++)
+        free((char *)owned[i]);
+    *ref = (kube_ref){0};
+}
+
 static int start(kube_client *c, const char *verb, const char *method, const kube_ref *ref,
                  const char *content_type, const char *body, size_t len, kube_result_fn *fn,
                  void *ctx, buf *err)
@@ -292,11 +320,7 @@ static int start_as(kube_client *c, const char *verb, const char *method, const 
     snprintf(k->verb, sizeof k->verb, "%s", verb);
     k->fn = fn;
     k->ctx = ctx;
-    k->api = strdup(ref->api);
-    k->resource = strdup(ref->resource);
-    k->namespace = ref->namespace ? strdup(ref->namespace) : NULL;
-    k->name = ref->name ? strdup(ref->name) : NULL;
-    if (!k->api || !k->resource || (ref->namespace && !k->namespace) || (ref->name && !k->name))
+    if (kube_ref_dup(ref, &k->ref) < 0)
         goto oom;
     /* a text answer (a log) is asked for, and read, up to KUBE_TEXT_MAX */
     if (text)

@@ -85,6 +85,11 @@ kube_http *kube_client_http(kube_client *c);
 loop *kube_client_loop(kube_client *c);
 const kube_config *kube_client_config(kube_client *c);
 int kube_ref_path(const kube_ref *ref, buf *out);
+/* A copy of `from` that owns its strings (each one set in `from`), for a
+ * call or watch that outlives the ref it was given: 0, or -1 out of memory
+ * (then `to` holds nothing). kube_ref_free frees such a copy's strings. */
+int kube_ref_dup(const kube_ref *from, kube_ref *to);
+void kube_ref_free(kube_ref *ref);
 
 /* A dotted path into a JSON object: "metadata.name", "status.phase". */
 const json *kube_path(const json *v, const char *dotted);

@@ -411,8 +411,10 @@ pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *
         return buf_printf(err, "the wrapper server image is required (--wrapper-server-image or "
                           "WRAPPER_SERVER_IMAGE)"), NULL;
     pod_cache *pc = calloc(1, sizeof *pc);
-    if (!pc)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!pc) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     pc->l = l;
     pc->api = o->api ? o->api : &pod_api_kube;
     pc->api_ctx = o->api ? o->api_ctx : c;

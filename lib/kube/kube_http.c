@@ -312,15 +312,17 @@ static int tls_name_route(kube_http *h, buf *err)
     buf_free(&route);
     buf_free(&base);
     if (!h->connect_to || !h->base)
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     return 0;
 }
 
 kube_http *kube_http_new(loop *l, const kube_config *cfg, buf *err)
 {
     kube_http *h = calloc(1, sizeof *h);
-    if (!h)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!h) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     loop_defer_init(&h->pump, on_pump, h);
     h->cfg = cfg;
     if (!(h->m = http_multi_new(l, err))) {

@@ -317,8 +317,10 @@ kube_templates *kube_templates_start(kube_client *c, const kube_templates_opts *
                                      kube_templates_ready_fn *ready, void *ctx, buf *err)
 {
     kube_templates *t = calloc(1, sizeof *t);
-    if (!t)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!t) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     t->c = c;
     t->o = *o;
     t->ready = ready;

@@ -142,7 +142,7 @@ static const unsigned watch_phase_next[] = {
 struct kube_watch {
     kube_client *c;
     loop *l;
-    char *api, *resource, *namespace, *query;
+    kube_ref ref;          /* owned (kube_ref_dup); its name is not used */
     kube_watch_fns fns;
     void *ctx;
     char *rv;              /* last resourceVersion seen */
@@ -161,7 +161,7 @@ struct kube_watch {
 static void watch_set(kube_watch *w, watch_phase next)
 {
     int legal = state_step(watch_phase_next, watch_phase_names, w->phase, next, "watch %s",
-                           w->resource);
+                           w->ref.resource);
     assert(legal);
     (void)legal;   /* NDEBUG */
     w->phase = next;
@@ -172,7 +172,7 @@ static void open_stream(kube_watch *w);
 
 static kube_ref ref_of(const kube_watch *w, const char *query)
 {
-    return (kube_ref){w->api, w->resource, w->namespace, NULL, query};
+    return (kube_ref){w->ref.api, w->ref.resource, w->ref.namespace, NULL, query};
 }
 
 static void set_rv(kube_watch *w, const char *rv)
@@ -209,10 +209,7 @@ static void watch_free(kube_watch *w)
 {
     json_free(w->refusal);
     kube_lines_free(&w->lines);
-    free(w->api);
-    free(w->resource);
-    free(w->namespace);
-    free(w->query);
+    kube_ref_free(&w->ref);
     free(w->rv);
     free(w);
 }
@@ -249,7 +246,7 @@ static void on_list(const kube_result *r, void *ctx)
 static void relist(kube_watch *w)
 {
     buf err = {0};
-    kube_ref ref = ref_of(w, w->query);
+    kube_ref ref = ref_of(w, w->ref.query);
     watch_set(w, WATCH_LISTING);
     if (kube_list(w->c, &ref, on_list, w, &err) < 0) {
         if (w->fns.on_error)
@@ -276,7 +273,7 @@ static int on_line(const char *line, size_t len, void *ctx)
             return -1;
         }
         json_free(doc);
-        log_warn("watch %s: %s", w->resource, err.data ? err.data : "out of memory");
+        log_warn("watch %s: %s", w->ref.resource, err.data ? err.data : "out of memory");
         buf_free(&err);
         return -1;   /* the stream is broken: reopen it */
     }
@@ -284,10 +281,10 @@ static int on_line(const char *line, size_t len, void *ctx)
         if (ev.code == 410) {
             w->relist = 1;   /* our version is too old: list again */
             log_info("watch %s: resourceVersion %s is too old (410 Gone: %s); listing again",
-                     w->resource, w->rv ? w->rv : "?",
+                     w->ref.resource, w->rv ? w->rv : "?",
                      json_get_str(ev.object, "message") ? json_get_str(ev.object, "message") : "expired");
         } else
-            log_warn("watch %s: error event: %s", w->resource,
+            log_warn("watch %s: error event: %s", w->ref.resource,
                      json_get_str(ev.object, "message") ? json_get_str(ev.object, "message") : "?");
         kube_event_free(&ev);
         return -1;
@@ -336,7 +333,7 @@ static void on_stream_done(const kube_resp *resp, void *ctx)
     }
     if (resp->status == 410) {
         w->relist = 1;
-        log_info("watch %s: resourceVersion %s is too old (410 Gone); listing again", w->resource,
+        log_info("watch %s: resourceVersion %s is too old (410 Gone); listing again", w->ref.resource,
                  w->rv ? w->rv : "?");
     }
     int healthy = loop_now_ns() - w->stream_started_ns >= WATCH_MIN_HEALTHY_NS;
@@ -366,7 +363,7 @@ static void open_stream(kube_watch *w)
     buf q = {0}, path = {0}, err = {0};
     watch_set(w, WATCH_STREAMING);
     buf_printf(&q, "watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s%s%s",
-               WATCH_TIMEOUT_S, w->rv, w->query ? "&" : "", w->query ? w->query : "");
+               WATCH_TIMEOUT_S, w->rv, w->ref.query ? "&" : "", w->ref.query ? w->ref.query : "");
     kube_ref ref = ref_of(w, q.data);
     if (q.data && kube_ref_path(&ref, &path) == 0) {
         kube_http_req rq = {"GET", path.data, NULL, NULL, 0, WATCH_CLIENT_TIMEOUT_MS, on_stream_data,
@@ -388,21 +385,20 @@ kube_watch *kube_watch_start(kube_client *c, const kube_ref *ref, const kube_wat
                              void *ctx, buf *err)
 {
     kube_watch *w = calloc(1, sizeof *w);
-    if (!w)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!w) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     w->c = c;
     w->l = kube_client_loop(c);
     w->phase = WATCH_BACKING_OFF;   /* its first step is the first list */
     loop_timer_init(&w->retry, on_retry, w);
     w->fns = *fns;
     w->ctx = ctx;
-    w->api = strdup(ref->api);
-    w->resource = strdup(ref->resource);
-    w->namespace = ref->namespace ? strdup(ref->namespace) : NULL;
-    w->query = ref->query ? strdup(ref->query) : NULL;
-    if (!w->api || !w->resource || (ref->namespace && !w->namespace) || (ref->query && !w->query)) {
+    if (kube_ref_dup(ref, &w->ref) < 0) {
         kube_watch_stop(w);
-        return buf_printf(err, "out of memory"), NULL;
+        buf_printf(err, "out of memory");
+        return NULL;
     }
     relist(w);
     return w;

@@ -218,10 +218,10 @@ static int gather(kc_set *s, kc_file *f, const yaml_node_t *root, const char *se
 static int yaml_error(const yaml_parser_t *p, const char *file, buf *err)
 {
     if (p->error == YAML_MEMORY_ERROR)
-        return buf_printf(err, "%s: out of memory", file), -1;
+        return buf_fail(err, "%s: out of memory", file);
     const char *problem = p->problem ? p->problem : "invalid YAML";
     if (p->error == YAML_READER_ERROR)
-        return buf_printf(err, "%s: byte %zu: %s", file, p->problem_offset, problem), -1;
+        return buf_fail(err, "%s: byte %zu: %s", file, p->problem_offset, problem);
     buf_printf(err, "%s: line %zu, column %zu: %s", file, p->problem_mark.line + 1,
                p->problem_mark.column + 1, problem);
     return -1;
@@ -237,7 +237,7 @@ static int load_file(kc_set *s, kc_file *f, int missing_ok)
         buf_free(&data);
         if (e == ENOENT && missing_ok)
             return 0;
-        return buf_printf(s->err, "%s: %s", f->path, why), -1;
+        return buf_fail(s->err, "%s: %s", f->path, why);
     }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
@@ -533,7 +533,7 @@ static int resolve_context(kc_set *s, const kube_config_opts *o, const char *fil
 {
     const char *name = o->context && *o->context ? o->context : s->current;
     if (!name)
-        return buf_printf(s->err, "%s: no current-context is set and --context was not given", files), -1;
+        return buf_fail(s->err, "%s: no current-context is set and --context was not given", files);
     const kc_entry *ctx = find(&s->contexts, name);
     if (!ctx) {
         if (name == s->current)
@@ -593,7 +593,7 @@ static int load_chain(kc_set *s, char **paths, size_t n, int missing_ok, const k
             return -1;
     }
     if (!found)
-        return buf_printf(s->err, "KUBECONFIG=%s: none of its files exists", files), -1;
+        return buf_fail(s->err, "KUBECONFIG=%s: none of its files exists", files);
     return resolve_context(s, o, files, c);
 }
 

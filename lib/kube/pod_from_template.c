@@ -18,8 +18,10 @@
 static json *template_copy(const json *tmpl, const char *kind, buf *err)
 {
     const json *t = json_get(tmpl, "template");
-    if (!t || t->type != JSON_OBJECT)
-        return buf_printf(err, "the %s has no template", kind), NULL;
+    if (!t || t->type != JSON_OBJECT) {
+        buf_printf(err, "the %s has no template", kind);
+        return NULL;
+    }
     json *copy = json_copy(t);
     if (!copy)
         buf_printf(err, "out of memory");
@@ -42,7 +44,7 @@ static int patch_function(json *spec, const pod_template_opts *o, buf *err)
             fn = containers->items[i];
     }
     if (!fn)   /* Porch's words */
-        return buf_printf(err, "failed to find the " FUNCTION_CONTAINER " container in the pod"), -1;
+        return buf_fail(err, "failed to find the " FUNCTION_CONTAINER " container in the pod");
     char port[8], size[24];
     snprintf(port, sizeof port, "%d", POD_WRAPPER_PORT);
     snprintf(size, sizeof size, "%llu", o->max_request_body_size);

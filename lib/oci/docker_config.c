@@ -32,7 +32,7 @@ static int read_file(const char *path, buf *out, buf *err)
 {
     char why[FDIO_WHY_MAX];
     if (file_read_at(AT_FDCWD, path, 0, CONFIG_MAX_BYTES, out, why) < 0)
-        return buf_printf(err, "cannot read Docker config %s: %s", path, why), -1;
+        return buf_fail(err, "cannot read Docker config %s: %s", path, why);
     return 0;
 }
 

@@ -49,7 +49,7 @@ static int has_upper(const char *s, size_t n)
 static int repository_check(const char *ref, const char *repo, size_t n, buf *err)
 {
     if (n == 0)
-        return buf_printf(err, "invalid image reference \"%s\": empty repository name", ref), -1;
+        return buf_fail(err, "invalid image reference \"%s\": empty repository name", ref);
     if (has_upper(repo, n))
         return buf_printf(err, "invalid image reference \"%s\": repository name \"%.*s\" must be lowercase",
                           ref, (int)n, repo), -1;
@@ -187,7 +187,7 @@ static int parse_text(const char *s, image_ref *out, buf *err)
     memset(out, 0, sizeof *out);
     size_t n = strlen(s);
     if (n == 0)
-        return buf_printf(err, "invalid image reference \"\": empty"), -1;
+        return buf_fail(err, "invalid image reference \"\": empty");
     const char *at = strchr(s, '@');
     size_t name_len = at ? (size_t)(at - s) : n;
     if (at && digest_check(s, at + 1, err) < 0)
@@ -203,7 +203,7 @@ static int parse_text(const char *s, image_ref *out, buf *err)
     if (!out->registry || !out->api_host || !out->repository || (!out->tag && !out->digest) ||
         (at && !out->digest)) {
         image_ref_free(out);
-        return buf_printf(err, "out of memory parsing image reference \"%s\"", s), -1;
+        return buf_fail(err, "out of memory parsing image reference \"%s\"", s);
     }
     return 0;
 }
@@ -220,7 +220,7 @@ int image_ref_parse_n(const char *s, size_t n, image_ref *out, buf *err)
     }
     char *text = dup_n(s, n);
     if (!text)
-        return buf_printf(err, "out of memory parsing an image reference"), -1;
+        return buf_fail(err, "out of memory parsing an image reference");
     int rc = parse_text(text, out, err);
     free(text);
     return rc;

@@ -24,7 +24,7 @@ int oci_platform_parse(const char *s, oci_platform *out, buf *err)
         copy_field(out->arch, sizeof out->arch, a + 1, arch_len) < 0 ||
         (v && copy_field(out->variant, sizeof out->variant, v + 1, strlen(v + 1)) < 0) ||
         strchr(out->variant, '/'))
-        return buf_printf(err, "invalid platform \"%s\" (want OS/ARCH or OS/ARCH/VARIANT, e.g. linux/arm64)", s), -1;
+        return buf_fail(err, "invalid platform \"%s\" (want OS/ARCH or OS/ARCH/VARIANT, e.g. linux/arm64)", s);
     return 0;
 }
 
@@ -92,7 +92,7 @@ static int descriptor_read(const json *d, const char *what, oci_descriptor *out,
     const json *size = json_get(d, "size");
     out->size = size && size->type == JSON_NUMBER ? (long long)size->number : -1;
     if (!d || d->type != JSON_OBJECT || !out->digest)
-        return buf_printf(err, "%s has no digest", what), -1;
+        return buf_fail(err, "%s has no digest", what);
     if (has_nul(json_get(d, "digest")))
         return buf_printf(err, "%s has a digest with a NUL byte (\\u0000) at offset %zu", what,
                           strlen(out->digest)), -1;
@@ -100,7 +100,7 @@ static int descriptor_read(const json *d, const char *what, oci_descriptor *out,
         return buf_printf(err, "%s has an unsupported digest \"%s\" (want sha256:<64 hex digits>)", what,
                           out->digest), -1;
     if (size && (size->type != JSON_NUMBER || size->number < 0))
-        return buf_printf(err, "%s has an invalid size", what), -1;
+        return buf_fail(err, "%s has an invalid size", what);
     return 0;
 }
 
@@ -133,7 +133,7 @@ int oci_index_select(const json *index, const oci_platform *want, oci_descriptor
 {
     const json *m = json_get(index, "manifests");
     if (!m || m->type != JSON_ARRAY)
-        return buf_printf(err, "the index has no \"manifests\" array"), -1;
+        return buf_fail(err, "the index has no \"manifests\" array");
     for (size_t i = 0; i < m->len; i++) {
         if (!platform_matches(json_get(m->items[i], "platform"), want))
             continue;
@@ -153,7 +153,7 @@ int oci_manifest_config(const json *manifest, oci_descriptor *out, buf *err)
 {
     const json *c = json_get(manifest, "config");
     if (!c)
-        return buf_printf(err, "the manifest has no config descriptor"), -1;
+        return buf_fail(err, "the manifest has no config descriptor");
     return descriptor_read(c, "the manifest's config descriptor", out, err);
 }
 
@@ -164,10 +164,10 @@ int oci_config_strings(const json *config, const char *key, char ***out, size_t 
     const json *v = json_get(json_get(config, "config"), key);
     size_t len = v && v->type == JSON_ARRAY ? v->len : 0;
     if (v && v->type != JSON_ARRAY && v->type != JSON_NULL)
-        return buf_printf(err, "config.%s is not an array of strings", key), -1;
+        return buf_fail(err, "config.%s is not an array of strings", key);
     char **arr = calloc(len + 1, sizeof *arr);
     if (!arr)
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     for (size_t i = 0; i < len; i++) {
         if (has_nul(v->items[i])) {
             oci_strings_free(arr);
@@ -176,7 +176,7 @@ int oci_config_strings(const json *config, const char *key, char ***out, size_t 
         }
         if (v->items[i]->type != JSON_STRING || !(arr[i] = strdup(v->items[i]->str))) {
             oci_strings_free(arr);
-            return buf_printf(err, "config.%s is not an array of strings", key), -1;
+            return buf_fail(err, "config.%s is not an array of strings", key);
         }
     }
     *out = arr;

@@ -216,7 +216,7 @@ static int manifest_start(lookup *lk, const char *reference, const char *want)
     buf_reset(&lk->path);
     buf_printf(&lk->path, "manifests/%s", reference);
     if ((want && !lk->want) || !lk->path.data)
-        return buf_printf(lk->err, "out of memory"), -1;
+        return buf_fail(lk->err, "out of memory");
     lk->step = STEP_MANIFEST;
     return reg_get_start(lk->client, lk->path.data, OCI_MANIFEST_ACCEPT, MANIFEST_MAX_BYTES, on_manifest, lk,
                          lk->err);
@@ -284,7 +284,7 @@ static int config_start(lookup *lk, const json *manifest)
     lk->config.digest = lk->out->config_digest;   /* d's strings live in the manifest */
     lk->config.media_type = NULL;
     if (!lk->out->media_type || !lk->out->config_digest)
-        return buf_printf(lk->err, "out of memory"), -1;
+        return buf_fail(lk->err, "out of memory");
     buf_reset(&lk->path);
     buf_printf(&lk->path, "blobs/%s", d.digest);
     lk->step = STEP_CONFIG;
@@ -331,7 +331,7 @@ static int read_command(lookup *lk, const json *config)
     o->n_entrypoint = use_ep ? o->n_config_entrypoint : o->n_config_cmd;
     o->entrypoint = strings_dup(use_ep ? o->config_entrypoint : o->config_cmd, o->n_entrypoint);
     if (!o->entrypoint)
-        return buf_printf(lk->err, "out of memory"), -1;
+        return buf_fail(lk->err, "out of memory");
     if (o->n_entrypoint == 0)
         return buf_printf(lk->err, "image \"%s\" has neither Entrypoint nor Cmd in its config (%s)", lk->image,
                           o->config_digest), -1;
@@ -407,7 +407,8 @@ registry_op *registry_lookup_start(http_multi *m, const char *image, const regis
     lookup *lk = calloc(1, sizeof *lk);
     if (!lk || !(lk->image = strdup(image))) {
         free(lk);
-        return buf_printf(err, "out of memory"), NULL;
+        buf_printf(err, "out of memory");
+        return NULL;
     }
     lk->m = m;
     lk->out = &lk->res;
@@ -467,7 +468,7 @@ int registry_lookup(const char *image, const registry_opts *opts, registry_resul
     sync_wait w = {.out = out, .err = err, .rc = -1};
     http_multi *m = NULL;
     if (!(w.l = loop_new()))
-        return buf_printf(err, "cannot create an event loop for the registry lookup"), -1;
+        return buf_fail(err, "cannot create an event loop for the registry lookup");
     if ((m = http_multi_new(w.l, err)) && registry_lookup_start(m, image, opts, sync_done, &w, err)) {
         /* every transfer has curl's timeout, so the loop ends */
         while (!w.finished && loop_run(w.l) == 0)

@@ -159,8 +159,10 @@ reg_client *reg_client_new(http_multi *m, const char *image, const image_ref *re
 {
     http_global_init();
     reg_client *c = calloc(1, sizeof *c);
-    if (!c)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!c) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     c->m = m;
     c->opts = opts;
     if (docker_config_lookup(opts->docker_config, ref->registry, &c->home.cred, err) < 0) {
@@ -182,7 +184,8 @@ reg_client *reg_client_new(http_multi *m, const char *image, const image_ref *re
     if (!c->base || !c->image || !c->registry || !c->home.host || !c->repository || !c->curl ||
         url_origin(c->base, &c->home.origin, NULL) < 0) {
         reg_client_free(c);
-        return buf_printf(err, "out of memory"), NULL;
+        buf_printf(err, "out of memory");
+        return NULL;
     }
     return c;
 }
@@ -317,7 +320,7 @@ static int hop_start(reg_client *c, char *url, buf *err)
     c->too_large = c->headers_too_large = 0;
     c->header_bytes = 0;
     if (url_origin(url, &origin, NULL) < 0)
-        return buf_printf(err, "registry %s: cannot parse the URL %s", c->registry, url), -1;
+        return buf_fail(err, "registry %s: cannot parse the URL %s", c->registry, url);
     c->hop_mode = !strcmp(origin, c->xfer_origin) ? c->xfer_mode : AUTH_NONE;
     free(origin);
     if (c->hop_mode != AUTH_NONE && !secrets_may_go(c, url))
@@ -374,7 +377,7 @@ static int perform_start(reg_client *c, const char *url, const char *accept, aut
         buf_free(&accept_hdr);
         if (!c->headers) {
             free(first);
-            return buf_printf(err, "out of memory"), -1;
+            return buf_fail(err, "out of memory");
         }
     }
     return hop_start(c, first, err);
@@ -426,7 +429,7 @@ static int follow_redirect(reg_client *c, buf *err)
                           next, https ? "not https (a downgrade)" : "neither http nor https"), -1;
     char *copy = strdup(next);
     if (!copy)
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     return hop_start(c, copy, err) < 0 ? -1 : 1;
 }
 
@@ -569,8 +572,10 @@ static void denied(reg_client *c, const reg_auth *a, long status, buf *err)
 static reg_auth *auth_for(reg_client *c, const char *url, buf *err)
 {
     char *origin = NULL, *host = NULL;
-    if (url_origin(url, &origin, &host) < 0)
-        return buf_printf(err, "registry %s: cannot parse the URL %s", c->registry, url), NULL;
+    if (url_origin(url, &origin, &host) < 0) {
+        buf_printf(err, "registry %s: cannot parse the URL %s", c->registry, url);
+        return NULL;
+    }
     reg_auth *a = &c->home;
     if (strcmp(origin, c->home.origin)) {
         a = &c->away;
@@ -653,7 +658,7 @@ int reg_get_start(reg_client *c, const char *path, const char *accept, size_t ma
     free(c->accept);
     c->accept = accept ? strdup(accept) : NULL;
     if (buf_printf(&c->url, "%s%s", c->base, path) < 0 || (accept && !c->accept))
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     c->max_body = max_body;
     c->home.challenged = c->away.challenged = 0;
     c->fn = fn;

@@ -60,12 +60,12 @@ static int add_tag(registry_tags_op *op, const char *tag)
         size_t cap = op->cap ? op->cap * 2 : 64;
         char **grown = realloc(op->tags, cap * sizeof *grown);
         if (!grown)
-            return buf_printf(&op->err, "out of memory"), -1;
+            return buf_fail(&op->err, "out of memory");
         op->tags = grown;
         op->cap = cap;
     }
     if (!(op->tags[op->n] = strdup(tag)))
-        return buf_printf(&op->err, "out of memory"), -1;
+        return buf_fail(&op->err, "out of memory");
     op->n++;
     op->total++;
     return 0;
@@ -166,7 +166,8 @@ registry_tags_op *registry_tags_start(http_multi *m, const char *image, const re
     registry_tags_op *op = calloc(1, sizeof *op);
     if (!op || !(op->image = strdup(image))) {
         free(op);
-        return buf_printf(err, "out of memory"), NULL;
+        buf_printf(err, "out of memory");
+        return NULL;
     }
     op->page = page;
     op->done = done;

@@ -65,7 +65,7 @@ static int parse_params(const char *p, www_auth *a, buf *err)
         }
         if (!p) {
             buf_free(&value);
-            return buf_printf(err, "unterminated quoted string in WWW-Authenticate"), -1;
+            return buf_fail(err, "unterminated quoted string in WWW-Authenticate");
         }
         set_param(a, name, n, &value);
         buf_free(&value);

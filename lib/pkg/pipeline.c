@@ -408,12 +408,12 @@ static int locate_kptfile(const char *path, buf *file, char **dir, int *read_fla
     struct stat st;
     int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     if (is_dir ? buf_printf(file, "%s/Kptfile", path) < 0 : buf_append_str(file, path) < 0)
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     const char *slash = strrchr(file->data, '/');
     *dir = slash ? strndup(file->data, (size_t)(slash - file->data + (slash == file->data)))
                  : strdup(".");
     if (!*dir)
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     *read_flags = is_dir ? FDIO_BENEATH : 0;
     return 0;
 }

@@ -62,28 +62,36 @@ static void describe(const event_list *list, size_t root, char *out, size_t outl
  * path or one that climbs out. Returns 0 or -1 with a reason in why. */
 static int clean_path(const char *path, buf *out, const char **why)
 {
-    if (path[0] == '/')
-        return *why = "is absolute", -1;
+    if (path[0] == '/') {
+        *why = "is absolute";
+        return -1;
+    }
     size_t depth = 0;
     for (const char *p = path; *p;) {
         const char *slash = strchr(p, '/');
         size_t n = slash ? (size_t)(slash - p) : strlen(p);
         if (n == 2 && p[0] == '.' && p[1] == '.') {
-            if (depth == 0)
-                return *why = "leaves the package", -1;
+            if (depth == 0) {
+                *why = "leaves the package";
+                return -1;
+            }
             char *last = strrchr(out->data, '/');
             out->len = last ? (size_t)(last - out->data) : 0;
             out->data[out->len] = '\0';
             depth--;
         } else if (n && !(n == 1 && p[0] == '.')) {
-            if ((out->len && buf_append_str(out, "/") < 0) || buf_append(out, p, n) < 0)
-                return *why = "out of memory", -1;
+            if ((out->len && buf_append_str(out, "/") < 0) || buf_append(out, p, n) < 0) {
+                *why = "out of memory";
+                return -1;
+            }
             depth++;
         }
         p += n + (slash ? 1 : 0);
     }
-    if (depth == 0)
-        return *why = "names no file", -1;
+    if (depth == 0) {
+        *why = "names no file";
+        return -1;
+    }
     return 0;
 }
 

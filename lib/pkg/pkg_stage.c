@@ -223,30 +223,43 @@ static int enter_part(stage *s, int fd, buf *at, int *fresh, const char *part)
     if (next >= 0 || errno != ENOENT) {
         if (next >= 0 && m)
             *fresh = 1;
-        if (next >= 0 && buf_printf(at, "%s%s", at->len ? "/" : "", entry) < 0)
-            return close(next), errno = ENOMEM, -1;
+        if (next >= 0 && buf_printf(at, "%s%s", at->len ? "/" : "", entry) < 0) {
+            close(next);
+            errno = ENOMEM;
+            return -1;
+        }
         return next;
     }
     if (!*fresh) {
-        if (!(m = add_move(s, at->data, part)))
-            return errno = ENOMEM, -1;
+        if (!(m = add_move(s, at->data, part))) {
+            errno = ENOMEM;
+            return -1;
+        }
         m->is_dir = 1;
         s->last_new_dir = s->moves.len - 1;
         char staged[BENEATH_TMP_MAX];
         if (beneath_create_fresh(fd, BENEATH_STAGED, part, 1, 0777, staged) < 0)
             return -1;
-        if (!(m->staged = strdup(staged)))
-            return unlinkat(fd, staged, AT_REMOVEDIR), errno = ENOMEM, -1;
+        if (!(m->staged = strdup(staged))) {
+            unlinkat(fd, staged, AT_REMOVEDIR);
+            errno = ENOMEM;
+            return -1;
+        }
         entry = m->staged;
         *fresh = 1;
     } else if (mkdirat(fd, part, 0777) < 0) {
         return -1;
     }
-    if (note_made(s, at->data, entry, 1) < 0)
-        return errno = ENOMEM, -1;
+    if (note_made(s, at->data, entry, 1) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
     next = beneath_open_dir(fd, entry, strlen(entry), NULL);
-    if (next >= 0 && buf_printf(at, "%s%s", at->len ? "/" : "", entry) < 0)
-        return close(next), errno = ENOMEM, -1;
+    if (next >= 0 && buf_printf(at, "%s%s", at->len ? "/" : "", entry) < 0) {
+        close(next);
+        errno = ENOMEM;
+        return -1;
+    }
     return next;
 }
 

@@ -157,8 +157,10 @@ static int emit_files(layout_build *b, event_list *list, pkg_layout *out)
             j++;
         pkg_file *f = &out->files[out->n];
         *f = (pkg_file){ .path = strdup(items[i].path) };
-        if (!f->path)
-            return err_line_set(b->err, b->errlen, "%s: out of memory", b->name), -1;
+        if (!f->path) {
+            err_line_set(b->err, b->errlen, "%s: out of memory", b->name);
+            return -1;
+        }
         out->n++;
         rl_writer w;
         rl_writer_init(&w, &f->text, b->err, b->errlen, b->name);
@@ -256,8 +258,10 @@ int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *
 {
     pkg_change *changes = calloc(in->n + out->n + 1, sizeof *changes);
     size_t n = 0;
-    if (!changes)
-        return err_line_set(err, errlen, "%s: out of memory", dir), -1;
+    if (!changes) {
+        err_line_set(err, errlen, "%s: out of memory", dir);
+        return -1;
+    }
     for (size_t i = 0; i < out->n; i++)
         if (!same_text(&out->files[i], find_file(in, out->files[i].path)))
             changes[n++] = (pkg_change){ .path = out->files[i].path, .text = &out->files[i].text };
@@ -308,8 +312,10 @@ int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errl
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/')
         len--;
-    if (len >= sizeof path)
-        return err_line_set(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG)), -1;
+    if (len >= sizeof path) {
+        err_line_set(err, errlen, "%s: %s", dir, strerror(ENAMETOOLONG));
+        return -1;
+    }
     memcpy(path, dir, len);
     path[len] = '\0';
     char *slash = strrchr(path, '/');
@@ -317,12 +323,16 @@ int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errl
     const char *base = slash ? slash + 1 : path;
     if (slash)
         *slash = '\0';
-    if (!strcmp(base, ".") || !strcmp(base, ".."))
-        return err_line_set(err, errlen, "%s: names no new directory", dir), -1;
+    if (!strcmp(base, ".") || !strcmp(base, "..")) {
+        err_line_set(err, errlen, "%s: names no new directory", dir);
+        return -1;
+    }
     if (pkg_make_dirs(up, err, errlen) < 0)
         return -1;
-    if (out->n == 0 && mkdir(dir, 0777) < 0)
-        return err_line_set(err, errlen, "%s: %s", dir, strerror(errno)), -1;
+    if (out->n == 0 && mkdir(dir, 0777) < 0) {
+        err_line_set(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
     /* the files, under base/ */
     pkg_change *changes = calloc(out->n + 1, sizeof *changes);
     buf *paths = calloc(out->n + 1, sizeof *paths);

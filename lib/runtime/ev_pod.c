@@ -19,12 +19,14 @@
  * cache and fails the call. */
 #include "runtime/ev_pod.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "core/semver.h"
+#include "core/state_step.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_status.h"
 #include "oci/image_tag.h"
@@ -61,8 +63,42 @@ struct pod_link {
     loop_defer closing;        /* the close, from the loop */
 };
 
+/* Where a call stands. It is counted among its pod's calls (the pod cache's
+ * pod_cache_call_begin) exactly while CONNECTING or RUNNING. */
+typedef enum pod_call_state {
+    POD_CALL_NEW,              /* started, its image not yet settled */
+    POD_CALL_LISTING_TAGS,     /* its Tag is a constraint: the repository's tags are listed */
+    POD_CALL_FAILING,          /* failed at start: the failure is delivered from the loop */
+    POD_CALL_WAITING_POD,      /* the pod cache is asked for a pod (again, on a retry) */
+    POD_CALL_CONNECTING,       /* has its pod; queued for its link's connect */
+    POD_CALL_RUNNING,          /* a stream on the link's connection */
+    POD_CALL_ENDED,            /* answered, failed or cancelled: done (or gone) was told */
+} pod_call_state;
+
+static const char *const pod_call_state_names[] = {
+    [POD_CALL_NEW] = "NEW", [POD_CALL_LISTING_TAGS] = "LISTING_TAGS",
+    [POD_CALL_FAILING] = "FAILING", [POD_CALL_WAITING_POD] = "WAITING_POD",
+    [POD_CALL_CONNECTING] = "CONNECTING", [POD_CALL_RUNNING] = "RUNNING",
+    [POD_CALL_ENDED] = "ENDED",
+};
+
+/* Every state may end (a failure, or the caller going away); a call that
+ * left its pod without an answer waits for a pod again (a retry). */
+static const unsigned pod_call_next[] = {
+    [POD_CALL_NEW] = STATE_BIT(POD_CALL_LISTING_TAGS) | STATE_BIT(POD_CALL_FAILING) |
+                     STATE_BIT(POD_CALL_WAITING_POD) | STATE_BIT(POD_CALL_ENDED),
+    [POD_CALL_LISTING_TAGS] = STATE_BIT(POD_CALL_WAITING_POD) | STATE_BIT(POD_CALL_ENDED),
+    [POD_CALL_FAILING] = STATE_BIT(POD_CALL_ENDED),
+    [POD_CALL_WAITING_POD] = STATE_BIT(POD_CALL_CONNECTING) | STATE_BIT(POD_CALL_ENDED),
+    [POD_CALL_CONNECTING] = STATE_BIT(POD_CALL_RUNNING) | STATE_BIT(POD_CALL_WAITING_POD) |
+                            STATE_BIT(POD_CALL_ENDED),
+    [POD_CALL_RUNNING] = STATE_BIT(POD_CALL_WAITING_POD) | STATE_BIT(POD_CALL_ENDED),
+    [POD_CALL_ENDED] = 0,
+};
+
 struct pod_call {
     ev_call base;
+    pod_call_state state;      /* changed only by pod_call_set_state */
     ev_request req;
     char *image;
     ev_done_fn *done;
@@ -73,7 +109,6 @@ struct pod_call {
     gc_stream *stream;
     int retries;               /* sent again after a pod failed it without an answer */
     int via_service;           /* the cache answered the Service, not the pod's IP */
-    int in_pod;                /* counted among the pod's calls (pod_cache_call_begin) */
     char *pod;                 /* the pod dialed */
     char *addr;
     buf packed;                /* the request message */
@@ -88,7 +123,6 @@ struct pod_call {
     ev_result res;
     buf message;
     Evaluator__EvaluateFunctionResponse *resp;
-    int ended;
     int64_t arrived_ns;        /* for /metrics: its duration */
     int64_t wait_ns;           /* its first wait for a pod; -1: none yet */
     pod_severity severity;     /* its results' worst (unknown until read) */
@@ -97,18 +131,28 @@ struct pod_call {
 static void link_submit(pod_ev *p, pod_call *c);
 static void on_pod(const pod_answer *a, void *ctx);
 
-/* The pod cache counts a pod's calls: one with calls is never reclaimed as
- * idle, and its idle time starts at the last call's end. */
-static void count_in_pod(pod_call *c, int begin)
+static int on_its_pod(pod_call_state s)
 {
+    return s == POD_CALL_CONNECTING || s == POD_CALL_RUNNING;
+}
+
+/* The one place a call's state changes. The pod cache counts a pod's calls
+ * (one with calls is never reclaimed as idle, and its idle time starts at
+ * the last call's end): a call is counted from its pod's answer until it
+ * leaves that pod. */
+static void pod_call_set_state(pod_call *c, pod_call_state next)
+{
+    int legal = state_step(pod_call_next, pod_call_state_names, c->state, next,
+                           "pod call for \"%s\"", c->image && *c->image ? c->image
+                           : c->req.image ? c->req.image : "");   /* the request's, until settled */
+    assert(legal);
+    (void)legal;   /* NDEBUG */
     pod_ev *p = (pod_ev *)c->base.ev;
-    if (begin && !c->in_pod) {
+    if (!on_its_pod(c->state) && on_its_pod(next))
         pod_cache_call_begin(p->pc, c->image, c->pod);
-        c->in_pod = 1;
-    } else if (!begin && c->in_pod) {
+    else if (on_its_pod(c->state) && !on_its_pod(next))
         pod_cache_call_end(p->pc, c->image, c->pod);
-        c->in_pod = 0;
-    }
+    c->state = next;
 }
 
 /* krm_pod_runtime_calls_total and the calls' figures (the pod cache keeps
@@ -151,10 +195,9 @@ static pod_severity worst_severity(const uint8_t *data, size_t len)
 
 static void finish(pod_call *c, int code, const char *message)
 {
-    if (c->ended)
+    if (c->state == POD_CALL_ENDED)
         return;
-    c->ended = 1;
-    count_in_pod(c, 0);
+    pod_call_set_state(c, POD_CALL_ENDED);
     count_call(c, code);
     if (code != GRPC_OK) {
         buf_append_str(&c->message, message ? message : "");
@@ -173,7 +216,7 @@ static int retry(pod_call *c, const char *why)
     c->retries++;
     log_v(1, "function pod %s: %s; sending the call again (retry %d of %d)", c->pod, why,
           c->retries, p->o.max_retries);
-    count_in_pod(c, 0);   /* it leaves the pod, which may be checked and dropped */
+    pod_call_set_state(c, POD_CALL_WAITING_POD);   /* it leaves the pod, which may be checked and dropped */
     if (!(c->waiter = pod_cache_retry(p->pc, c->image, c->pod, why, on_pod, c)))
         return -1;
     return 0;
@@ -285,8 +328,10 @@ static int link_send(pod_call *c)
     pod_ev *p = (pod_ev *)c->base.ev;
     c->stream = gc_call_start(c->link->conn, EVALUATE_PATH, c->packed.data, c->packed.len,
                               p->o.call_timeout_ns, on_answer, c);
-    if (c->stream)
+    if (c->stream) {
+        pod_call_set_state(c, POD_CALL_RUNNING);
         return 0;
+    }
     link_leave(c);
     return -1;
 }
@@ -409,7 +454,6 @@ static void on_pod(const pod_answer *a, void *ctx)
     p->last.ready = a->ready;
     p->last.pod_wait_ns = a->waited_ns;
     c->via_service = a->name && strcmp(a->name, a->addr) != 0;
-    count_in_pod(c, 0);   /* sent again: it leaves the pod it had */
     free(c->pod);
     free(c->addr);
     c->addr = NULL;
@@ -417,7 +461,7 @@ static void on_pod(const pod_answer *a, void *ctx)
         finish(c, GRPC_UNAVAILABLE, "out of memory");
         return;
     }
-    count_in_pod(c, 1);
+    pod_call_set_state(c, POD_CALL_CONNECTING);
     link_submit(p, c);
 }
 
@@ -550,8 +594,11 @@ static int apply_tag(pod_call *c, const ev_request *req)
 static void start_on_pod(pod_call *c)
 {
     pod_ev *p = (pod_ev *)c->base.ev;
-    if (pack(c) < 0 || !(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
+    if (pack(c) < 0 || !(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c))) {
         finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    pod_call_set_state(c, POD_CALL_WAITING_POD);
 }
 
 static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *done, void *ctx)
@@ -569,11 +616,14 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
     c->severity = POD_SEVERITY_UNKNOWN;
     loop_defer_init(&c->deferred, deliver_deferred, c);
     int tagged = apply_tag(c, req);
-    if (tagged > 0)
-        return &c->base;   /* on_tags goes on */
+    if (tagged > 0) {
+        pod_call_set_state(c, POD_CALL_LISTING_TAGS);   /* on_tags goes on */
+        return &c->base;
+    }
     if (tagged < 0) {
         if (!c->image && !(c->image = strdup("")))
             goto oom;
+        pod_call_set_state(c, POD_CALL_FAILING);
         loop_defer_post(p->l, &c->deferred);
         return &c->base;
     }
@@ -581,6 +631,7 @@ static ev_call *pod_start(evaluator *base, const ev_request *req, ev_done_fn *do
         goto oom;
     if (!(c->waiter = pod_cache_get(p->pc, c->image, on_pod, c)))
         goto oom;
+    pod_call_set_state(c, POD_CALL_WAITING_POD);
     return &c->base;
 oom:
     if (c) {
@@ -598,7 +649,7 @@ static void call_release(ev_call *base)
 {
     pod_call *c = (pod_call *)base;
     pod_ev *p = (pod_ev *)base->ev;
-    count_in_pod(c, 0);
+    assert(c->state == POD_CALL_ENDED);   /* counted out of its pod */
     pod_cache_cancel(p->pc, c->waiter);
     loop_defer_cancel(&c->deferred);
     gc_call_cancel(c->stream);   /* running: its stream is reset, the connection stays */
@@ -623,9 +674,10 @@ static void pod_free_call(ev_call *base) { call_release(base); }
 static void pod_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
 {
     pod_call *c = (pod_call *)base;
-    if (!c->ended)   /* the caller went away: CANCELLED, as go-grpc-prometheus counts it */
+    if (c->state != POD_CALL_ENDED) {   /* the caller went away: CANCELLED, as go-grpc-prometheus counts it */
+        pod_call_set_state(c, POD_CALL_ENDED);
         count_call(c, GRPC_CANCELLED);
-    c->ended = 1;
+    }
     call_release(base);
     if (gone)
         gone(gone_ctx);

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/spawn.h"
+#include "core/spawn_pipes.h"
 #include "core/state_step.h"
 #include "grpc/metrics.h"
 #include "runtime/fn_slots.h"
@@ -165,13 +165,6 @@ int fn_job_can_run(const char *argv0, buf *why)
     return 0;
 }
 
-static int make_pipe(int fds[2])
-{
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return -1;
-    return 0;
-}
-
 /* Our ends of fresh pipes carry no status flags yet, so O_NONBLOCK can be
  * set without reading them first (F_SETFL ignores the access mode). */
 static void set_nonblocking(int fd)
@@ -210,9 +203,9 @@ static void fn_job_close_pipe(fn_job *job, int *fd)
 
 static void fn_job_close_pipes(fn_job *job)
 {
-    fn_job_close_pipe(job, &job->fd_in);
-    fn_job_close_pipe(job, &job->fd_out);
-    fn_job_close_pipe(job, &job->fd_err);
+    int *const pipes[] = {&job->fd_in, &job->fd_out, &job->fd_err};
+    for (size_t i = 0; i < sizeof pipes / sizeof *pipes; i++)
+        fn_job_close_pipe(job, pipes[i]);
 }
 
 static void fn_job_on_stdin(loop *l, int fd, uint32_t events, void *ctx);
@@ -594,33 +587,34 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
         return NULL;
     }
     fn_job *job = calloc(1, sizeof *job);
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    if (!job || make_pipe(in) < 0 || make_pipe(out) < 0 || make_pipe(err) < 0) {
-        buf_printf(why, "cannot create pipes: %s", strerror(errno));
-        goto fail;
+    if (!job) {
+        buf_printf(why, "out of memory");
+        return NULL;
     }
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
     const char *step;
-    int rc = spawn_in_group_setup(path, spec->argv, NULL, (int[3]){in[0], out[1], err[1]},
-                                  spec->child_setup ? spec->child_setup : child_setup, &job->pid,
-                                  &step);
+    int ours[3];
+    int rc = spawn_with_pipes(path, 0, spec->argv, NULL,
+                              spec->child_setup ? spec->child_setup : child_setup, 1, ours,
+                              &job->pid, &step);
     if (rc) {
         char text[256];
         errno_text(rc, text, sizeof text);
-        buf_printf(why, "fork/exec %s: %s%s%s", shown, step ? step : "", step ? ": " : "", text);
-        goto fail;
+        if (step && !strcmp(step, "pipe"))
+            buf_printf(why, "cannot create pipes: %s", text);
+        else
+            buf_printf(why, "fork/exec %s: %s%s%s", shown, step ? step : "", step ? ": " : "", text);
+        free(job);
+        return NULL;
     }
-    close_fd(&in[0]);
-    close_fd(&out[1]);
-    close_fd(&err[1]);
     job->loop = l;
     loop_timer_init(&job->drain_timer, fn_job_drain_expired, job);
     loop_timer_init(&job->kill_timer, fn_job_kill_expired, job);
     job->done = done;
     job->ctx = ctx;
-    job->fd_in = in[1];
-    job->fd_out = out[0];
-    job->fd_err = err[0];
+    job->fd_in = ours[0];
+    job->fd_out = ours[1];
+    job->fd_err = ours[2];
     job->started_ns = loop_now_ns();
     set_nonblocking(job->fd_in);
     set_nonblocking(job->fd_out);
@@ -629,14 +623,6 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
     live_jobs = job;
     log_v(4, "function %d started: %s", (int)job->pid, shown);
     return job;
-fail:
-    for (int i = 0; i < 2; i++) {
-        close_fd(&in[i]);
-        close_fd(&out[i]);
-        close_fd(&err[i]);
-    }
-    free(job);
-    return NULL;
 }
 
 /* Cannot drive it: let it die, it will be reaped as a cancelled job. */

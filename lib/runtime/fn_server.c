@@ -21,18 +21,13 @@ static void fn_server_limits(rpc_server_config *cfg)
         cfg->max_waiting = fn_slots_default_waiting(cfg->max_functions);
 }
 
-/* The transport's drain steps, for the streams that outlive calls: health
- * Watch and reflection. */
-static void fn_server_drain(rpc_drain_phase phase, void *ctx)
+/* SIGTERM's drain began: pre-started functions no call will take go first.
+ * (The transport tells health's Watch streams and ends them, and
+ * reflection's, once no call is left.) */
+static void fn_server_drain(void *ctx)
 {
     (void)ctx;
-    if (phase == RPC_DRAIN_STARTED) {
-        fn_prespawn_stop();   /* no call will take them: first to go */
-        health_drain_started();
-    } else {
-        health_end_watches();
-        reflection_end_streams();
-    }
+    fn_prespawn_stop();
 }
 
 /* Descriptors may be back (the listener resumed after EMFILE): a pool of

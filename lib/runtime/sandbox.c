@@ -483,9 +483,9 @@ static int make_env(sandbox *sb, const char *tmp)
 static int path_entry_check(const char *flag, const char *p, size_t n, buf *why)
 {
     if (p[0] != '/')
-        return buf_printf(why, "%s: not an absolute path: %s", flag, p), -1;
+        return buf_fail(why, "%s: not an absolute path: %s", flag, p);
     if (n >= SANDBOX_LANDLOCK_MAX_PATHS)
-        return buf_printf(why, "%s: more than %d paths", flag, SANDBOX_LANDLOCK_MAX_PATHS), -1;
+        return buf_fail(why, "%s: more than %d paths", flag, SANDBOX_LANDLOCK_MAX_PATHS);
     return 0;
 }
 
@@ -497,7 +497,7 @@ static int path_list_check(const char *flag, const char *list, size_t n, buf *wh
         return 0;
     char *copy = strdup(list);
     if (!copy)
-        return buf_append_str(why, "out of memory"), -1;
+        return buf_fail(why, "%s", "out of memory");
     int rc = 0;
     for (char *save = NULL, *p = strtok_r(copy, ",", &save); p && rc == 0;
          p = strtok_r(NULL, ",", &save))

@@ -28,8 +28,6 @@ extern const rpc_method reflection_v1alpha_method;
  * tests/fuzz. */
 int reflection_answer(const rpc_method *const *methods, const uint8_t *msg, size_t len, buf *out,
                       buf *why);
-/* All work is done: end every reflection stream so connections can close. */
-void reflection_end_streams(void);
 
 /* The server cannot do its work (wrapper-server: its function cannot be
  * run): Check and Watch answer NOT_SERVING and /readyz 503 with the reason,
@@ -37,10 +35,5 @@ void reflection_end_streams(void);
 void health_set_not_serving(const char *reason);
 /* The reason given, or NULL while serving (draining aside). */
 const char *health_not_serving_reason(void);
-
-/* Draining began: Watch streams are told NOT_SERVING. */
-void health_drain_started(void);
-/* All work is done: end every Watch stream so connections can close. */
-void health_end_watches(void);
 
 #endif

@@ -5,8 +5,10 @@
  * NOT_FOUND for Check and SERVICE_UNKNOWN for Watch. Everything is SERVING
  * until the server starts draining, then NOT_SERVING, so readiness drops at
  * once; a server that cannot do its work at all (a function that cannot be
- * run) is NOT_SERVING from the start (health_set_not_serving). Watch streams stay open and hear about that change; they are ended
- * (UNAVAILABLE) when the last in-flight call is done. */
+ * run) is NOT_SERVING from the start (health_set_not_serving). Watch
+ * streams stay open and hear about the drain (the transport's drain hook);
+ * the transport ends them (UNAVAILABLE) when the last in-flight call is
+ * done. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +30,8 @@ typedef Grpc__Health__V1__HealthCheckResponse__ServingStatus serving_status;
 typedef struct health_state {
     buf reply;              /* encoded response, borrowed by the transport */
     int known;              /* Watch: the service name is known */
-    rpc_call *call;
-    struct health_state *next_watch;
 } health_state;
 
-static health_state *watches;
-static int draining;
 static char not_serving[512];   /* why the server cannot serve; "": it can */
 
 static int is_known(const char *name)
@@ -44,9 +42,9 @@ static int is_known(const char *name)
     return 0;
 }
 
-static serving_status current_status(void)
+static serving_status current_status(const rpc_call *c)
 {
-    return draining || not_serving[0]
+    return server_is_draining(c->srv) || not_serving[0]
                     ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                     : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }
@@ -69,7 +67,6 @@ static health_state *state_for(rpc_call *c)
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;
     }
-    st->call = c;
     c->state = st;
     return st;
 }
@@ -96,7 +93,7 @@ static void check_handle(rpc_call *c, const uint8_t *msg, size_t len)
     grpc__health__v1__health_check_request__free_unpacked(req, NULL);
     if (!st)
         return;
-    if (encode_status(current_status(), &st->reply) < 0) {
+    if (encode_status(current_status(c), &st->reply) < 0) {
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
@@ -122,7 +119,7 @@ static void list_handle(rpc_call *c, const uint8_t *msg, size_t len)
     Grpc__Health__V1__HealthListResponse__StatusesEntry *entry_ptrs[N_SERVICES];
     for (size_t i = 0; i < N_SERVICES; i++) {
         grpc__health__v1__health_check_response__init(&values[i]);
-        values[i].status = current_status();
+        values[i].status = current_status(c);
         grpc__health__v1__health_list_response__statuses_entry__init(&entries[i]);
         entries[i].key = (char *)known_services[i];
         entries[i].value = &values[i];
@@ -141,14 +138,23 @@ static void list_handle(rpc_call *c, const uint8_t *msg, size_t len)
     rpc_reply(c, &seg, 1);
 }
 
-static void watch_send(health_state *st)
+static void watch_send(rpc_call *c)
 {
+    health_state *st = c->state;
     serving_status status =
-        st->known ? current_status()
+        st->known ? current_status(c)
                   : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
     buf_reset(&st->reply);
     if (encode_status(status, &st->reply) == 0)
-        rpc_send(st->call, st->reply.data, st->reply.len);   /* copied by the transport */
+        rpc_send(c, st->reply.data, st->reply.len);   /* copied by the transport */
+}
+
+/* The server began draining: a Watch of a known name hears NOT_SERVING. */
+static void watch_drain(rpc_call *c)
+{
+    health_state *st = c->state;
+    if (st && st->known)
+        watch_send(c);
 }
 
 static void watch_handle(rpc_call *c, const uint8_t *msg, size_t len)
@@ -157,14 +163,11 @@ static void watch_handle(rpc_call *c, const uint8_t *msg, size_t len)
     if (!req)
         return;
     health_state *st = state_for(c);
-    if (st) {
+    if (st)
         st->known = is_known(req->service);
-        st->next_watch = watches;
-        watches = st;
-    }
     grpc__health__v1__health_check_request__free_unpacked(req, NULL);
     if (st)
-        watch_send(st);
+        watch_send(c);
 }
 
 static void health_end(rpc_call *c, int finished)
@@ -173,11 +176,6 @@ static void health_end(rpc_call *c, int finished)
     health_state *st = c->state;
     if (!st)
         return;
-    for (health_state **p = &watches; *p; p = &(*p)->next_watch)
-        if (*p == st) {
-            *p = st->next_watch;
-            break;
-        }
     buf_free(&st->reply);
     free(st);
     c->state = NULL;
@@ -193,25 +191,6 @@ const char *health_not_serving_reason(void)
     return not_serving[0] ? not_serving : NULL;
 }
 
-void health_drain_started(void)
-{
-    draining = 1;
-    for (health_state *st = watches; st; st = st->next_watch)
-        if (st->known)
-            watch_send(st);
-}
-
-void health_end_watches(void)
-{
-    /* rpc_finish may free the call (and so unlink it): take one at a time */
-    while (watches) {
-        health_state *st = watches;
-        watches = st->next_watch;
-        st->next_watch = NULL;
-        rpc_finish(st->call, GRPC_UNAVAILABLE, "the server is shutting down");
-    }
-}
-
 const rpc_method health_check_method = {
     .service = "grpc.health.v1.Health", .name = "Check",
     .handle = check_handle, .end = health_end,
@@ -222,5 +201,5 @@ const rpc_method health_list_method = {
 };
 const rpc_method health_watch_method = {
     .service = "grpc.health.v1.Health", .name = "Watch", .server_streaming = 1,
-    .handle = watch_handle, .end = health_end,
+    .handle = watch_handle, .drain = watch_drain, .end = health_end,
 };

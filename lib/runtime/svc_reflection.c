@@ -20,7 +20,8 @@
  * with INTERNAL, one with no request set with INVALID_ARGUMENT. Both
  * versions share one wire format, so v1's generated code serves both. The
  * stream ends OK when the client half-closes; streams still open when the
- * server drains are ended like health's Watch streams. */
+ * server drains are ended by the transport, as health's Watch streams are
+ * (the handler keeps no state of its own). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,13 +35,6 @@ typedef Grpc__Reflection__V1__ServerReflectionRequest refl_request;
 typedef Grpc__Reflection__V1__ServerReflectionResponse refl_response;
 
 #define NOT_FOUND_TEXT "proto: not found"   /* grpc-go's: protoregistry.NotFound */
-
-typedef struct refl_stream {
-    rpc_call *call;
-    struct refl_stream *next;
-} refl_stream;
-
-static refl_stream *streams;
 
 /* ---- answers ------------------------------------------------------------- */
 
@@ -276,17 +270,6 @@ int reflection_answer(const rpc_method *const *methods, const uint8_t *msg, size
 
 static void reflection_handle(rpc_call *c, const uint8_t *msg, size_t len)
 {
-    if (!c->state) {
-        refl_stream *st = calloc(1, sizeof *st);
-        if (!st) {
-            rpc_finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
-            return;
-        }
-        st->call = c;
-        st->next = streams;
-        streams = st;
-        c->state = st;
-    }
     buf out = {0}, why = {0};
     int code = reflection_answer(server_methods(c->srv), msg, len, &out, &why);
     if (code == GRPC_OK)
@@ -302,39 +285,13 @@ static void reflection_request_end(rpc_call *c)
     rpc_finish(c, GRPC_OK, "");
 }
 
-static void reflection_end(rpc_call *c, int finished)
-{
-    (void)finished;
-    refl_stream *st = c->state;
-    if (!st)
-        return;
-    for (refl_stream **p = &streams; *p; p = &(*p)->next)
-        if (*p == st) {
-            *p = st->next;
-            break;
-        }
-    free(st);
-    c->state = NULL;
-}
-
-void reflection_end_streams(void)
-{
-    /* rpc_finish may free the call (and so unlink it): take one at a time */
-    while (streams) {
-        refl_stream *st = streams;
-        streams = st->next;
-        st->next = NULL;
-        rpc_finish(st->call, GRPC_UNAVAILABLE, "the server is shutting down");
-    }
-}
-
 const rpc_method reflection_v1_method = {
     .service = "grpc.reflection.v1.ServerReflection", .name = "ServerReflectionInfo",
     .server_streaming = 1, .client_streaming = 1,
-    .handle = reflection_handle, .request_end = reflection_request_end, .end = reflection_end,
+    .handle = reflection_handle, .request_end = reflection_request_end,
 };
 const rpc_method reflection_v1alpha_method = {
     .service = "grpc.reflection.v1alpha.ServerReflection", .name = "ServerReflectionInfo",
     .server_streaming = 1, .client_streaming = 1,
-    .handle = reflection_handle, .request_end = reflection_request_end, .end = reflection_end,
+    .handle = reflection_handle, .request_end = reflection_request_end,
 };

@@ -352,6 +352,17 @@ class Server:
     def stderr(self):
         return read(self.stderr_path).decode("utf-8", "replace")
 
+    def assert_logged(self, lines, timeout=10.0):
+        """Waits until every one of `lines` is in stderr; asserts they all are
+        and that no state move was refused (state_step's error)."""
+        deadline = time.monotonic() + timeout
+        while any(w not in self.stderr() for w in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        log = self.stderr()
+        for w in lines:
+            assert w in log, f"{w!r} not logged:\n{log[-3000:]}"
+        assert "refused after" not in log
+
     def describe(self):
         return f"server {self.argv!r} on port {self.port}; stderr:\n{self.stderr()[-4000:]}"
 

@@ -247,14 +247,20 @@ def test_empty_stream_ends_ok(servers, refl):
 
 
 
-def test_open_stream_ends_when_the_server_drains(start_server, refl):
+@pytest.mark.parametrize("asked", [True, False])
+def test_open_stream_ends_when_the_server_drains(start_server, refl, asked):
     """A reflection stream left open does not hold SIGTERM's drain for the
-    whole grace period: it is ended (UNAVAILABLE) once no call is left."""
+    whole grace period: it is ended (UNAVAILABLE) once no call is left. The
+    transport, not the handler, keeps the open streams: one whose client has
+    asked nothing yet is ended too."""
     import signal
     import time
-    srv = start_server(["cat"], options=["--shutdown-grace", "20s"])
+    srv = start_server(["cat"], options=["--shutdown-grace", "20s", "--verbosity", "4"])
     r = stream(srv, refl, "v1")
-    assert r.ask(list_services="").list_services_response.service
+    if asked:
+        assert r.ask(list_services="").list_services_response.service
+    else:
+        srv.assert_logged(["/grpc.reflection.v1.ServerReflection/ServerReflectionInfo: HEADERS -> READING"])
     start = time.monotonic()
     srv.proc.send_signal(signal.SIGTERM)
     assert srv.proc.wait(timeout=10) == 0

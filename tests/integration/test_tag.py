@@ -98,6 +98,20 @@ def test_pod_runtime_refuses_what_it_cannot_resolve(start_server, tmp_path, tag,
     assert json.loads(get(srv.port, "/debug/pods")[2])["pods"] == []   # nothing was started
 
 
+def test_pod_runtime_calls_life_reads_as_named_states_at_verbosity_4(start_server, tmp_path):
+    """A pod call's steps are one line each at verbosity 4: one listing its
+    tags and failing, one refused at start (delivered from the loop)."""
+    srv = serve_pods(start_server, tmp_path, "--verbosity", "4")
+    assert srv.evaluate_error(RL, image="127.0.0.1:1/fn:v0", tag="^1.2").code() == grpc.StatusCode.UNAVAILABLE
+    assert srv.evaluate_error(RL, image="127.0.0.1:1/fn:v0", tag="bad tag!").code() == \
+        grpc.StatusCode.INVALID_ARGUMENT
+    want = ['pod call for "127.0.0.1:1/fn": NEW -> LISTING_TAGS',
+            'pod call for "127.0.0.1:1/fn": LISTING_TAGS -> ENDED',
+            'pod call for "127.0.0.1:1/fn:v0": NEW -> FAILING',
+            'pod call for "127.0.0.1:1/fn:v0": FAILING -> ENDED']
+    srv.assert_logged(want)
+
+
 class TagRegistry:
     """A registry that lists fn's tags in pages (Link: rel="next", as
     distribution pages them) and has no manifest; `pages` is what it serves,

@@ -64,3 +64,13 @@ Test(buf_spares, a_bigger_buffer_replaces_the_smallest_when_full)
     buf_free(&b);
     cr_assert_eq(buf_spares_bytes(), 4 * MIB);
 }
+
+Test(buf, fail_appends_the_message_and_answers_minus_one)
+{
+    buf err = {0};
+    buf_append_str(&err, "registry: ");
+    cr_assert_eq(buf_fail(&err, "cannot read %s (%d)", "config.json", 2), -1);
+    cr_assert_str_eq(err.data, "registry: cannot read config.json (2)");
+    cr_assert_eq(err.len, strlen(err.data));
+    buf_free(&err);
+}

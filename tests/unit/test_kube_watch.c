@@ -200,3 +200,18 @@ Test(kube_client, path_accessor)
     json_free(j);
     buf_free(&err);
 }
+
+Test(kube_client, ref_dup_owns_its_strings)
+{
+    char ns[] = "fns", name[] = "p1";
+    kube_ref from = {"/api/v1", "pods", ns, name, NULL}, copy;
+    cr_assert_eq(kube_ref_dup(&from, &copy), 0);
+    ns[0] = name[0] = 'X';   /* the caller's strings change or go: the copy keeps its own */
+    buf path = {0};
+    cr_assert_eq(kube_ref_path(&copy, &path), 0);
+    cr_assert_str_eq(path.data, "/api/v1/namespaces/fns/pods/p1");
+    cr_assert_null(copy.query);   /* NULL stays NULL */
+    buf_free(&path);
+    kube_ref_free(&copy);
+    cr_assert_null(copy.api);
+}
