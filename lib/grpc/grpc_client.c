@@ -480,9 +480,11 @@ gc_dialing *gc_connect_start(loop *l, const char *addr, int64_t timeout_ns, uint
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV}, *res;
     int rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0)
-        return buf_printf(err, "invalid address \"%s\": want a numeric IP:PORT (%s)", addr,
-                          gai_strerror(rc)), NULL;
+    if (rc != 0) {
+        buf_printf(err, "invalid address \"%s\": want a numeric IP:PORT (%s)", addr,
+                   gai_strerror(rc));
+        return NULL;
+    }
     gc_dialing *d = calloc(1, sizeof *d);
     int fd = d ? socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                         res->ai_protocol) : -1;

@@ -72,10 +72,10 @@ static int parse_bool(const char *v, int *out)
     static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
     static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False"};
     for (size_t i = 0; i < 6; i++) {
-        if (!strcmp(v, yes[i]))
-            return *out = 1, 0;
-        if (!strcmp(v, no[i]))
-            return *out = 0, 0;
+        if (!strcmp(v, yes[i]) || !strcmp(v, no[i])) {
+            *out = !strcmp(v, yes[i]);
+            return 0;
+        }
     }
     return -1;
 }
@@ -109,8 +109,10 @@ static int apply_flag(probe_opts *o, const char *name, const char *value, int ha
 {
     if (!strcmp(name, "v") || !strcmp(name, "version")) {
         int *target = name[1] ? &o->version : &o->verbose;
-        if (!has_value)
-            return *target = 1, 0;
+        if (!has_value) {
+            *target = 1;
+            return 0;
+        }
         return parse_bool(value, target) < 0 ? bad_args("invalid boolean value for -%s", name) : 0;
     }
     for (size_t i = 0; i < sizeof unsupported_flags / sizeof unsupported_flags[0]; i++)

@@ -407,9 +407,11 @@ void pod_cache_settle(pod_cache *pc, int64_t max_ns)
 
 pod_cache *pod_cache_new(loop *l, kube_client *c, const pod_cache_opts *o, buf *err)
 {
-    if (!o->wrapper_image || !*o->wrapper_image)
-        return buf_printf(err, "the wrapper server image is required (--wrapper-server-image or "
-                          "WRAPPER_SERVER_IMAGE)"), NULL;
+    if (!o->wrapper_image || !*o->wrapper_image) {
+        buf_printf(err, "the wrapper server image is required (--wrapper-server-image or "
+                   "WRAPPER_SERVER_IMAGE)");
+        return NULL;
+    }
     pod_cache *pc = calloc(1, sizeof *pc);
     if (!pc) {
         buf_printf(err, "out of memory");

@@ -358,9 +358,9 @@ void owner_scan_start(pod_cache *pc)
 int pod_owner_name_check(const char *owner, buf *err)
 {
     if (!dns1123_subdomain_valid(owner) || strlen(owner) + strlen(KUBE_LEASE_PREFIX) > 253)
-        return buf_printf(err, "invalid replica name \"%s\": want a DNS-1123 subdomain of at most %zu "
-                          "characters (lowercase letters, digits, '-' and '.'), as a pod name is",
-                          owner, 253 - strlen(KUBE_LEASE_PREFIX)), -1;
+        return buf_fail(err, "invalid replica name \"%s\": want a DNS-1123 subdomain of at most %zu "
+                        "characters (lowercase letters, digits, '-' and '.'), as a pod name is",
+                        owner, 253 - strlen(KUBE_LEASE_PREFIX));
     return 0;
 }
 
@@ -372,7 +372,7 @@ int owner_start(pod_cache *pc, buf *err)
         !(pc->own.lease = kube_lease_start(pc->l, pc->api, pc->api_ctx, pc->o.namespace, pc->o.owner,
                                            pc->o.lease_ns))) {
         free(pc->own.scan);
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     }
     pc->own.scan->pc = pc;
     log_info("pod runtime: replica %s, Lease " KUBE_LEASE_PREFIX "%s in %s (%.0f s): this replica "

@@ -261,8 +261,8 @@ static int add_file(kc_set *s, kc_file *f)
     if (k == YV_NULL)
         return 0;   /* an empty file, as kubectl allows */
     if (k != YV_MAP)
-        return buf_printf(s->err, "%s: must be a mapping (a kubeconfig), not %s", f->path,
-                          yaml_vkind_name(k)), -1;
+        return buf_fail(s->err, "%s: must be a mapping (a kubeconfig), not %s", f->path,
+                        yaml_vkind_name(k));
     const char *cur;
     if (gather(s, f, root, "clusters", "cluster", &s->clusters) < 0 ||
         gather(s, f, root, "users", "user", &s->users) < 0 ||
@@ -537,10 +537,10 @@ static int resolve_context(kc_set *s, const kube_config_opts *o, const char *fil
     const kc_entry *ctx = find(&s->contexts, name);
     if (!ctx) {
         if (name == s->current)
-            return buf_printf(s->err, "%s: current-context: context \"%s\" is not defined in contexts",
-                              s->current_file->path, name), -1;
-        return buf_printf(s->err, "%s: --context: context \"%s\" is not defined in contexts", files,
-                          name), -1;
+            return buf_fail(s->err, "%s: current-context: context \"%s\" is not defined in contexts",
+                            s->current_file->path, name);
+        return buf_fail(s->err, "%s: --context: context \"%s\" is not defined in contexts", files,
+                        name);
     }
     kc_where w = {s, ctx->file, "contexts", ctx->index, ctx->name, "context"};
     yaml_document_t *d = &ctx->file->doc;

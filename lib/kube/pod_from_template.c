@@ -61,7 +61,7 @@ static int patch_function(json *spec, const pod_template_opts *o, buf *err)
     }
     if (rc == 0)
         rc = set_str(fn, "image", o->image);
-    return rc < 0 ? buf_printf(err, "out of memory"), -1 : 0;
+    return rc < 0 ? buf_fail(err, "out of memory") : 0;
 }
 
 /* Private registries: the Secret in imagePullSecrets, unless the template

@@ -87,8 +87,8 @@ static int entry_credentials(const json *entry, const char *path, const char *re
     static const char *const secrets[] = {"auth", "username", "password"};
     for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++)
         if (member_has_nul(entry, secrets[i]))
-            return buf_printf(err, "Docker config %s: auths[\"%s\"].%s has a NUL byte (\\u0000)", path, registry,
-                              secrets[i]), -1;
+            return buf_fail(err, "Docker config %s: auths[\"%s\"].%s has a NUL byte (\\u0000)", path, registry,
+                            secrets[i]);
     const char *auth = json_get_str(entry, "auth");
     if (auth && *auth) {
         buf plain = {0};
@@ -96,8 +96,8 @@ static int entry_credentials(const json *entry, const char *path, const char *re
         if (base64_decode(auth, strlen(auth), &plain) < 0 || !plain.data || !(colon = strchr(plain.data, ':')) ||
             strlen(plain.data) != plain.len) {
             buf_free(&plain);
-            return buf_printf(err, "Docker config %s: auths[\"%s\"].auth is not base64 of \"user:password\" "
-                              "(without NUL bytes)", path, registry), -1;
+            return buf_fail(err, "Docker config %s: auths[\"%s\"].auth is not base64 of \"user:password\" "
+                            "(without NUL bytes)", path, registry);
         }
         *colon = '\0';
         out->username = strdup(plain.data);

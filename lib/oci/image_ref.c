@@ -51,15 +51,15 @@ static int repository_check(const char *ref, const char *repo, size_t n, buf *er
     if (n == 0)
         return buf_fail(err, "invalid image reference \"%s\": empty repository name", ref);
     if (has_upper(repo, n))
-        return buf_printf(err, "invalid image reference \"%s\": repository name \"%.*s\" must be lowercase",
-                          ref, (int)n, repo), -1;
+        return buf_fail(err, "invalid image reference \"%s\": repository name \"%.*s\" must be lowercase",
+                        ref, (int)n, repo);
     for (size_t i = 0; i <= n;) {
         const char *slash = memchr(repo + i, '/', n - i);
         size_t len = slash ? (size_t)(slash - (repo + i)) : n - i;
         if (!component_ok(repo + i, len))
-            return buf_printf(err, "invalid image reference \"%s\": repository name \"%.*s\" has an invalid "
-                              "component \"%.*s\" (lowercase letters and digits, separated by '.', '_', '__' "
-                              "or '-')", ref, (int)n, repo, (int)len, repo + i), -1;
+            return buf_fail(err, "invalid image reference \"%s\": repository name \"%.*s\" has an invalid "
+                            "component \"%.*s\" (lowercase letters and digits, separated by '.', '_', '__' "
+                            "or '-')", ref, (int)n, repo, (int)len, repo + i);
         i += len + 1;
     }
     return 0;
@@ -80,11 +80,11 @@ static int digest_check(const char *ref, const char *d, buf *err)
 {
     const char *colon = strchr(d, ':');
     if (!colon || colon == d)
-        return buf_printf(err, "invalid image reference \"%s\": invalid digest \"%s\" (want sha256:<64 hex digits>)",
-                          ref, d), -1;
+        return buf_fail(err, "invalid image reference \"%s\": invalid digest \"%s\" (want sha256:<64 hex digits>)",
+                        ref, d);
     if ((size_t)(colon - d) != 6 || strncmp(d, "sha256", 6))
-        return buf_printf(err, "invalid image reference \"%s\": unsupported digest algorithm \"%.*s\" (only sha256)",
-                          ref, (int)(colon - d), d), -1;
+        return buf_fail(err, "invalid image reference \"%s\": unsupported digest algorithm \"%.*s\" (only sha256)",
+                        ref, (int)(colon - d), d);
     size_t n = strlen(colon + 1);
     int ok = n == 64;
     for (size_t i = 0; ok && i < n; i++)
@@ -169,8 +169,8 @@ static int split_name(const char *ref, const char *s, size_t n, image_ref *out, 
     hub = hub || (reg_len == 15 && !memcmp(reg, "index.docker.io", 15));
     int library = hub && !memchr(path, '/', repo_len);
     if (reg_len + 1 + (library ? 8 : 0) + repo_len > NAME_MAX_LEN)
-        return buf_printf(err, "invalid image reference \"%s\": repository name longer than %d characters",
-                          ref, NAME_MAX_LEN), -1;
+        return buf_fail(err, "invalid image reference \"%s\": repository name longer than %d characters",
+                        ref, NAME_MAX_LEN);
     out->registry = hub ? strdup(IMAGE_REF_DOCKER_HUB) : dup_n(reg, reg_len);
     out->api_host = hub ? strdup(IMAGE_REF_DOCKER_HUB_API) : dup_n(reg, reg_len);
     buf repo = {0};

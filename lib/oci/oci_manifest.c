@@ -94,11 +94,11 @@ static int descriptor_read(const json *d, const char *what, oci_descriptor *out,
     if (!d || d->type != JSON_OBJECT || !out->digest)
         return buf_fail(err, "%s has no digest", what);
     if (has_nul(json_get(d, "digest")))
-        return buf_printf(err, "%s has a digest with a NUL byte (\\u0000) at offset %zu", what,
-                          strlen(out->digest)), -1;
+        return buf_fail(err, "%s has a digest with a NUL byte (\\u0000) at offset %zu", what,
+                        strlen(out->digest));
     if (!oci_digest_valid(out->digest))
-        return buf_printf(err, "%s has an unsupported digest \"%s\" (want sha256:<64 hex digits>)", what,
-                          out->digest), -1;
+        return buf_fail(err, "%s has an unsupported digest \"%s\" (want sha256:<64 hex digits>)", what,
+                        out->digest);
     if (size && (size->type != JSON_NUMBER || size->number < 0))
         return buf_fail(err, "%s has an invalid size", what);
     return 0;
@@ -171,8 +171,8 @@ int oci_config_strings(const json *config, const char *key, char ***out, size_t 
     for (size_t i = 0; i < len; i++) {
         if (has_nul(v->items[i])) {
             oci_strings_free(arr);
-            return buf_printf(err, "config.%s[%zu] has a NUL byte (\\u0000) at offset %zu", key, i,
-                              strlen(v->items[i]->str)), -1;
+            return buf_fail(err, "config.%s[%zu] has a NUL byte (\\u0000) at offset %zu", key, i,
+                            strlen(v->items[i]->str));
         }
         if (v->items[i]->type != JSON_STRING || !(arr[i] = strdup(v->items[i]->str))) {
             oci_strings_free(arr);

@@ -276,8 +276,8 @@ static int config_start(lookup *lk, const json *manifest)
     }
     const json *mt = json_get(manifest, "mediaType");
     if (mt && mt->type == JSON_STRING && strlen(mt->str) != mt->len)
-        return buf_printf(lk->err, "image \"%s\": the manifest's mediaType has a NUL byte (\\u0000) at offset %zu; "
-                          "refused", lk->image, strlen(mt->str)), -1;
+        return buf_fail(lk->err, "image \"%s\": the manifest's mediaType has a NUL byte (\\u0000) at offset %zu; "
+                        "refused", lk->image, strlen(mt->str));
     lk->out->media_type = strdup(json_get_str(manifest, "mediaType") ? json_get_str(manifest, "mediaType") : "");
     lk->out->config_digest = strdup(d.digest);
     lk->config = d;
@@ -333,8 +333,8 @@ static int read_command(lookup *lk, const json *config)
     if (!o->entrypoint)
         return buf_fail(lk->err, "out of memory");
     if (o->n_entrypoint == 0)
-        return buf_printf(lk->err, "image \"%s\" has neither Entrypoint nor Cmd in its config (%s)", lk->image,
-                          o->config_digest), -1;
+        return buf_fail(lk->err, "image \"%s\" has neither Entrypoint nor Cmd in its config (%s)", lk->image,
+                        o->config_digest);
     return 0;
 }
 

@@ -324,9 +324,9 @@ static int hop_start(reg_client *c, char *url, buf *err)
     c->hop_mode = !strcmp(origin, c->xfer_origin) ? c->xfer_mode : AUTH_NONE;
     free(origin);
     if (c->hop_mode != AUTH_NONE && !secrets_may_go(c, url))
-        return buf_printf(err, "registry %s: refusing to send %s for %s over plain HTTP to %s (name the host "
-                          "with --insecure-registry if that is intended)", c->registry,
-                          c->hop_mode == AUTH_BASIC ? "the credentials" : "the token", c->xfer_auth->host, url), -1;
+        return buf_fail(err, "registry %s: refusing to send %s for %s over plain HTTP to %s (name the host "
+                        "with --insecure-registry if that is intended)", c->registry,
+                        c->hop_mode == AUTH_BASIC ? "the credentials" : "the token", c->xfer_auth->host, url);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
@@ -367,8 +367,8 @@ static int perform_start(reg_client *c, const char *url, const char *accept, aut
     char *first = strdup(url);
     if (!first || url_origin(url, &c->xfer_origin, NULL) < 0) {
         free(first);
-        return buf_printf(err, first ? "registry %s: cannot parse the URL %s" : "out of memory", c->registry,
-                          url), -1;
+        return buf_fail(err, first ? "registry %s: cannot parse the URL %s" : "out of memory", c->registry,
+                        url);
     }
     if (accept) {
         buf accept_hdr = {0};
@@ -422,11 +422,11 @@ static int follow_redirect(reg_client *c, buf *err)
         return 0;   /* no Location: the caller sees the 3xx */
     int https = !strncasecmp(c->xfer_url, "https://", 8);
     if (++c->redirects > MAX_REDIRECTS)
-        return buf_printf(err, "registry %s: GET %s was redirected more than %d times; refused", c->registry,
-                          c->xfer_url, MAX_REDIRECTS), -1;
+        return buf_fail(err, "registry %s: GET %s was redirected more than %d times; refused", c->registry,
+                        c->xfer_url, MAX_REDIRECTS);
     if (strncasecmp(next, "https://", 8) && (https || strncasecmp(next, "http://", 7)))
-        return buf_printf(err, "registry %s: GET %s was redirected to %s, %s; refused", c->registry, c->xfer_url,
-                          next, https ? "not https (a downgrade)" : "neither http nor https"), -1;
+        return buf_fail(err, "registry %s: GET %s was redirected to %s, %s; refused", c->registry, c->xfer_url,
+                        next, https ? "not https (a downgrade)" : "neither http nor https");
     char *copy = strdup(next);
     if (!copy)
         return buf_fail(err, "out of memory");

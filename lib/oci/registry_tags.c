@@ -54,8 +54,8 @@ static void finish(registry_tags_op *op, int rc)
 static int add_tag(registry_tags_op *op, const char *tag)
 {
     if (op->total == REGISTRY_TAGS_MAX)
-        return buf_printf(&op->err, "the repository of image \"%s\" has more than %d tags (the "
-                          "limit)", op->image, REGISTRY_TAGS_MAX), -1;
+        return buf_fail(&op->err, "the repository of image \"%s\" has more than %d tags (the "
+                        "limit)", op->image, REGISTRY_TAGS_MAX);
     if (op->n == op->cap) {
         size_t cap = op->cap ? op->cap * 2 : 64;
         char **grown = realloc(op->tags, cap * sizeof *grown);
@@ -124,8 +124,8 @@ static void on_page(int rc, reg_response *r, const buf *err, void *ctx);
 static int page_start(registry_tags_op *op)
 {
     if (++op->pages > REGISTRY_TAGS_PAGES)
-        return buf_printf(&op->err, "the tag list of image \"%s\" has more than %d pages (the "
-                          "limit)", op->image, REGISTRY_TAGS_PAGES), -1;
+        return buf_fail(&op->err, "the tag list of image \"%s\" has more than %d pages (the "
+                        "limit)", op->image, REGISTRY_TAGS_PAGES);
     return reg_get_start(op->client, op->path.data, "application/json", PAGE_MAX_BYTES, on_page, op,
                          &op->err);
 }

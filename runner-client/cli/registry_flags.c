@@ -12,15 +12,17 @@ static int add_insecure(registry_flags *f, const char *value, buf *err)
 {
     char *copy = strdup(value), *save = NULL;
     if (!copy)
-        return buf_printf(err, "out of memory"), -1;
-    if (f->n_copies >= REGISTRY_FLAGS_MAX_INSECURE)
-        return free(copy), buf_printf(err, "too many --insecure-registry values (at most %d)",
-                                      REGISTRY_FLAGS_MAX_INSECURE), -1;
+        return buf_fail(err, "out of memory");
+    if (f->n_copies >= REGISTRY_FLAGS_MAX_INSECURE) {
+        free(copy);
+        return buf_fail(err, "too many --insecure-registry values (at most %d)",
+                        REGISTRY_FLAGS_MAX_INSECURE);
+    }
     f->copies[f->n_copies++] = copy;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (f->n_insecure >= REGISTRY_FLAGS_MAX_INSECURE)
-            return buf_printf(err, "too many --insecure-registry values (at most %d)",
-                              REGISTRY_FLAGS_MAX_INSECURE), -1;
+            return buf_fail(err, "too many --insecure-registry values (at most %d)",
+                            REGISTRY_FLAGS_MAX_INSECURE);
         f->insecure[f->n_insecure++] = tok;
     }
     return 0;
@@ -65,13 +67,13 @@ int registry_flags_take(registry_flags *f, int argc, char **argv, char **rest, b
             slot = k == 0 ? &f->docker_config : &f->platform;
         }
         if (missing)
-            return buf_printf(err, "flag %s needs a value", argv[i]), -1;
+            return buf_fail(err, "flag %s needs a value", argv[i]);
         if (!v) {
             rest[n++] = argv[i];
             continue;
         }
         if (*slot)
-            return buf_printf(err, "flag %s given twice", name), -1;
+            return buf_fail(err, "flag %s given twice", name);
         *slot = v;
     }
     rest[n] = NULL;

@@ -157,7 +157,7 @@ static int split_args(int argc, char **argv, const flag_def *defs, eval_args *a,
             break;
         } else if (!strcmp(arg, "--fn")) {
             if (i + 1 >= argc)
-                return buf_printf(err, "flag --fn needs a value"), -1;
+                return buf_fail(err, "flag --fn needs a value");
             a->fns[a->n_fns++] = argv[++i];
         } else if (!strncmp(arg, "--fn=", 5)) {
             a->fns[a->n_fns++] = arg + 5;
@@ -166,9 +166,8 @@ static int split_args(int argc, char **argv, const flag_def *defs, eval_args *a,
         } else if (!strncmp(arg, "--stop-on-error=", 16)) {
             a->stop_on_error_given = 1;
             if (parse_bool(arg + 16, &a->stop_on_error) < 0)
-                return buf_printf(err, "invalid --stop-on-error \"%s\": want true or false",
-                                  arg + 16),
-                       -1;
+                return buf_fail(err, "invalid --stop-on-error \"%s\": want true or false",
+                                arg + 16);
         } else {
             a->rest[a->n_rest++] = argv[i];
             if (takes_value(defs, arg) && i + 1 < argc)
@@ -223,11 +222,11 @@ static int check_render(const eval_args *a, eval_opts *o, buf *err)
                       : a->dash_dash ? "-- KEY=VALUE" : a->stop_on_error_given ? "--stop-on-error"
                       : NULL;
     if (evals)
-        return buf_printf(err, "%s is eval's: render runs the functions of DIR's Kptfile",
-                          evals), -1;
+        return buf_fail(err, "%s is eval's: render runs the functions of DIR's Kptfile",
+                        evals);
     if (!strcmp(o->input, "-") || (stat(o->input, &st) == 0 && !S_ISDIR(st.st_mode)))
-        return buf_printf(err, "%s is not a directory: render updates a package (a directory "
-                          "holding a Kptfile)", !strcmp(o->input, "-") ? "-" : o->input), -1;
+        return buf_fail(err, "%s is not a directory: render updates a package (a directory "
+                        "holding a Kptfile)", !strcmp(o->input, "-") ? "-" : o->input);
     o->kptfile = o->input;
     return 0;
 }

@@ -19,11 +19,11 @@ int eval_cli_out_prepare(const eval_cli_out *o, buf *err)
     if (!o->results_dir)
         return 0;
     if (!*o->results_dir)
-        return buf_printf(err, "--results-dir needs a directory"), -1;
+        return buf_fail(err, "--results-dir needs a directory");
     char why[1024];
     if (pkg_make_dirs(o->results_dir, why, sizeof why) < 0)
-        return buf_printf(err, "cannot read or create results dir \"%s\": %s", o->results_dir,
-                          why), -1;
+        return buf_fail(err, "cannot read or create results dir \"%s\": %s", o->results_dir,
+                        why);
     return 0;
 }
 
@@ -43,10 +43,10 @@ int eval_output_choose(eval_output *o, const char *input, const char *flag, buf 
         return 0;
     }
     if (!*flag)
-        return buf_printf(err, "-o needs stdout, unwrap or a directory"), -1;
+        return buf_fail(err, "-o needs stdout, unwrap or a directory");
     if (lstat(flag, &st) == 0 || errno != ENOENT)
-        return buf_printf(err, "-o %s: directory \"%s\" already exists, please delete the "
-                               "directory and retry", flag, flag), -1;
+        return buf_fail(err, "-o %s: directory \"%s\" already exists, please delete the "
+                             "directory and retry", flag, flag);
     *o = (eval_output){ .kind = EVAL_OUT_DIR, .dir = flag };
     return 0;
 }

@@ -51,8 +51,10 @@ int eval_step_run(eval_run *run, const char *image, const char *tag, const char 
     *s = (eval_step){ 0 };
     const char *name = image && *image ? image : run->unnamed;
     buf text = { 0 };
-    if (progress_running(name, &text) < 0)
-        return buf_free(&text), -1;
+    if (progress_running(name, &text) < 0) {
+        buf_free(&text);
+        return -1;
+    }
     say(&text);
     int64_t t0 = now_ns();
     if (run->call(run->call_ctx, image ? image : "", tag, rl, len, &s->answer) < 0) {

@@ -87,8 +87,10 @@ static char **split_words(char *words, buf *err)
 {
     size_t n = 0, max = strlen(words) / 2 + 2;
     char **argv = calloc(max, sizeof *argv);
-    if (!argv)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!argv) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
         argv[n++] = w;
     if (n == 0) {

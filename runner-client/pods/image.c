@@ -54,9 +54,9 @@ static int parse_cli(image_cli *cli, int argc, char **argv, int *help, buf *err)
     if (rc < 0 || *help)
         return rc;
     if (strcmp(cli->output, "json") && strcmp(cli->output, "text"))
-        return buf_printf(err, "invalid --output \"%s\" (json or text)", cli->output), -1;
+        return buf_fail(err, "invalid --output \"%s\" (json or text)", cli->output);
     if (cli->n_images == 0)
-        return buf_printf(err, "an IMAGE is required"), -1;
+        return buf_fail(err, "an IMAGE is required");
     for (int i = 0; i < cli->n_images; i++)
         if (image_ref_check(cli->images[i], err) < 0)
             return -1;

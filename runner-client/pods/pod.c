@@ -75,7 +75,7 @@ static int split_args(int argc, char **argv, render_req *r, buf *err)
                 r->entry[r->n_entry++] = argv[i];
         } else if (!strcmp(arg, "--entrypoint") || !strncmp(arg, "--entrypoint=", 13)) {
             if (arg[12] != '=' && i + 1 >= argc)
-                return buf_printf(err, "flag --entrypoint needs a value"), -1;
+                return buf_fail(err, "flag --entrypoint needs a value");
             r->entry[r->n_entry++] = arg[12] == '=' ? arg + 13 : argv[++i];
             r->entry_flags++;
         } else if (!strcmp(arg, "--warm-up")) {
@@ -97,7 +97,7 @@ static int load_json_entry(const char *text, render_req *r, buf *err)
 {
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, strlen(text));
     int ok = yaml_load(&p, strlen(text), &r->json);
     if (!ok && p.error == YAML_COMPOSER_ERROR)   /* a limit */
@@ -110,17 +110,17 @@ static int load_json_entry(const char *text, render_req *r, buf *err)
     r->json_loaded = 1;
     yaml_node_t *root = yaml_document_get_root_node(&r->json);
     if (!root || root->type != YAML_SEQUENCE_NODE || root->data.sequence.style != YAML_FLOW_SEQUENCE_STYLE)
-        return buf_printf(err, "--entrypoint-json must be a JSON array of strings"), -1;
+        return buf_fail(err, "--entrypoint-json must be a JSON array of strings");
     size_t count = (size_t)(root->data.sequence.items.top - root->data.sequence.items.start);
     const char **entry = realloc(r->entry, (count + 1) * sizeof *entry);   /* may exceed argc */
     if (!entry)
-        return buf_printf(err, "out of memory"), -1;
+        return buf_fail(err, "out of memory");
     r->entry = entry;
     for (yaml_node_item_t *it = root->data.sequence.items.start; it < root->data.sequence.items.top; it++) {
         yaml_node_t *n = yaml_document_get_node(&r->json, *it);
         if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_DOUBLE_QUOTED_SCALAR_STYLE ||
             strlen((char *)n->data.scalar.value) != n->data.scalar.length)
-            return buf_printf(err, "--entrypoint-json must be a JSON array of strings"), -1;
+            return buf_fail(err, "--entrypoint-json must be a JSON array of strings");
         r->entry[r->n_entry++] = (const char *)n->data.scalar.value;
     }
     return 0;
@@ -154,34 +154,34 @@ static int check_render(render_req *r, const render_flags *f, pod_template_opts 
     int sources = (r->entry_flags > 0) + r->dashdash + (f->json != NULL);
     unsigned long long max_body;
     if (!f->image || !*f->image)
-        return buf_printf(err, "--image is required"), -1;
+        return buf_fail(err, "--image is required");
     if (image_ref_check(f->image, err) < 0)
         return -1;
     if (sources > 1)
-        return buf_printf(err, "give the entrypoint once: --entrypoint, --entrypoint-json or -- ARG..."), -1;
+        return buf_fail(err, "give the entrypoint once: --entrypoint, --entrypoint-json or -- ARG...");
     if (!sources)
-        return buf_printf(err, "the image's entrypoint is required: --entrypoint ARG (repeatable), "
-                               "--entrypoint-json '[...]' or -- ARG..."), -1;
+        return buf_fail(err, "the image's entrypoint is required: --entrypoint ARG (repeatable), "
+                             "--entrypoint-json '[...]' or -- ARG...");
     if (f->json && load_json_entry(f->json, r, err) < 0)
         return -1;
     if (!f->wrapper || !*f->wrapper)
-        return buf_printf(err, "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required"), -1;
+        return buf_fail(err, "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required");
     if (parse_uint(f->max_body, 2147483647ULL, &max_body) < 0 || !max_body)
-        return buf_printf(err, "invalid --max-request-body-size \"%s\" (1 to 2147483647)", f->max_body), -1;
+        return buf_fail(err, "invalid --max-request-body-size \"%s\" (1 to 2147483647)", f->max_body);
     if (parse_uint(f->postfix, 2147483647ULL, postfix) < 0 || !*postfix)
-        return buf_printf(err, "invalid --postfix \"%s\" (1, 2, ...)", f->postfix), -1;
+        return buf_fail(err, "invalid --postfix \"%s\" (1, 2, ...)", f->postfix);
     if (!dns1123_label_valid(f->ns))
-        return buf_printf(err, "invalid --namespace \"%s\" (a DNS-1123 label)", f->ns), -1;
+        return buf_fail(err, "invalid --namespace \"%s\" (a DNS-1123 label)", f->ns);
     if (f->name && !dns1123_subdomain_valid(f->name))
-        return buf_printf(err, "invalid --name \"%s\" (a DNS-1123 subdomain)", f->name), -1;
+        return buf_fail(err, "invalid --name \"%s\" (a DNS-1123 subdomain)", f->name);
     if (f->name && r->warm_up)
-        return buf_printf(err, "--name and --warm-up exclude each other"), -1;
+        return buf_fail(err, "--name and --warm-up exclude each other");
     if (strcmp(f->probe, "exec") && strcmp(f->probe, "grpc"))
-        return buf_printf(err, "invalid --probe \"%s\" (exec or grpc)", f->probe), -1;
+        return buf_fail(err, "invalid --probe \"%s\" (exec or grpc)", f->probe);
     if (strcmp(f->escape, "true") && strcmp(f->escape, "false"))
-        return buf_printf(err, "invalid --escape-dollar \"%s\" (true or false)", f->escape), -1;
+        return buf_fail(err, "invalid --escape-dollar \"%s\" (true or false)", f->escape);
     if (!*f->version)
-        return buf_printf(err, "--template-version must not be empty"), -1;
+        return buf_fail(err, "--template-version must not be empty");
     *o = (pod_template_opts){
         .name = f->name, .namespace = f->ns, .image = f->image, .wrapper_image = f->wrapper,
         .entrypoint = r->entry, .n_entrypoint = r->n_entry,
@@ -234,8 +234,10 @@ static int render(render_req *r)
         return rc;
     }
     buf_free(&err);
-    if (ready == 1)
-        return fputs(pod_usage, stdout), 0;
+    if (ready == 1) {
+        fputs(pod_usage, stdout);
+        return 0;
+    }
     if (pod_id_make(f.image, digest, (unsigned long)postfix, id, reason, sizeof reason) < 0)
         return usage_error("render", reason);
     o.pod_id = id;
@@ -300,8 +302,10 @@ static int cmd_id(int argc, char **argv)
     buf_free(&err);
     if (bad)
         return rc;
-    if (help)
-        return fputs(pod_usage, stdout), 0;
+    if (help) {
+        fputs(pod_usage, stdout);
+        return 0;
+    }
     if (!image || !*image)
         return usage_error("id", "--image is required");
     if (image_ref_check(image, &err) < 0) {
@@ -320,8 +324,10 @@ static int cmd_id(int argc, char **argv)
 
 int cmd_pod(int argc, char **argv)
 {
-    if (argc < 1)
-        return fputs(pod_usage, stderr), 2;
+    if (argc < 1) {
+        fputs(pod_usage, stderr);
+        return 2;
+    }
     if (!strcmp(argv[0], "render"))
         return cmd_pod_render(argc - 1, argv + 1);
     if (!strcmp(argv[0], "id"))
@@ -330,8 +336,10 @@ int cmd_pod(int argc, char **argv)
         return cmd_pod_create(argc - 1, argv + 1);
     if (!strcmp(argv[0], "list") || !strcmp(argv[0], "delete"))
         return cmd_pod_kube(argv[0], argc - 1, argv + 1);
-    if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))
-        return fputs(pod_usage, stdout), 0;
+    if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
+        fputs(pod_usage, stdout);
+        return 0;
+    }
     term_line(stderr, "runner-client pod: unknown subcommand \"%s\" (render, id, create, list or delete)\n", argv[0]);
     return 2;
 }

@@ -322,8 +322,10 @@ int cmd_pod_kube(const char *sub, int argc, char **argv)
         else
             args[n_args++] = argv[i];
     }
-    if (!args)
-        return term_line(stderr, "runner-client: out of memory\n"), 1;
+    if (!args) {
+        term_line(stderr, "runner-client: out of memory\n");
+        return 1;
+    }
     int bad = flags_parse(n_args, args, defs, pos, 2, &n_pos, &help, &err) < 0;
     free(args);
     if (bad) {
@@ -331,8 +333,10 @@ int cmd_pod_kube(const char *sub, int argc, char **argv)
         buf_free(&err);
         return rc;
     }
-    if (help)
-        return fputs(list_usage, stdout), 0;
+    if (help) {
+        fputs(list_usage, stdout);
+        return 0;
+    }
     if (!is_delete && (n_pos || all))
         return kube_usage(sub, "takes no arguments (see --help)");
     if (is_delete && (n_pos > 1 || (n_pos == 1) == (all != NULL)))

@@ -113,9 +113,11 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int taken = rest ? registry_flags_take(&k->reg, argc, argv, rest, err) : -1, n = 0;
     if (!rest)
-        return buf_printf(err, "out of memory"), -1;
-    if (taken < 0)
-        return free(rest), -1;
+        return buf_fail(err, "out of memory");
+    if (taken < 0) {
+        free(rest);
+        return -1;
+    }
     for (int i = 0; i < taken; i++) {
         if (!strcmp(rest[i], "--kube"))
             k->kube = 1;
@@ -135,21 +137,21 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
     if (rc < 0 || *help)
         return rc;
     if (!is_eval && (k->out.output || k->out.results_dir || k->fn_config || k->fn_args))
-        return buf_printf(err, "-o, --results-dir, --fn-config and -- KEY=VALUE are for eval"), -1;
+        return buf_fail(err, "-o, --results-dir, --fn-config and -- KEY=VALUE are for eval");
     if (k->fn_config && k->n_fn_args)
-        return buf_printf(err, "give the functionConfig either with --fn-config or as KEY=VALUE "
-                          "arguments after --, not both"), -1;
+        return buf_fail(err, "give the functionConfig either with --fn-config or as KEY=VALUE "
+                        "arguments after --, not both");
     if (!k->image || !*k->image)
-        return buf_printf(err, "--image IMG is required"), -1;
+        return buf_fail(err, "--image IMG is required");
     if (image_ref_check(k->image, err) < 0)
         return -1;
     if (strcmp(k->dial, "service") && strcmp(k->dial, "pod"))
-        return buf_printf(err, "invalid --dial \"%s\" (service or pod)", k->dial), -1;
+        return buf_fail(err, "invalid --dial \"%s\" (service or pod)", k->dial);
     if (k->ns && !dns1123_label_valid(k->ns))
-        return buf_printf(err, "invalid --namespace \"%s\" (a DNS-1123 label)", k->ns), -1;
+        return buf_fail(err, "invalid --namespace \"%s\" (a DNS-1123 label)", k->ns);
     if (!k->wrapper || !*k->wrapper)
-        return buf_printf(err, "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required (the "
-                          "init container's image, as Porch's)"), -1;
+        return buf_fail(err, "--wrapper-server-image or WRAPPER_SERVER_IMAGE is required (the "
+                        "init container's image, as Porch's)");
     if (image_ref_check(k->wrapper, err) < 0)
         return -1;
     return 0;
@@ -244,8 +246,10 @@ static int pod_create(kube_cli *k, int argc, char **argv)
         buf_free(&err);
         return rc;
     }
-    if (help)
-        return fputs(pod_create_usage, stdout), 0;
+    if (help) {
+        fputs(pod_create_usage, stdout);
+        return 0;
+    }
     if (k->kube)
         return usage("pod create", "--kube is for eval (pod create always uses the cluster)");
     pod_run r = {.rc = 1};
@@ -336,8 +340,10 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
         buf_free(&err);
         return rc;
     }
-    if (help)
-        return fputs(eval_kube_usage, stdout), 0;
+    if (help) {
+        fputs(eval_kube_usage, stdout);
+        return 0;
+    }
     buf rl = {0};
     char why[1024];
     if (rl_input_build(k->input, (size_t)max_message, &rl, why, sizeof why) < 0) {

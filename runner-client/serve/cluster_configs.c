@@ -597,7 +597,8 @@ cluster_configs *cluster_configs_start(kube_client *c, const cluster_configs_opt
         !(cc->functions_dir = strdup(o->functions_dir ? o->functions_dir : ""))) {
         if (cc)
             cluster_configs_free(cc);
-        return buf_append_str(err, "out of memory"), NULL;
+        buf_append_str(err, "out of memory");
+        return NULL;
     }
     cc->c = c;
     cc->l = kube_client_loop(c);

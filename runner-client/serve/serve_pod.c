@@ -78,12 +78,12 @@ static int find_ca(serve_pod *p, const char *dir, buf *err)
         }
         buf_free(&path);
         if (errno != ENOENT)   /* there, but unreadable: say so, not "not found" */
-            return buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): %s %s",
-                              dir, names[i], why[i]), -1;
+            return buf_fail(err, "--tls-secret-path %s (--enable-private-registries-tls): %s %s",
+                            dir, names[i], why[i]);
     }
     /* Porch's words */
-    return buf_printf(err, "--tls-secret-path %s (--enable-private-registries-tls): ca.crt not found: "
-                      "%s, and ca.pem also not found: %s", dir, why[0], why[1]), -1;
+    return buf_fail(err, "--tls-secret-path %s (--enable-private-registries-tls): ca.crt not found: "
+                    "%s, and ca.pem also not found: %s", dir, why[0], why[1]);
 }
 
 
@@ -93,8 +93,8 @@ static int read_auth(buf *out, const char *path, buf *err)
 {
     char why[FDIO_WHY_MAX];
     if (file_read_at(AT_FDCWD, path, 0, SERVE_POD_AUTH_MAX, out, why) < 0)
-        return buf_printf(err, "--registry-auth-secret-path %s (--enable-private-registries): %s", path,
-                          why), -1;
+        return buf_fail(err, "--registry-auth-secret-path %s (--enable-private-registries): %s", path,
+                        why);
     buf perr = {0};
     json *v = json_parse(out->data, out->len, &perr);
     const json *auths = json_get(v, "auths");
@@ -145,65 +145,65 @@ int serve_pod_require(const serve_pod_flags *f, buf *err)
 {
     if (f->wrapper && *f->wrapper)
         return 0;
-    return buf_printf(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod "
-                      "function evaluator runtime (Porch's words; --wrapper-server-image is the "
-                      "same: the init container's image), or run without pods with "
-                      "--disable-runtimes=pod"), -1;
+    return buf_fail(err, "environment variable WRAPPER_SERVER_IMAGE must be set to use pod "
+                    "function evaluator runtime (Porch's words; --wrapper-server-image is the "
+                    "same: the init container's image), or run without pods with "
+                    "--disable-runtimes=pod");
 }
 
 int serve_pod_check(const serve_pod_flags *f, buf *err)
 {
     int64_t ns;
     if (f->dial && strcmp(f->dial, "service") && strcmp(f->dial, "pod"))
-        return buf_printf(err, "invalid value \"%s\" for --dial: want service or pod", f->dial), -1;
+        return buf_fail(err, "invalid value \"%s\" for --dial: want service or pod", f->dial);
     if (f->ns && !dns1123_label_valid(f->ns))
-        return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 label", f->ns,
-                          f->ns_flag ? f->ns_flag : "--namespace"), -1;
+        return buf_fail(err, "invalid value \"%s\" for %s: want a DNS-1123 label", f->ns,
+                        f->ns_flag ? f->ns_flag : "--namespace");
     if (f->ready_timeout && (duration_parse(f->ready_timeout, &ns) < 0 || ns <= 0))
-        return buf_printf(err, "invalid value \"%s\" for %s: want a duration such as 60s",
-                          f->ready_timeout, f->ready_flag ? f->ready_flag : "--ready-timeout"), -1;
+        return buf_fail(err, "invalid value \"%s\" for %s: want a duration such as 60s",
+                        f->ready_timeout, f->ready_flag ? f->ready_flag : "--ready-timeout");
     unsigned long long n;
     if (f->max_pods && (parse_uint(f->max_pods, POD_MAX_PER_FUNCTION, &n) < 0 || n < 1))
-        return buf_printf(err, "invalid value \"%s\" for --max-parallel-pods-per-function: want a "
-                          "whole number 1-%d", f->max_pods, POD_MAX_PER_FUNCTION), -1;
+        return buf_fail(err, "invalid value \"%s\" for --max-parallel-pods-per-function: want a "
+                        "whole number 1-%d", f->max_pods, POD_MAX_PER_FUNCTION);
     if (f->waitlist && (parse_uint(f->waitlist, 1000000, &n) < 0 || n < 1))
-        return buf_printf(err, "invalid value \"%s\" for --max-waitlist-length: want a whole number "
-                          "1-1000000", f->waitlist), -1;
+        return buf_fail(err, "invalid value \"%s\" for --max-waitlist-length: want a whole number "
+                        "1-1000000", f->waitlist);
     if (f->max_retries && parse_uint(f->max_retries, SERVE_POD_MAX_RETRIES, &n) < 0)
-        return buf_printf(err, "invalid value \"%s\" for --max-grpc-retries: want a whole number "
-                          "0-%d", f->max_retries, SERVE_POD_MAX_RETRIES), -1;
+        return buf_fail(err, "invalid value \"%s\" for --max-grpc-retries: want a whole number "
+                        "0-%d", f->max_retries, SERVE_POD_MAX_RETRIES);
     if (f->pod_ttl && (duration_parse(f->pod_ttl, &ns) < 0 || ns < 0))
-        return buf_printf(err, "invalid value \"%s\" for --pod-ttl: want a duration such as 30m "
-                          "(0: never)", f->pod_ttl), -1;
+        return buf_fail(err, "invalid value \"%s\" for --pod-ttl: want a duration such as 30m "
+                        "(0: never)", f->pod_ttl);
     if (f->scan_interval && (duration_parse(f->scan_interval, &ns) < 0 || ns <= 0))
-        return buf_printf(err, "invalid value \"%s\" for --scan-interval: want a duration such as 1m",
-                          f->scan_interval), -1;
+        return buf_fail(err, "invalid value \"%s\" for --scan-interval: want a duration such as 1m",
+                        f->scan_interval);
     if (f->wrapper && *f->wrapper && image_ref_check(f->wrapper, err) < 0)
         return -1;
     if (f->min_ready && parse_uint(f->min_ready, POD_MAX_PER_FUNCTION, &n) < 0)
-        return buf_printf(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
-                          f->min_ready, POD_MAX_PER_FUNCTION), -1;
+        return buf_fail(err, "invalid value \"%s\" for --min-ready-pods: want a whole number 0-%d",
+                        f->min_ready, POD_MAX_PER_FUNCTION);
     if (f->replica && *f->replica && pod_owner_name_check(f->replica, err) < 0)
         return -1;
     if (f->template_wait && (duration_parse(f->template_wait, &ns) < 0 || ns < 0))
-        return buf_printf(err, "invalid value \"%s\" for --template-wait-timeout: want a duration "
-                          "such as 2m (0: do not wait)", f->template_wait), -1;
+        return buf_fail(err, "invalid value \"%s\" for --template-wait-timeout: want a duration "
+                        "such as 2m (0: do not wait)", f->template_wait);
     const char *const names[][2] = {{f->pod_template, "--base-pod-template-name"},
                                     {f->service_template, "--base-service-template-name"}};
     for (size_t i = 0; i < 2; i++)
         if (names[i][0] && !dns1123_subdomain_valid(names[i][0]))
-            return buf_printf(err, "invalid value \"%s\" for %s: want a DNS-1123 subdomain (a "
-                              "Kubernetes object name)", names[i][0], names[i][1]), -1;
+            return buf_fail(err, "invalid value \"%s\" for %s: want a DNS-1123 subdomain (a "
+                            "Kubernetes object name)", names[i][0], names[i][1]);
     if (f->private_registries > 0 && f->auth_secret_name && !dns1123_subdomain_valid(f->auth_secret_name))
-        return buf_printf(err, "invalid value \"%s\" for --registry-auth-secret-name: want a DNS-1123 "
-                          "subdomain (a Kubernetes object name)", f->auth_secret_name), -1;
+        return buf_fail(err, "invalid value \"%s\" for --registry-auth-secret-name: want a DNS-1123 "
+                        "subdomain (a Kubernetes object name)", f->auth_secret_name);
     if (f->private_registries > 0 && f->registry && f->registry->docker_config)
-        return buf_printf(err, "--docker-config and --enable-private-registries both give the "
-                          "registry credentials: give one (the latter reads "
-                          "--registry-auth-secret-path)"), -1;
+        return buf_fail(err, "--docker-config and --enable-private-registries both give the "
+                        "registry credentials: give one (the latter reads "
+                        "--registry-auth-secret-path)");
     if (f->lease && (duration_parse(f->lease, &ns) < 0 || ns < 3000000000LL || ns > 3600000000000LL))
-        return buf_printf(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
-                          "to 1h, such as 15s", f->lease), -1;
+        return buf_fail(err, "invalid value \"%s\" for --lease-duration: want a duration from 3s "
+                        "to 1h, such as 15s", f->lease);
     return 0;
 }
 
@@ -215,13 +215,13 @@ static int replica_name(const serve_pod_flags *f, char *out, size_t cap, buf *er
     char host[256] = "";
     if (!name || !*name) {
         if (gethostname(host, sizeof host - 1) < 0)
-            return buf_printf(err, "cannot read the host name for this replica's name (give "
-                              "--replica-name): %s", strerror(errno)), -1;
+            return buf_fail(err, "cannot read the host name for this replica's name (give "
+                            "--replica-name): %s", strerror(errno));
         name = host;
     }
     if (strlen(name) >= cap)
-        return buf_printf(err, "the replica name \"%.64s...\" is longer than %zu characters (give "
-                          "--replica-name)", name, cap - 1), -1;
+        return buf_fail(err, "the replica name \"%.64s...\" is longer than %zu characters (give "
+                        "--replica-name)", name, cap - 1);
     memcpy(out, name, strlen(name) + 1);
     return 0;
 }
@@ -229,8 +229,10 @@ static int replica_name(const serve_pod_flags *f, char *out, size_t cap, buf *er
 serve_pod *serve_pod_open(loop *l, const serve_pod_flags *f, uint32_t max_message, buf *err)
 {
     serve_pod *p = calloc(1, sizeof *p);
-    if (!p)
-        return buf_printf(err, "out of memory"), NULL;
+    if (!p) {
+        buf_printf(err, "out of memory");
+        return NULL;
+    }
     p->l = l;
     p->max_message = max_message;
     int64_t ready_ns = POD_READY_TIMEOUT_NS;
