@@ -36,29 +36,33 @@ from test_serve_pods import RL, free_port, pb  # noqa: F401 (pb: a fixture)
 TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 PREFIX = "e2e-sandbox/"
 FUNCTIONS, CONFIG = "/home/nonroot/functions", "/home/nonroot/sandbox-config"
-FUNCTION_CONFIGS = f"""\
+FUNCTIONS_BUILT = {   # name: the defines tests/e2e/sandbox_fn.c is built with
+    "echo": [],
+    "steal-token": [f'-DSTEAL="{TOKEN}"'],
+    "connect-api": ["-DCONNECT_PORT={api_port}"],
+}
+
+
+def function_config(name):
+    return f"""\
 apiVersion: config.porch.kpt.dev/v1alpha1
 kind: FunctionConfig
 metadata:
-  name: echo
+  name: {name}
 spec:
-  image: echo
+  image: {name}
   prefixes: ["{PREFIX}"]
   binaryExecutor:
     tags: [v1]
-    path: echo
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: FunctionConfig
-metadata:
-  name: steal-token
-spec:
-  image: steal-token
-  prefixes: ["{PREFIX}"]
-  binaryExecutor:
-    tags: [v1]
-    path: steal-token
+    path: {name}
 """
+
+
+def hostile_calls(api_port):
+    """(function, what its answer must say): each refused under both profiles."""
+    return [("steal-token", f"cannot read {TOKEN}: Permission denied"),
+            ("connect-api", f"cannot connect to 127.0.0.1:{api_port}: Operation not permitted")]
+
 
 # What each profile leaves the sandbox, as the lab showed it: the layers
 # used, and the reason `auto` names for the first missing one. Under both,
@@ -76,8 +80,8 @@ ALL_LAYERS = {"namespaces", "proc", "rlimits", "no_new_privs", "landlock", "secc
 
 
 @pytest.fixture(scope="module")
-def host_dirs():
-    """A host directory with the two functions and one with their
+def host_dirs(api):
+    """A host directory with the functions and one with their
     FunctionConfigs, readable by the runner's user (65532): the pod mounts
     both as hostPath volumes (the lab's node is this machine)."""
     cc = shutil.which("cc")
@@ -89,11 +93,13 @@ def host_dirs():
         os.mkdir(functions)
         os.mkdir(config)
         src = os.path.join(ROOT, "tests", "e2e", "sandbox_fn.c")
-        for name, defines in (("echo", []), ("steal-token", [f'-DSTEAL="{TOKEN}"'])):
+        api_port = urllib.parse.urlsplit(api.config.server).port
+        for name, defines in FUNCTIONS_BUILT.items():
+            defines = [d.format(api_port=api_port) for d in defines]
             subprocess.run([cc, "-static", "-O2", "-Wall", "-Wextra", "-Werror", *defines, "-o",
                             os.path.join(functions, name), src], check=True)
         with open(os.path.join(config, "functions.yaml"), "w") as f:
-            f.write(FUNCTION_CONFIGS)
+            f.write("---\n".join(function_config(name) for name in FUNCTIONS_BUILT))
         for d, _, files in os.walk(top):
             os.chmod(d, 0o755)
             for name in files:
@@ -150,6 +156,9 @@ def test_auto_uses_what_the_profile_allows(api, images, runner_image, pb, host_d
         assert view["mode"] == "auto" and used == expected, (view, said)
         assert set(view["layers"]) == ALL_LAYERS, view
         assert view["unavailable"] == unavailable, view
+        # without namespaces functions are in the runner's network, seccomp
+        # their only bar to it (below)
+        assert view["network"] in (("shared", "per call") if "namespaces" in expected else ("the runner's",)), view
         assert said and said[-1].startswith("sandbox: auto: functions run with ") and \
             said[-1].endswith(f"; unavailable: {unavailable}"), said   # said once at start
         metrics = http_get(port, "/metrics")
@@ -166,14 +175,17 @@ def test_auto_uses_what_the_profile_allows(api, images, runner_image, pb, host_d
             # the token is there for the runner (its pod mounts it) ...
             mounts = [m["mountPath"] for m in pod["spec"]["containers"][0]["volumeMounts"]]
             assert os.path.dirname(TOKEN) in mounts, mounts
-            # ... and the function asking for it is refused, the reason in the answer
-            with pytest.raises(grpc.RpcError) as refused:
-                got = evaluate(pb.evaluator.EvaluateFunctionRequest(
-                    resource_list=RL, image=f"{PREFIX}steal-token:v1"), timeout=60 * SLOW)
-                pytest.fail(f"the function read the service-account token: {got}")
-            assert f"cannot read {TOKEN}: Permission denied" in refused.value.details(), refused.value
-            figures.append(f"sandbox in a pod ({profile} seccomp profile): the token read refused: "
-                           f"{refused.value.code().name}: {refused.value.details()[-160:]}")
+            # ... and the function asking for it is refused, the reason in the
+            # answer; so is one connecting to the API server (the pod has the
+            # host's network here)
+            for function, refusal in hostile_calls(urllib.parse.urlsplit(api.config.server).port):
+                with pytest.raises(grpc.RpcError) as refused:
+                    got = evaluate(pb.evaluator.EvaluateFunctionRequest(
+                        resource_list=RL, image=f"{PREFIX}{function}:v1"), timeout=60 * SLOW)
+                    pytest.fail(f"{function} was not refused: {got}")
+                assert refusal in refused.value.details(), refused.value
+                figures.append(f"sandbox in a pod ({profile} seccomp profile): {function} refused: "
+                               f"{refused.value.code().name}: {refusal}")
         finally:
             channel.close()
 
@@ -205,15 +217,17 @@ def test_strict_refuses_to_start_naming_the_missing_layers(api, images, runner_i
         figures.append(f"sandbox in a pod ({profile} seccomp profile, --sandbox strict): {refusal[0][-300:]}")
 
 
-def test_off_lets_the_function_read_the_token(api, images, runner_image, pb, host_dirs):
-    """The control: with --sandbox off the same function reads the token and
-    its call succeeds, so the refusals above are the sandbox's doing."""
+def test_off_lets_the_hostile_functions_through(api, images, runner_image, pb, host_dirs):
+    """The control: with --sandbox off the same functions read the token and
+    connect to the API server, and their calls succeed, so the refusals
+    above are the sandbox's doing."""
     docs, port = sandbox_deployment(api, runner_image, images, host_dirs, None, "off")
     with deployed(api, docs):
         wait_for("the Deployment Ready", lambda: deployment_ready(api), 120, lambda: describe_runner(api))
         view = json.loads(http_get(port, "/debug/sandbox"))
         assert view["mode"] == "off" and not any(view["layers"].values()), view
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            resp = evaluator(pb, channel)(pb.evaluator.EvaluateFunctionRequest(
-                resource_list=RL, image=f"{PREFIX}steal-token:v1"), timeout=60 * SLOW)
-        assert resp.resource_list == RL, resp
+            for function, _ in hostile_calls(urllib.parse.urlsplit(api.config.server).port):
+                resp = evaluator(pb, channel)(pb.evaluator.EvaluateFunctionRequest(
+                    resource_list=RL, image=f"{PREFIX}{function}:v1"), timeout=60 * SLOW)
+                assert resp.resource_list == RL, (function, resp)
