@@ -11,7 +11,9 @@
 #define LEASE_RETRY_NS (1000LL * 1000000)   /* after a refused write */
 
 struct kube_lease {
-    kube_client *c;
+    loop *l;
+    const pod_api *api;
+    void *api_ctx;
     const char *ns, *holder;
     char name[300];
     int64_t duration_ns;
@@ -19,7 +21,7 @@ struct kube_lease {
     int in_flight;             /* a create or patch under way */
     int stopped;               /* freed once in_flight is 0 */
     int said_failing;          /* a failure logged until the next success */
-    int64_t held_until_ns;     /* the loop clock until which it was last written */
+    int64_t held_until_ns;     /* api's now_ns until which it was last written */
     int64_t sent_ns;           /* the write in flight's start */
     loop_timer next;           /* the next write, */
     loop_defer now;            /* or the next write from the loop */
@@ -37,9 +39,9 @@ static void on_timer(loop *lp, void *ctx)
 static void again_in(kube_lease *l, int64_t ns)
 {
     if (ns > 0)
-        loop_timer_arm(kube_client_loop(l->c), &l->next, ns);
+        loop_timer_arm(l->l, &l->next, ns);
     else
-        loop_defer_post(kube_client_loop(l->c), &l->now);
+        loop_defer_post(l->l, &l->now);
 }
 
 static void on_written(const kube_result *r, void *ctx)
@@ -81,7 +83,7 @@ static void on_written(const kube_result *r, void *ctx)
 static void write_lease(kube_lease *l)
 {
     char now[RFC3339_MICRO_MAX], body[1024];
-    rfc3339_micro(wall_clock_us(), now);
+    rfc3339_micro(l->api->wall_us(l->api_ctx), now);
     long long secs = (l->duration_ns + 999999999) / 1000000000;
     int n;
     if (l->exists)
@@ -97,12 +99,12 @@ static void write_lease(kube_lease *l)
     kube_ref ref = {"/apis/coordination.k8s.io/v1", "leases", l->ns, l->exists ? l->name : NULL,
                     NULL};
     int rc = n < 0 || (size_t)n >= sizeof body ? -1
-             : l->exists ? kube_patch(l->c, &ref, body, (size_t)n, on_written, l, &err)
-                         : kube_create(l->c, &ref, "application/json", body, (size_t)n, on_written,
-                                       l, &err);
+             : l->exists ? l->api->patch(l->api_ctx, &ref, body, (size_t)n, on_written, l, &err)
+                         : l->api->create(l->api_ctx, &ref, "application/json", body, (size_t)n,
+                                          on_written, l, &err);
     if (rc == 0) {
         l->in_flight = 1;
-        l->sent_ns = loop_now_ns();
+        l->sent_ns = l->api->now_ns(l->api_ctx);
     }
     else {   /* a holder that is not a DNS name is refused by pod_cache_new */
         log_warn("Lease %s: %s", l->name, err.data ? err.data : "out of memory");
@@ -111,13 +113,15 @@ static void write_lease(kube_lease *l)
     buf_free(&err);
 }
 
-kube_lease *kube_lease_start(kube_client *c, const char *ns, const char *holder,
-                             int64_t duration_ns)
+kube_lease *kube_lease_start(loop *lp, const pod_api *api, void *api_ctx, const char *ns,
+                             const char *holder, int64_t duration_ns)
 {
     kube_lease *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
-    l->c = c;
+    l->l = lp;
+    l->api = api;
+    l->api_ctx = api_ctx;
     l->ns = ns;
     l->holder = holder;
     l->duration_ns = duration_ns > 0 ? duration_ns : KUBE_LEASE_DURATION_NS;
@@ -132,7 +136,7 @@ void kube_lease_stop(kube_lease *l)
 {
     if (!l)
         return;
-    loop_timer_disarm(kube_client_loop(l->c), &l->next);
+    loop_timer_disarm(l->l, &l->next);
     loop_defer_cancel(&l->now);
     if (l->in_flight)
         l->stopped = 1;   /* on_written frees it */
@@ -142,7 +146,7 @@ void kube_lease_stop(kube_lease *l)
 
 int kube_lease_held(const kube_lease *l)
 {
-    return l && loop_now_ns() < l->held_until_ns;
+    return l && l->api->now_ns(l->api_ctx) < l->held_until_ns;
 }
 
 int64_t kube_lease_duration_ns(const kube_lease *l)

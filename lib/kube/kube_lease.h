@@ -12,19 +12,23 @@
 
 #include <stdint.h>
 
-#include "kube/kube_client.h"
+#include "core/loop.h"
+#include "kube/kube_pod_api.h"
 
 #define KUBE_LEASE_PREFIX "fn-runner-"
 #define KUBE_LEASE_DURATION_NS (15LL * 1000000000)   /* as leader election's default */
 
 typedef struct kube_lease kube_lease;
 
-/* Starts at once (from the loop). c, ns and holder outlive it. NULL: out of memory. */
-kube_lease *kube_lease_start(kube_client *c, const char *ns, const char *holder,
-                             int64_t duration_ns);
+/* Starts at once (from the loop l): its writes go through api (the
+ * pod cache's table, kube_pod_api.h), its times by api's clocks; its
+ * timers run on l. api, api_ctx, ns and holder outlive it. NULL: out of
+ * memory. */
+kube_lease *kube_lease_start(loop *l, const pod_api *api, void *api_ctx, const char *ns,
+                             const char *holder, int64_t duration_ns);
 /* Stops renewing; what is in flight finishes on its own. */
 void kube_lease_stop(kube_lease *l);
-/* Written within its duration (by the loop's clock): this replica's own
+/* Written within its duration (by api's now_ns): this replica's own
  * pods are still its own to delete. */
 int kube_lease_held(const kube_lease *l);
 int64_t kube_lease_duration_ns(const kube_lease *l);

@@ -152,7 +152,7 @@ typedef struct owner_listing {
 
 struct pod_cache {
     loop *l;
-    kube_client *c;            /* the Lease's (kube_lease); the rest goes through api */
+    kube_client *c;            /* the templates' and pull secret's; the rest goes through api */
     const pod_api *api;
     void *api_ctx;
     pod_cache_opts o;

@@ -55,7 +55,8 @@ static pod_owner_facts facts(pod_cache *pc)
     int64_t lease_us = kube_lease_duration_ns(pc->own.lease) / 1000;
     return (pod_owner_facts){.me = pc->o.owner, .leases = pc->own.leases,
                              .n_leases = pc->own.n_leases, .leases_known = pc->own.leases_known,
-                             .now_us = wall_clock_us(), .margin_us = OWNER_MARGIN_US,
+                             .now_us = pc->api->wall_us(pc->api_ctx),
+                             .margin_us = OWNER_MARGIN_US,
                              .grace_us = 2 * lease_us + OWNER_MARGIN_US};
 }
 
@@ -73,7 +74,7 @@ static int claim_patch(pod_cache *pc, const json *obj, buf *patch)
 {
     const char *rv = kube_path_str(obj, "metadata.resourceVersion");
     char now[RFC3339_MICRO_MAX];
-    rfc3339_micro(wall_clock_us(), now);
+    rfc3339_micro(pc->api->wall_us(pc->api_ctx), now);
     now[19] = 'Z';   /* the last-call annotation has whole seconds */
     now[20] = 0;
     if (!rv)
@@ -369,7 +370,8 @@ int owner_start(pod_cache *pc, buf *err)
     if (pod_owner_name_check(pc->o.owner, err) < 0)
         return -1;
     if (!(pc->own.scan = calloc(1, sizeof *pc->own.scan)) ||
-        !(pc->own.lease = kube_lease_start(pc->c, pc->o.namespace, pc->o.owner, pc->o.lease_ns))) {
+        !(pc->own.lease = kube_lease_start(pc->l, pc->api, pc->api_ctx, pc->o.namespace,
+                                           pc->o.owner, pc->o.lease_ns))) {
         free(pc->own.scan);
         return buf_printf(err, "out of memory"), -1;
     }
