@@ -1,0 +1,204 @@
+/* Unit tests for replicas sharing the namespace, through the pod cache
+ * itself (pod_script keeps the namespace's Leases and pods and holds the
+ * clocks): a live replica's pods are never touched, an expired one's are
+ * claimed with their resourceVersion (of two racing replicas one wins, the
+ * other gets a 409 and leaves the pod to it) and collected once idle, this
+ * replica's Lease is renewed every third of its duration, and while it is
+ * not current this replica deletes and claims nothing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pod_script.h"
+
+#include "kube/kube_lease.h"
+
+#define IMAGE "example.com/fn:v1"
+#define SECOND 1000000000LL
+#define SECOND_US 1000000LL
+#define MS 1000000LL
+/* Every scan_ns of the loop's time (real): a test's few scans, without
+ * one in every round of pod_script_pump. */
+#define SCAN_NS (20 * MS)
+
+static pod_cache *replica(pod_script *s, pod_cache_opts o, const char *name, int64_t scan_ns,
+                          int64_t lease_ns)
+{
+    o.owner = name;
+    o.ttl_ns = 5 * SECOND;
+    o.scan_ns = scan_ns;
+    o.lease_ns = lease_ns;
+    return pod_script_cache(s, &o);
+}
+
+/* The script and replica "a" on it. */
+static pod_cache *start(pod_script *s, int64_t scan_ns, int64_t lease_ns)
+{
+    pod_cache_opts o;
+    pod_script_init(s, &o);
+    return replica(s, o, "a", scan_ns, lease_ns);
+}
+
+/* Runs the loop past the next scan (or two), answering its requests. */
+static void scan(pod_script *s)
+{
+    pod_script_wait(s, SCAN_NS + 10 * MS);
+}
+
+static int count(const pod_script *s, const char *verb, const char *resource, const char *name)
+{
+    return pod_script_count(s, verb, resource, name, NULL);
+}
+
+/* Replica "b", gone an hour ago: its Lease expired, its pod b-1 idle since. */
+static void expired_replica(pod_script *s)
+{
+    int64_t hour_ago = pod_script_wall(s) - 3600 * SECOND_US;
+    pod_script_lease(s, "b", hour_ago, 15);
+    pod_script_add_pod(s, "b-1", "b", IMAGE, hour_ago);
+}
+
+Test(pod_cache_owner, a_live_replicas_pods_are_never_touched)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, SCAN_NS, 0);
+    int64_t hour_ago = pod_script_wall(&s) - 3600 * SECOND_US;
+    pod_script_lease(&s, "b", pod_script_wall(&s), 15);
+    pod_script_add_pod(&s, "b-1", "b", IMAGE, hour_ago);   /* idle an hour */
+    for (int i = 0; i < 2; i++) {   /* b renews; a's own Lease stays current (15 s) */
+        scan(&s);
+        s.now += 6 * SECOND;
+        pod_script_lease(&s, "b", pod_script_wall(&s), 15);
+    }
+    scan(&s);
+    cr_assert_geq(count(&s, "list", "pods", NULL), 3, "the scan ran");
+    cr_assert_eq(count(&s, "patch", "pods", "b-1"), 0, "not claimed");
+    cr_assert_eq(count(&s, "delete", "pods", "b-1"), 0, "not deleted");
+    cr_assert_eq(count(&s, "delete", "services", NULL), 0);
+    cr_assert_eq(count(&s, "delete", "leases", NULL), 0, "b's Lease kept");
+    cr_assert_str_eq(pod_script_find_pod(&s, "b-1")->owner, "b");
+    pod_script_end(&s, pc);
+}
+
+Test(pod_cache_owner, an_expired_replicas_pod_is_claimed_with_its_version_then_collected)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, SCAN_NS, 0);
+    expired_replica(&s);
+    scan(&s);
+    int claim = -1;
+    cr_assert_eq(pod_script_count(&s, "patch", "pods", "b-1", &claim), 1, "claimed once");
+    cr_assert(strstr(s.reqs[claim].body, "\"resourceVersion\":\"7\""),
+              "conditional on the version listed: %s", s.reqs[claim].body);
+    cr_assert(strstr(s.reqs[claim].body, "\"" POD_OWNER_ANNOTATION "\":\"a\""), "%s",
+              s.reqs[claim].body);
+    cr_assert_eq(s.reqs[claim].status, 200);
+    cr_assert_str_eq(pod_script_find_pod(&s, "b-1")->owner, "a");
+    scan(&s);   /* the next scan sees b owns nothing */
+    cr_assert_eq(count(&s, "delete", "pods", "b-1"), 0, "a claimed pod's idle time starts again");
+    cr_assert_eq(count(&s, "delete", "leases", KUBE_LEASE_PREFIX "b"), 1,
+                 "b owns no pod any more: its Lease is deleted");
+    cr_assert_null(pod_script_find_lease(&s, "b"));
+    s.now += 6 * SECOND;   /* past the time to live (5 s) */
+    scan(&s);
+    cr_assert_eq(count(&s, "delete", "pods", "b-1"), 1, "collected once idle");
+    cr_assert_eq(count(&s, "delete", "services", "id-b-1"), 1, "with its Service");
+    cr_assert_null(pod_script_find_pod(&s, "b-1"));
+    pod_script_end(&s, pc);
+}
+
+Test(pod_cache_owner, of_two_replicas_claiming_one_pod_one_wins_and_the_other_leaves_it)
+{
+    pod_script s;
+    pod_cache_opts o;
+    pod_script_init(&s, &o);
+    pod_cache *a = replica(&s, o, "a", SCAN_NS, 0), *c = replica(&s, o, "c", SCAN_NS, 0);
+    expired_replica(&s);
+    s.hold_claims = 1;
+    for (int i = 0; i < 50 && count(&s, "patch", "pods", "b-1") < 2; i++)
+        scan(&s);   /* both claim b-1 from the same listing */
+    cr_assert_eq(count(&s, "patch", "pods", "b-1"), 2, "both replicas claim it");
+    s.hold_claims = 0;
+    pod_script_pump(&s);
+    int won = 0, lost = 0;
+    for (int i = 0; i < s.n_reqs; i++)
+        if (!strcmp(s.reqs[i].verb, "patch") && !strcmp(s.reqs[i].name, "b-1")) {
+            won += s.reqs[i].status == 200;
+            lost += s.reqs[i].status == 409;
+        }
+    cr_assert_eq(won, 1, "one claim wins");
+    cr_assert_eq(lost, 1, "the other, on the same resourceVersion, gets a 409");
+    char winner[64];
+    snprintf(winner, sizeof winner, "%s", pod_script_find_pod(&s, "b-1")->owner);
+    cr_assert(!strcmp(winner, "a") || !strcmp(winner, "c"), "owner %s", winner);
+    s.now += 6 * SECOND;   /* idle past its time to live; both Leases current */
+    scan(&s);
+    scan(&s);
+    cr_assert_eq(count(&s, "delete", "pods", "b-1"), 1, "deleted once, by the winner %s", winner);
+    cr_assert_eq(count(&s, "patch", "pods", "b-1"), 2, "the loser did not try again");
+    pod_cache_free(a);
+    pod_script_end(&s, c);
+}
+
+Test(pod_cache_owner, our_lease_is_renewed_every_third_of_its_duration)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, 60 * SECOND, 3 * SECOND);
+    pod_script_pump(&s);
+    cr_assert_eq(count(&s, "create", "leases", NULL), 1, "created at start");
+    script_lease *l = pod_script_find_lease(&s, "a");
+    cr_assert(l);
+    cr_assert_str_eq(l->name, KUBE_LEASE_PREFIX "a");
+    cr_assert_eq(l->duration_s, 3);
+    cr_assert_eq(l->renew_us, pod_script_wall(&s));
+    s.now += SECOND;
+    pod_script_wait(&s, 700 * MS);
+    cr_assert_eq(count(&s, "patch", "leases", NULL), 0, "not before a third of its duration");
+    pod_script_wait(&s, 500 * MS);
+    cr_assert_eq(count(&s, "patch", "leases", KUBE_LEASE_PREFIX "a"), 1, "renewed at 1 s");
+    cr_assert_eq(pod_script_find_lease(&s, "a")->renew_us, pod_script_wall(&s),
+                 "with the time it was renewed");
+    cr_assert_eq(count(&s, "create", "leases", NULL), 1);
+    pod_script_end(&s, pc);
+}
+
+Test(pod_cache_owner, while_our_lease_is_not_renewed_nothing_is_deleted_or_claimed)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, 300 * MS, 3 * SECOND);
+    pod_script_pump(&s);
+    cr_assert(pod_script_find_lease(&s, "a"));
+    s.lease_status = 500;       /* the API server refuses its renewals */
+    s.now += 4 * SECOND;        /* past its 3 s */
+    pod_script_wait(&s, 1200 * MS);
+    int renewal = -1;
+    cr_assert_eq(pod_script_count(&s, "patch", "leases", NULL, &renewal), 1, "renewal tried at 1 s");
+    cr_assert_eq(s.reqs[renewal].status, 500);
+    expired_replica(&s);
+    pod_script_add_pod(&s, "a-1", "a", IMAGE, pod_script_wall(&s) - 3600 * SECOND_US);
+    pod_script_wait(&s, 700 * MS);   /* two scans */
+    cr_assert_eq(count(&s, "patch", "pods", NULL), 0, "b's pod not claimed");
+    cr_assert_eq(count(&s, "delete", "pods", NULL), 0, "a's own idle pod not deleted");
+    cr_assert_eq(count(&s, "delete", "leases", NULL), 0);
+    s.lease_status = 0;          /* the API server answers again */
+    pod_script_wait(&s, 1200 * MS);
+    cr_assert_geq(count(&s, "patch", "leases", NULL), 2, "renewed again after a second");
+    cr_assert_eq(count(&s, "patch", "pods", "b-1"), 1, "then b's pod is claimed");
+    cr_assert_eq(count(&s, "delete", "pods", "a-1"), 1, "and a's own idle pod collected");
+    pod_script_end(&s, pc);
+}
+
+Test(pod_cache_owner, on_stop_our_lease_is_left_to_expire)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, SCAN_NS, 0);
+    scan(&s);
+    cr_assert(pod_script_find_lease(&s, "a"));
+    pod_cache_free(pc);
+    pod_script_pump(&s);
+    cr_assert_eq(count(&s, "delete", "leases", NULL), 0,
+                 "not deleted: its pods stay this replica's until it expires (a restart keeps them)");
+    cr_assert(pod_script_find_lease(&s, "a"));
+    cr_assert_eq(pod_script_unanswered(&s), 0);
+    pod_script_fini(&s);
+}
