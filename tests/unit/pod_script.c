@@ -303,9 +303,9 @@ static long write_lease_request(pod_script *s, const script_req *r)
     buf err = {0};
     json *obj = json_parse(r->body, strlen(r->body), &err);
     cr_assert(obj, "the Lease's body: %s", err.data);
-    script_lease *l = !strcmp(r->verb, "create")
-                          ? lease_named(s, kube_path_str(obj, "metadata.name")) : lease_named(s, r->name);
-    long status = !strcmp(r->verb, "create") ? (l ? 409 : 201) : (l ? 200 : 404);
+    int create = !strcmp(r->verb, "create");
+    script_lease *l = lease_named(s, create ? kube_path_str(obj, "metadata.name") : r->name);
+    long status = create ? (l ? 409 : 201) : (l ? 200 : 404);
     if (status / 100 == 2) {
         const json *d = kube_path(obj, "spec.leaseDurationSeconds");
         cr_assert(d && d->type == JSON_NUMBER, "a Lease is written with its duration");
