@@ -26,7 +26,9 @@ typedef struct kube_lease kube_lease;
  * memory. */
 kube_lease *kube_lease_start(loop *l, const pod_api *api, void *api_ctx, const char *ns,
                              const char *holder, int64_t duration_ns);
-/* Stops renewing; what is in flight finishes on its own. */
+/* Stops renewing and frees it; a write in flight is cancelled. The Lease
+ * is left to expire: a process started again under the same name takes
+ * it, and its pods, over. */
 void kube_lease_stop(kube_lease *l);
 /* Written within its duration (by api's now_ns): this replica's own
  * pods are still its own to delete. */

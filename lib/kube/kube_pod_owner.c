@@ -29,8 +29,8 @@
 #define OWNER_MAX_PODS 4096               /* a listing's pods judged at most per scan */
 
 struct owner_scan {
-    pod_cache *pc;             /* NULL once the cache is freed: freed with its last call */
-    int calls;                 /* its API requests in flight */
+    pod_cache *pc;
+    int calls;                 /* its API requests in flight (cancelled when the cache goes) */
     int running;               /* a scan under way */
 };
 
@@ -113,25 +113,17 @@ static void scan_begin(owner_scan *s)
     s->pc->api_calls++;
 }
 
-/* 1 when the cache is gone (s may be freed). */
-static int scan_end(owner_scan *s)
+static void scan_end(owner_scan *s)
 {
     s->calls--;
-    if (s->pc) {
-        s->pc->api_calls--;
-        return 0;
-    }
-    if (!s->calls)
-        free(s);
-    return 1;
+    s->pc->api_calls--;
 }
 
 static void on_claimed(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
     const char *name = r->ok ? kube_path_str(r->obj, "metadata.name") : NULL;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     if (r->ok) {
         s->pc->own.claimed++;
         log_info("pod %s: claimed from a replica whose Lease expired; now %s's (a call adopts it, "
@@ -146,8 +138,7 @@ static void on_claimed(const kube_result *r, void *ctx)
 static void on_collected(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     if (!r->ok && !r->not_found)
         log_warn("deleting an idle function pod, its Service, or an expired replica's Lease: %s", r->error);
 }
@@ -251,8 +242,7 @@ static void collect_leases(owner_scan *s, const owner_listing *ls)
 static void on_pods(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     pod_cache *pc = s->pc;
     s->running = 0;
     const json *items = r->ok ? json_get(r->obj, "items") : NULL;
@@ -314,8 +304,7 @@ static void forget_leases(owner_state *o)
 static void on_leases(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     owner_state *o = &s->pc->own;
     const json *items = r->ok ? json_get(r->obj, "items") : NULL;
     if (items && items->type == JSON_ARRAY) {
@@ -391,7 +380,9 @@ void owner_stop(pod_cache *pc)
     pc->own.scan = NULL;
     if (!s)
         return;
-    s->pc = NULL;
-    if (!s->calls)
-        free(s);
+    /* its requests in flight are abandoned: their answers may never come
+     * (the client freed next drops its requests unanswered) */
+    pc->api->cancel(pc->api_ctx, s);
+    pc->api_calls -= s->calls;
+    free(s);
 }

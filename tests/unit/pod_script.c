@@ -392,7 +392,8 @@ static int answer_one(pod_script *s, int i)
         (s->hold_deletes && !strcmp(r->verb, "delete")))
         return 0;
     if (!strcmp(r->resource, "leases") || owned_pod(s, r)) {
-        if (s->hold_claims && !strcmp(r->verb, "patch") && !strcmp(r->resource, "pods"))
+        if ((s->hold_claims && !strcmp(r->verb, "patch") && !strcmp(r->resource, "pods")) ||
+            (s->hold_leases && !strcmp(r->resource, "leases")))
             return 0;
         answer_namespace(s, i);
     }

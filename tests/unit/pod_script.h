@@ -85,6 +85,7 @@ typedef struct pod_script {
     int n_pods;
     long lease_status;         /* set: Lease creates and patches are answered with it */
     int hold_claims;           /* set: patches of the test's pods wait (two claims meet) */
+    int hold_leases;           /* set: requests on Leases wait (a stop with one in flight) */
 } pod_script;
 
 /* A loop and the script; the options a test starts from (dial=pod, its

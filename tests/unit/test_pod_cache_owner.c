@@ -223,3 +223,21 @@ Test(pod_cache_owner, on_stop_our_lease_is_left_to_expire)
     cr_assert_eq(pod_script_unanswered(&s), 0);
     pod_script_fini(&s);
 }
+
+/* Stopped with its Lease's write and its scan's listing in flight (the
+ * API server slow), the cache leaves nothing behind: both are cancelled,
+ * not left to an answer that may never come (kube_client_free drops its
+ * requests unanswered), which leaked the Lease and the scan. */
+Test(pod_cache_owner, on_stop_requests_in_flight_are_cancelled)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, SCAN_NS, 0);
+    s.hold_leases = 1;
+    scan(&s);
+    cr_assert_eq(count(&s, "create", "leases", NULL), 1);
+    cr_assert_eq(count(&s, "list", "leases", NULL), 1, "the scan waits for the Leases' listing");
+    cr_assert_eq(pod_script_unanswered(&s), 2);
+    pod_cache_free(pc);
+    cr_assert_eq(pod_script_unanswered(&s), 0, "both cancelled");
+    pod_script_fini(&s);
+}
