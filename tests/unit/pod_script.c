@@ -1,13 +1,14 @@
 /* pod_script: the scripted API; see pod_script.h. */
 #include "pod_script.h"
 
-#include "kube/kube_lease.h"
-#include "kube/pod_template.h"
-
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kube/kube_lease.h"
+#include "kube/pod_template.h"
+#include "log_capture.h"
 
 static pod_script *of(void *ctx)
 {
@@ -140,6 +141,7 @@ static const pod_api script_api = {get, get_text, list, create, patch, del, watc
 void pod_script_init(pod_script *s, pod_cache_opts *o)
 {
     memset(s, 0, sizeof *s);
+    log_capture_start();   /* the cache's log lines: shown only if the test fails */
     s->l = loop_new();
     cr_assert(s->l);
     s->now = SCRIPT_START_NS;
@@ -150,6 +152,7 @@ void pod_script_init(pod_script *s, pod_cache_opts *o)
 
 void pod_script_fini(pod_script *s)
 {
+    log_capture_end();
     for (int i = 0; i < s->n_reqs; i++)
         free(s->reqs[i].body);
     loop_free(s->l);
