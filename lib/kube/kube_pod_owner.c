@@ -60,11 +60,22 @@ static pod_owner_facts facts(pod_cache *pc)
                              .grace_us = 2 * lease_us + OWNER_MARGIN_US};
 }
 
+/* When an owner last wrote the pod: created it, claimed it or marked a
+ * call (each claim writes the last-call annotation too). The age
+ * pod_owner_judge gives an owner without a Lease its grace from: a
+ * replica that started since the Leases were last listed, and claimed an
+ * old pod, is not known yet, but the pod it claimed is young again. */
+static int64_t owner_wrote_us(const json *obj)
+{
+    int64_t created = rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp")),
+            called = rfc3339_us(annotation(obj, POD_LAST_CALL_ANNOTATION));
+    return called > created ? called : created;
+}
+
 pod_owner_verdict owner_judge(pod_cache *pc, const json *obj)
 {
     pod_owner_facts f = facts(pc);
-    return pod_owner_judge(&f, annotation(obj, POD_OWNER_ANNOTATION),
-                           rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp")));
+    return pod_owner_judge(&f, annotation(obj, POD_OWNER_ANNOTATION), owner_wrote_us(obj));
 }
 
 /* The claim: owner and last call (its idle time starts again: it was not
@@ -166,10 +177,7 @@ static void collect_if_idle(owner_scan *s, const json *obj, const owner_listing 
     if (!image || fn_pod_named(pc, image, me->name))
         return;
     int64_t ttl_us = reclaim_ttl(pc, image) / 1000;
-    int64_t since = rfc3339_us(annotation(obj, POD_LAST_CALL_ANNOTATION)),
-            created = rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp"));
-    if (created > since)
-        since = created;
+    int64_t since = owner_wrote_us(obj);
     if (ttl_us <= 0 || since < 0 || now_us - since < ttl_us)
         return;
     log_info("pod %s for %s: this replica's, not in use, no call for %.0f s (time to live %.0f s): "
@@ -194,8 +202,7 @@ static void judge_untabled(owner_scan *s, const json *items, const owner_listing
         const json *obj = items->items[i];
         if (pp->terminating || !pp->name || !pp->pod_id)
             continue;
-        switch (pod_owner_judge(&f, pp->owner,
-                                rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp")))) {
+        switch (pod_owner_judge(&f, pp->owner, owner_wrote_us(obj))) {
         case POD_OWNER_MINE:
             collect_if_idle(s, obj, ls, pp, f.now_us);
             break;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kube/kube_lease.h"
+#include "kube/pod_id.h"
 #include "kube/pod_template.h"
 #include "log_capture.h"
 
@@ -122,6 +123,20 @@ static int64_t now_ns(void *c)
     return of(c)->now;
 }
 
+#define SCRIPT_WRAPPER_IMAGE "wrapper:1"   /* pod_script_init's wrapper_image */
+/* A Ready pod's status at an IP */
+#define READY_STATUS_FMT "{\"phase\":\"Running\",\"podIP\":\"%s\",\"conditions\":" \
+                         "[{\"type\":\"Ready\",\"status\":\"True\"}]}"
+
+/* Every image's digest, as the script's registry answers. */
+#define SCRIPT_DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+void pod_script_pod_id(const char *image, char out[64])
+{
+    char why[256];
+    cr_assert_eq(pod_id_make(image, SCRIPT_DIGEST, 1, out, why, sizeof why), 0, "%s", why);
+}
+
 #define SCRIPT_START_NS 1000000000000LL   /* any start: only differences count */
 
 int64_t pod_script_wall(const pod_script *s)
@@ -146,8 +161,8 @@ void pod_script_init(pod_script *s, pod_cache_opts *o)
     cr_assert(s->l);
     s->now = SCRIPT_START_NS;
     s->wall0_us = 1767225600LL * 1000000;   /* 2026-01-01T00:00:00Z */
-    *o = (pod_cache_opts){.namespace = "fns", .wrapper_image = "wrapper:1", .dial = POD_DIAL_POD,
-                          .api = &script_api, .api_ctx = s};
+    *o = (pod_cache_opts){.namespace = "fns", .wrapper_image = SCRIPT_WRAPPER_IMAGE,
+                          .dial = POD_DIAL_POD, .api = &script_api, .api_ctx = s};
 }
 
 void pod_script_fini(pod_script *s)
@@ -286,9 +301,18 @@ static void write_pod(buf *out, const script_pod *p)
                "\"annotations\":{", p->name, p->version, created, p->pod_id);
     if (*p->owner)
         buf_printf(out, "\"" POD_OWNER_ANNOTATION "\":\"%s\",", p->owner);
-    buf_printf(out, "\"" POD_LAST_CALL_ANNOTATION "\":\"%s\"}},\"spec\":{\"containers\":"
-               "[{\"name\":\"function\",\"image\":\"%s\"}]},\"status\":{\"phase\":"
-               "\"Running\"}}", p->last_call, p->image);
+    if (p->ready)
+        buf_printf(out, "\"fn.kpt.dev/template-version\":\"" POD_DEFAULT_TEMPLATE_VERSION "\",");
+    buf_printf(out, "\"" POD_LAST_CALL_ANNOTATION "\":\"%s\"}},\"spec\":{", p->last_call);
+    if (p->ready)
+        buf_printf(out, "\"initContainers\":[{\"name\":\"copy\",\"image\":\"%s\"}],",
+                   SCRIPT_WRAPPER_IMAGE);
+    buf_printf(out, "\"containers\":[{\"name\":\"function\",\"image\":\"%s\"}]},"
+               "\"status\":", p->image);
+    if (p->ready)
+        buf_printf(out, READY_STATUS_FMT "}", "127.0.0.1");
+    else
+        buf_append_str(out, "{\"phase\":\"Running\"}}");
 }
 
 static void answer_buf(pod_script *s, int i, long status, buf *body)
@@ -350,8 +374,11 @@ static void answer_namespace(pod_script *s, int i)
     int leases = !strcmp(r->resource, "leases");
     if (!strcmp(r->verb, "list")) {
         buf_append_str(&out, "{\"items\":[");
-        for (int k = 0; k < (leases ? s->n_leases : s->n_pods); k++) {
-            if (k)
+        const char *id = leases ? NULL : strstr(r->query, "%3D");   /* one podId's */
+        for (int k = 0, n = 0; k < (leases ? s->n_leases : s->n_pods); k++) {
+            if (id && strcmp(s->pods[k].pod_id, id + 3))
+                continue;
+            if (n++)
                 buf_append_str(&out, ",");
             if (leases)
                 write_lease(&out, &s->leases[k]);
@@ -430,8 +457,7 @@ static int one_round(pod_script *s)
         if (lk->answered || lk->cancelled)
             continue;
         lk->answered = busy = 1;
-        registry_result res = {.digest = strdup("sha256:0123456789abcdef0123456789abcdef"
-                                                "0123456789abcdef0123456789abcdef"),
+        registry_result res = {.digest = strdup(SCRIPT_DIGEST),
                                .entrypoint = calloc(2, sizeof(char *)), .n_entrypoint = 1};
         cr_assert(res.digest && res.entrypoint && (res.entrypoint[0] = strdup("/fn")));
         lk->done(0, &res, NULL, lk->ctx);
@@ -491,8 +517,7 @@ void pod_script_status(pod_script *s, const char *pod, const char *status)
 void pod_script_ready(pod_script *s, const char *pod, const char *ip)
 {
     char status[256];
-    snprintf(status, sizeof status, "{\"phase\":\"Running\",\"podIP\":\"%s\",\"conditions\":"
-             "[{\"type\":\"Ready\",\"status\":\"True\"}]}", ip);
+    snprintf(status, sizeof status, READY_STATUS_FMT, ip);
     pod_script_status(s, pod, status);
 }
 

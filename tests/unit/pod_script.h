@@ -64,6 +64,8 @@ typedef struct script_pod {
     char last_call[48];        /* annotation fn.kpt.dev/last-call ("": none) */
     int64_t created_us;
     long version;              /* metadata.resourceVersion */
+    int ready;                 /* set: Ready at 127.0.0.1, made as the cache makes pods (its
+                                * template version and wrapper image): a call may adopt it */
 } script_pod;
 
 typedef struct pod_script {
@@ -122,10 +124,14 @@ int64_t pod_script_wall(const pod_script *s);
 void pod_script_lease(pod_script *s, const char *holder, int64_t renew_us, long duration_s);
 script_lease *pod_script_find_lease(pod_script *s, const char *holder);
 /* A pod in the namespace: owner (NULL: none), created and last called at
- * created_us, resourceVersion 7, function image image, podId "id-<name>". */
+ * created_us, resourceVersion 7, function image image, podId "id-<name>"
+ * (set pod_id to the image's, pod_script_pod_id, for a call to find it). */
 script_pod *pod_script_add_pod(pod_script *s, const char *name, const char *owner,
                                const char *image, int64_t created_us);
 script_pod *pod_script_find_pod(pod_script *s, const char *name);
+/* The podId the cache gives image's first pod (the script's registry
+ * digest, postfix 1). */
+void pod_script_pod_id(const char *image, char out[64]);
 
 /* What callers of pod_cache_get / pod_cache_retry got. */
 #define SCRIPT_MAX_ANSWERS 64

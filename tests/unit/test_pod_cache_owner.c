@@ -241,3 +241,90 @@ Test(pod_cache_owner, on_stop_requests_in_flight_are_cancelled)
     cr_assert_eq(pod_script_unanswered(&s), 0, "both cancelled");
     pod_script_fini(&s);
 }
+
+/* The call tests' scans: the first lists the Leases (before it, every
+ * other replica counts as live), the next comes after the call's claim. */
+#define CALL_SCAN_NS (200 * MS)
+
+static void first_scan(pod_script *s)
+{
+    pod_script_wait(s, CALL_SCAN_NS + 50 * MS);
+}
+
+/* b-1: a Ready pod for IMAGE under its podId, as this cache would make it
+ * (a call may adopt it), owned by b, whose Lease was written at renew_us. */
+static script_pod *ready_pod_of_b(pod_script *s, int64_t renew_us)
+{
+    pod_script_lease(s, "b", renew_us, 15);
+    script_pod *p = pod_script_add_pod(s, "b-1", "b", IMAGE, pod_script_wall(s) - 3600 * SECOND_US);
+    pod_script_pod_id(IMAGE, p->pod_id);
+    p->ready = 1;
+    return p;
+}
+
+Test(pod_cache_owner, a_call_never_adopts_a_live_replicas_pod)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, CALL_SCAN_NS, 0);
+    ready_pod_of_b(&s, pod_script_wall(&s));
+    first_scan(&s);
+    script_answers got = {0};
+    pod_script_start_pod(&s, pc, IMAGE, &got, "fn-1");   /* its own, under another podId */
+    cr_assert_eq(count(&s, "patch", "pods", "b-1"), 0, "b-1 not claimed");
+    cr_assert_eq(count(&s, "create", "pods", NULL), 1);
+    cr_assert_str_eq(pod_script_find_pod(&s, "b-1")->owner, "b");
+    pod_script_end(&s, pc);
+}
+
+Test(pod_cache_owner, a_call_adopts_an_expired_replicas_pod_by_claiming_it)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, CALL_SCAN_NS, 0);
+    first_scan(&s);   /* b's pod is not there yet: the scan would claim it */
+    ready_pod_of_b(&s, pod_script_wall(&s) - 3600 * SECOND_US);
+    script_answers got = {0};
+    cr_assert(pod_cache_get(pc, IMAGE, pod_script_answered, &got));
+    pod_script_pump(&s);
+    int claim = -1;
+    cr_assert_eq(pod_script_count(&s, "patch", "pods", "b-1", &claim), 1, "claimed");
+    cr_assert(strstr(s.reqs[claim].body, "\"resourceVersion\":\"7\""), "%s", s.reqs[claim].body);
+    cr_assert_eq(s.reqs[claim].status, 200);
+    pod_script_expect(&got, 0, 1, "b-1");
+    cr_assert_eq(count(&s, "create", "pods", NULL), 0, "none made");
+    pod_script_end(&s, pc);
+}
+
+/* Between the listing and the claim, replica c claimed b-1 first: the
+ * claim gets a 409, and the call goes to a pod of this replica's. c
+ * started after this replica last listed the Leases, so its Lease is not
+ * known yet: the pod it just claimed must count as live all the same (it
+ * was claimed back, as an old pod whose owner has no Lease). */
+Test(pod_cache_owner, a_call_whose_claim_loses_leaves_the_pod_to_the_winner)
+{
+    pod_script s;
+    pod_cache *pc = start(&s, CALL_SCAN_NS, 0);
+    first_scan(&s);
+    script_pod *b1 = ready_pod_of_b(&s, pod_script_wall(&s) - 3600 * SECOND_US);
+    s.hold_claims = 1;
+    script_answers got = {0};
+    cr_assert(pod_cache_get(pc, IMAGE, pod_script_answered, &got));
+    pod_script_pump(&s);
+    int claim = -1;
+    cr_assert_eq(pod_script_count(&s, "patch", "pods", "b-1", &claim), 1);
+    snprintf(b1->owner, sizeof b1->owner, "c");   /* c's claim came first */
+    rfc3339_micro(pod_script_wall(&s), b1->last_call);   /* as a claim writes it */
+    b1->version++;
+    pod_script_lease(&s, "c", pod_script_wall(&s), 15);
+    s.hold_claims = 0;
+    pod_script_pump(&s);
+    cr_assert_eq(s.reqs[claim].status, 409);
+    cr_assert_str_eq(b1->owner, "c");
+    cr_assert_eq(got.n, 0, "not answered with b-1");
+    cr_assert_eq(count(&s, "create", "pods", NULL), 1, "a pod of its own made instead");
+    pod_script_ready(&s, "fn-1", "127.0.0.1");
+    pod_script_pump(&s);
+    pod_script_expect(&got, 0, 1, "fn-1");
+    cr_assert_eq(count(&s, "patch", "pods", "b-1"), 1, "b-1 left to c");
+    cr_assert_eq(count(&s, "delete", "pods", "b-1"), 0);
+    pod_script_end(&s, pc);
+}
