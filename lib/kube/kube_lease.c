@@ -11,17 +11,15 @@
 #define LEASE_RETRY_NS (1000LL * 1000000)   /* after a refused write */
 
 struct kube_lease {
-    const pod_api *api;        /* its writes and its clock (the pod cache's table) */
-    void *api_ctx;
     loop *l;
+    const pod_api *api;
+    void *api_ctx;
     const char *ns, *holder;
     char name[300];
     int64_t duration_ns;
     int exists;                /* created (or found): renew by patch */
-    int in_flight;             /* a create or patch under way */
-    int stopped;               /* freed once in_flight is 0 */
     int said_failing;          /* a failure logged until the next success */
-    int64_t held_until_ns;     /* the loop clock until which it was last written */
+    int64_t held_until_ns;     /* api's now_ns until which it was last written */
     int64_t sent_ns;           /* the write in flight's start */
     loop_timer next;           /* the next write, */
     loop_defer now;            /* or the next write from the loop */
@@ -47,11 +45,6 @@ static void again_in(kube_lease *l, int64_t ns)
 static void on_written(const kube_result *r, void *ctx)
 {
     kube_lease *l = ctx;
-    l->in_flight = 0;
-    if (l->stopped) {
-        free(l);
-        return;
-    }
     int64_t period = l->duration_ns / 3 > LEASE_RETRY_NS ? l->duration_ns / 3 : LEASE_RETRY_NS;
     if (r->ok) {
         l->exists = 1;
@@ -83,7 +76,7 @@ static void on_written(const kube_result *r, void *ctx)
 static void write_lease(kube_lease *l)
 {
     char now[RFC3339_MICRO_MAX], body[1024];
-    rfc3339_micro(wall_clock_us(), now);
+    rfc3339_micro(l->api->wall_us(l->api_ctx), now);
     long long secs = (l->duration_ns + 999999999) / 1000000000;
     int n;
     if (l->exists)
@@ -102,10 +95,8 @@ static void write_lease(kube_lease *l)
              : l->exists ? l->api->patch(l->api_ctx, &ref, body, (size_t)n, on_written, l, &err)
                          : l->api->create(l->api_ctx, &ref, "application/json", body, (size_t)n,
                                           on_written, l, &err);
-    if (rc == 0) {
-        l->in_flight = 1;
+    if (rc == 0)
         l->sent_ns = l->api->now_ns(l->api_ctx);
-    }
     else {   /* a holder that is not a DNS name is refused by pod_cache_new */
         log_warn("Lease %s: %s", l->name, err.data ? err.data : "out of memory");
         again_in(l, LEASE_RETRY_NS);
@@ -138,10 +129,10 @@ void kube_lease_stop(kube_lease *l)
         return;
     loop_timer_disarm(l->l, &l->next);
     loop_defer_cancel(&l->now);
-    if (l->in_flight)
-        l->stopped = 1;   /* on_written frees it */
-    else
-        free(l);
+    /* a write in flight is abandoned: its answer may never come (the
+     * client freed next drops its requests unanswered) */
+    l->api->cancel(l->api_ctx, l);
+    free(l);
 }
 
 int kube_lease_held(const kube_lease *l)

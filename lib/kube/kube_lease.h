@@ -20,14 +20,17 @@
 
 typedef struct kube_lease kube_lease;
 
-/* Starts at once (from loop l). Its writes and the clock it is held by go
- * through api (the pod cache's table: the real client, or a test's
- * script); l, api_ctx, ns and holder outlive it. NULL: out of memory. */
+/* Starts at once (from the loop l): its writes go through api (the
+ * pod cache's table, kube_pod_api.h), its times by api's clocks; its
+ * timers run on l. api, api_ctx, ns and holder outlive it. NULL: out of
+ * memory. */
 kube_lease *kube_lease_start(loop *l, const pod_api *api, void *api_ctx, const char *ns,
                              const char *holder, int64_t duration_ns);
-/* Stops renewing; what is in flight finishes on its own. */
+/* Stops renewing and frees it; a write in flight is cancelled. The Lease
+ * is left to expire: a process started again under the same name takes
+ * it, and its pods, over. */
 void kube_lease_stop(kube_lease *l);
-/* Written within its duration (by the api's clock): this replica's own
+/* Written within its duration (by api's now_ns): this replica's own
  * pods are still its own to delete. */
 int kube_lease_held(const kube_lease *l);
 int64_t kube_lease_duration_ns(const kube_lease *l);

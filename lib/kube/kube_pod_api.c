@@ -70,5 +70,11 @@ static int64_t now_ns(void *c)
     return loop_now_ns();
 }
 
+static int64_t wall_us(void *c)
+{
+    (void)c;
+    return wall_clock_us();
+}
+
 const pod_api pod_api_kube = {get, get_text, list, create, patch, del, watch_start, watch_stop,
-                              lookup_start, lookup_cancel, cancel, now_ns};
+                              lookup_start, lookup_cancel, cancel, now_ns, wall_us};

@@ -1,7 +1,7 @@
 /* kube_pod_api: every Kubernetes API call, registry lookup and clock
- * reading the pod cache makes, as one table of functions: the real ones
- * (kube_client, registry_lookup_start, loop_now_ns) unless a caller gives
- * its own (the unit tests' scripted API, which answers each request when
+ * reading the pod cache and its Lease (kube_lease) make, as one table of
+ * functions: the real ones (kube_client, registry_lookup_start,
+ * loop_now_ns, wall_clock_us) unless a caller gives its own (the unit tests' scripted API, which answers each request when
  * the test says and moves time by hand).
  *
  * ctx: the kube_client for the real table, the caller's for its own. Each
@@ -15,6 +15,7 @@
 
 #include "kube/kube_client.h"
 #include "kube/kube_watch.h"
+#include "kube/pod_owner.h"
 #include "oci/registry.h"
 
 typedef struct pod_api {
@@ -38,6 +39,9 @@ typedef struct pod_api {
     /* The time idle times, waits and start times are measured in (the
      * cache's timers still run on the loop's own clock). */
     int64_t (*now_ns)(void *ctx);
+    /* The wall clock, µs since the epoch (wall_clock_us): what Leases'
+     * renewTime and pods' timestamps are compared with. */
+    int64_t (*wall_us)(void *ctx);
 } pod_api;
 
 /* The real calls; ctx: the kube_client. */

@@ -140,7 +140,7 @@ typedef struct owner_state {
     lease_view leases[OWNER_MAX_LEASES];   /* holders: copies */
     int n_leases;
     int leases_known;
-    owner_scan *scan;          /* its API calls in flight; outlives the cache when freed */
+    owner_scan *scan;          /* its API calls in flight (cancelled by owner_stop) */
     uint64_t claimed, collected, left_alone;
 } owner_state;
 

@@ -29,8 +29,8 @@
 #define OWNER_MAX_PODS 4096               /* a listing's pods judged at most per scan */
 
 struct owner_scan {
-    pod_cache *pc;             /* NULL once the cache is freed: freed with its last call */
-    int calls;                 /* its API requests in flight */
+    pod_cache *pc;
+    int calls;                 /* its API requests in flight (cancelled when the cache goes) */
     int running;               /* a scan under way */
 };
 
@@ -55,15 +55,27 @@ static pod_owner_facts facts(pod_cache *pc)
     int64_t lease_us = kube_lease_duration_ns(pc->own.lease) / 1000;
     return (pod_owner_facts){.me = pc->o.owner, .leases = pc->own.leases,
                              .n_leases = pc->own.n_leases, .leases_known = pc->own.leases_known,
-                             .now_us = wall_clock_us(), .margin_us = OWNER_MARGIN_US,
+                             .now_us = pc->api->wall_us(pc->api_ctx),
+                             .margin_us = OWNER_MARGIN_US,
                              .grace_us = 2 * lease_us + OWNER_MARGIN_US};
+}
+
+/* When an owner last wrote the pod: created it, claimed it or marked a
+ * call (each claim writes the last-call annotation too). The age
+ * pod_owner_judge gives an owner without a Lease its grace from: a
+ * replica that started since the Leases were last listed, and claimed an
+ * old pod, is not known yet, but the pod it claimed is young again. */
+static int64_t owner_wrote_us(const json *obj)
+{
+    int64_t created = rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp")),
+            called = rfc3339_us(annotation(obj, POD_LAST_CALL_ANNOTATION));
+    return called > created ? called : created;
 }
 
 pod_owner_verdict owner_judge(pod_cache *pc, const json *obj)
 {
     pod_owner_facts f = facts(pc);
-    return pod_owner_judge(&f, annotation(obj, POD_OWNER_ANNOTATION),
-                           rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp")));
+    return pod_owner_judge(&f, annotation(obj, POD_OWNER_ANNOTATION), owner_wrote_us(obj));
 }
 
 /* The claim: owner and last call (its idle time starts again: it was not
@@ -73,7 +85,7 @@ static int claim_patch(pod_cache *pc, const json *obj, buf *patch)
 {
     const char *rv = kube_path_str(obj, "metadata.resourceVersion");
     char now[RFC3339_MICRO_MAX];
-    rfc3339_micro(wall_clock_us(), now);
+    rfc3339_micro(pc->api->wall_us(pc->api_ctx), now);
     now[19] = 'Z';   /* the last-call annotation has whole seconds */
     now[20] = 0;
     if (!rv)
@@ -112,25 +124,17 @@ static void scan_begin(owner_scan *s)
     s->pc->api_calls++;
 }
 
-/* 1 when the cache is gone (s may be freed). */
-static int scan_end(owner_scan *s)
+static void scan_end(owner_scan *s)
 {
     s->calls--;
-    if (s->pc) {
-        s->pc->api_calls--;
-        return 0;
-    }
-    if (!s->calls)
-        free(s);
-    return 1;
+    s->pc->api_calls--;
 }
 
 static void on_claimed(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
     const char *name = r->ok ? kube_path_str(r->obj, "metadata.name") : NULL;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     if (r->ok) {
         s->pc->own.claimed++;
         log_info("pod %s: claimed from a replica whose Lease expired; now %s's (a call adopts it, "
@@ -145,8 +149,7 @@ static void on_claimed(const kube_result *r, void *ctx)
 static void on_collected(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     if (!r->ok && !r->not_found)
         log_warn("deleting an idle function pod, its Service, or an expired replica's Lease: %s", r->error);
 }
@@ -174,10 +177,7 @@ static void collect_if_idle(owner_scan *s, const json *obj, const owner_listing 
     if (!image || fn_pod_named(pc, image, me->name))
         return;
     int64_t ttl_us = reclaim_ttl(pc, image) / 1000;
-    int64_t since = rfc3339_us(annotation(obj, POD_LAST_CALL_ANNOTATION)),
-            created = rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp"));
-    if (created > since)
-        since = created;
+    int64_t since = owner_wrote_us(obj);
     if (ttl_us <= 0 || since < 0 || now_us - since < ttl_us)
         return;
     log_info("pod %s for %s: this replica's, not in use, no call for %.0f s (time to live %.0f s): "
@@ -202,8 +202,7 @@ static void judge_untabled(owner_scan *s, const json *items, const owner_listing
         const json *obj = items->items[i];
         if (pp->terminating || !pp->name || !pp->pod_id)
             continue;
-        switch (pod_owner_judge(&f, pp->owner,
-                                rfc3339_us(kube_path_str(obj, "metadata.creationTimestamp")))) {
+        switch (pod_owner_judge(&f, pp->owner, owner_wrote_us(obj))) {
         case POD_OWNER_MINE:
             collect_if_idle(s, obj, ls, pp, f.now_us);
             break;
@@ -250,8 +249,7 @@ static void collect_leases(owner_scan *s, const owner_listing *ls)
 static void on_pods(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     pod_cache *pc = s->pc;
     s->running = 0;
     const json *items = r->ok ? json_get(r->obj, "items") : NULL;
@@ -313,8 +311,7 @@ static void forget_leases(owner_state *o)
 static void on_leases(const kube_result *r, void *ctx)
 {
     owner_scan *s = ctx;
-    if (scan_end(s))
-        return;
+    scan_end(s);
     owner_state *o = &s->pc->own;
     const json *items = r->ok ? json_get(r->obj, "items") : NULL;
     if (items && items->type == JSON_ARRAY) {
@@ -369,8 +366,8 @@ int owner_start(pod_cache *pc, buf *err)
     if (pod_owner_name_check(pc->o.owner, err) < 0)
         return -1;
     if (!(pc->own.scan = calloc(1, sizeof *pc->own.scan)) ||
-        !(pc->own.lease = kube_lease_start(pc->l, pc->api, pc->api_ctx, pc->o.namespace, pc->o.owner,
-                                           pc->o.lease_ns))) {
+        !(pc->own.lease = kube_lease_start(pc->l, pc->api, pc->api_ctx, pc->o.namespace,
+                                           pc->o.owner, pc->o.lease_ns))) {
         free(pc->own.scan);
         return buf_fail(err, "out of memory");
     }
@@ -390,7 +387,9 @@ void owner_stop(pod_cache *pc)
     pc->own.scan = NULL;
     if (!s)
         return;
-    s->pc = NULL;
-    if (!s->calls)
-        free(s);
+    /* its requests in flight are abandoned: their answers may never come
+     * (the client freed next drops its requests unanswered) */
+    pc->api->cancel(pc->api_ctx, s);
+    pc->api_calls -= s->calls;
+    free(s);
 }
