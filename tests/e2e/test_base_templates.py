@@ -116,3 +116,32 @@ spec:
         assert fn["resources"]["limits"] == {"memory": "64Mi"}
     finally:
         r.stop()
+
+
+def test_eval_kube_uses_the_namespaces_template_and_serve_reuses_its_pod(api, pb, k8s, images, runner,  # noqa: F811
+                                                                         namespace, tmp_path):
+    """eval --kube reads the namespace's PodTemplate (never creates one): its
+    pod carries the template's label and version, as serve's would, and a
+    serve started next calls that same pod."""
+    from test_pod_runtime import check_answer as check_eval, eval_kube
+    made = api.create(hand_made_template(images.init), namespace)
+    r, _ = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_eval(r)
+    [pod] = function_pods(api, namespace)
+    assert pod["metadata"]["labels"]["made-by"] == "hand"
+    assert pod["metadata"]["annotations"][VERSION] == made["metadata"]["resourceVersion"]
+    srv = Runner(pb, k8s, namespace, tmp_path, "--skip-template-creation")
+    try:
+        check_answer(srv.evaluate(images.fn))
+        assert [p["metadata"]["uid"] for p in function_pods(api, namespace)] == [pod["metadata"]["uid"]]
+    finally:
+        srv.stop()
+
+
+def test_eval_kube_without_templates_creates_none(api, images, runner, namespace, tmp_path):
+    from test_pod_runtime import check_answer as check_eval, eval_kube
+    r, _ = eval_kube(runner, tmp_path, namespace, images.fn)
+    check_eval(r)
+    [pod] = function_pods(api, namespace)
+    assert pod["metadata"]["annotations"][VERSION] == "inline-v1"
+    assert api.get_or_none("podtemplates", namespace, "base-pod-template") is None
