@@ -255,7 +255,7 @@ e2e: deps
 # Not part of make test: the function pods' figures (bench/pods.py) on the
 # lab that scripts/e2e.sh starts and stops (or KUBECONFIG with REGISTRY).
 .PHONY: bench-pods
-bench-pods: deps all $(BUILD)/bin/bench-loadgen
+bench-pods: deps all $(BUILD)/bin/bench-loadgen $(BUILD)/bin/bench-tcpproxy
 	BUILD=$(BUILD) E2E_RUN=bench ./scripts/e2e.sh
 
 clean:
