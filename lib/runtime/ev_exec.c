@@ -439,7 +439,6 @@ static void exec_cancel(ev_call *base, ev_gone_fn *gone, void *gone_ctx)
         fn_job_cancel(job, e->cfg.kill_grace_ns, gone, gone_ctx);   /* frees itself once reaped */
     else if (gone)
         gone(gone_ctx);
-    fn_prespawn_call_ended();   /* no answer to wait for */
 }
 
 static void exec_deadline_note(ev_call *base, buf *why)
