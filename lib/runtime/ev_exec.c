@@ -99,18 +99,11 @@ static void exec_set_failure(exec_call *c, int code, int not_found)
                          .message = c->verdict.message.data ? c->verdict.message.data : ""};
 }
 
-/* Every answer goes through here: once it is sent, the process the call
- * took from a pool (fn_prespawn) is replaced, off the call's path. */
-static void exec_answer(exec_call *c)
-{
-    c->done(&c->base, &c->res, c->ctx);   /* may free c */
-    fn_prespawn_call_ended();
-}
-
 static void exec_deliver_deferred(loop *l, void *ctx)
 {
     (void)l;
-    exec_answer(ctx);
+    exec_call *c = ctx;
+    c->done(&c->base, &c->res, c->ctx);
 }
 
 /* The runtime's reason, when it has one, after Porch's words (which tools
@@ -141,7 +134,7 @@ static void exec_judged(exec_call *c)
         exec_explain_failure(c);
         exec_set_failure(c, c->verdict.code, 0);
     }
-    exec_answer(c);
+    c->done(&c->base, &c->res, c->ctx);
 }
 
 static void exec_judge_step(exec_call *c)
@@ -313,7 +306,7 @@ static void exec_slot_granted(fn_slot_wait *w)
     exec_call *c = w->ctx;
     log_v(3, "function for \"%s\" starts after waiting for a slot", c->image);
     if (exec_run((exec_ev *)c->base.ev, c) < 0)
-        exec_answer(c);
+        c->done(&c->base, &c->res, c->ctx);
 }
 
 static void exec_refuse_busy(exec_call *c)

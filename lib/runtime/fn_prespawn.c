@@ -15,13 +15,7 @@
  * at once when the server's listener resumes after EMFILE
  * (fn_prespawn_retry: descriptors may be back), and from a timer meanwhile,
  * its interval doubling from PRESPAWN_RETRY_MIN_NS to _MAX_NS (a start
- * that keeps failing costs a failed pipe2 or spawn every 2 s).
- *
- * The replacement of a process a call took is started once that call has
- * been answered (fn_prespawn_call_ended), not as it takes it: a spawn
- * stops the loop (a sandboxed one 0.4-1 ms), and started at the take it
- * ran while the function did, so the call's answer waited for it. A call
- * that runs long does not leave the pool empty past PRESPAWN_AFTER_CALL_NS. */
+ * that keeps failing costs a failed pipe2 or spawn every 2 s). */
 #include "runtime/fn_prespawn.h"
 
 #include <assert.h>
@@ -39,7 +33,6 @@
 
 #define PRESPAWN_RETRY_MIN_NS (100 * 1000000LL)
 #define PRESPAWN_RETRY_MAX_NS (2000 * 1000000LL)
-#define PRESPAWN_AFTER_CALL_NS (250 * 1000000LL)   /* a refill waits for the call this long */
 
 typedef struct pool {
     char *const *argv;          /* what its processes run */
@@ -67,7 +60,6 @@ static struct {
     loop_defer refill;
     loop_timer idle;            /* the next look for pools not called */
     loop_timer retry;           /* a refill came short: try again */
-    loop_timer after_call;      /* a call took or missed: refill by then at the latest */
     int64_t retry_ns;           /* its next interval */
     int stopped;                /* draining */
 } pre;
@@ -218,23 +210,6 @@ void fn_prespawn_retry(void)
     prespawn_refill_soon();   /* from the loop, not inside the caller */
 }
 
-/* A call took a process or missed: the refill waits for its answer
- * (fn_prespawn_call_ended), PRESPAWN_AFTER_CALL_NS at most. */
-static void prespawn_refill_after_call(void)
-{
-    if (pre.stopped || !pre.n_pools || loop_timer_armed(&pre.after_call))
-        return;
-    loop_timer_arm(pre.loop, &pre.after_call, PRESPAWN_AFTER_CALL_NS);
-}
-
-void fn_prespawn_call_ended(void)
-{
-    if (!loop_timer_armed(&pre.after_call))
-        return;   /* no call left a pool short */
-    loop_timer_disarm(pre.loop, &pre.after_call);
-    prespawn_refill_soon();
-}
-
 static void prespawn_refill_soon(void)
 {
     if (pre.stopped || !pre.n_pools)
@@ -308,7 +283,6 @@ static void configure(loop *l, size_t per_pool, size_t total, int64_t idle_ns)
     loop_defer_init(&pre.refill, prespawn_refill, NULL);
     loop_timer_init(&pre.idle, prespawn_idle_check, NULL);
     loop_timer_init(&pre.retry, prespawn_refill, NULL);
-    loop_timer_init(&pre.after_call, prespawn_refill, NULL);
     pre.stopped = 0;
     pre.per_pool = per_pool < FN_PRESPAWN_MAX ? per_pool : FN_PRESPAWN_MAX;
     pre.total = total < FN_PRESPAWN_TOTAL_MAX ? total : FN_PRESPAWN_TOTAL_MAX;
@@ -384,13 +358,13 @@ fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *sp
         if (fn_job_give(job, spec, done, ctx) == 0) {
             p->strikes = 0;
             metrics_count(METRIC_PRESPAWN_HITS);
-            prespawn_refill_after_call();
+            prespawn_refill_soon();
             return job;
         }
         prespawn_early(job, p);   /* exited or wrote, not yet told */
     }
     metrics_count(METRIC_PRESPAWN_MISSES);
-    prespawn_refill_after_call();
+    prespawn_refill_soon();
     return NULL;
 }
 
@@ -402,7 +376,6 @@ void fn_prespawn_stop(void)
     loop_defer_cancel(&pre.refill);
     loop_timer_disarm(pre.loop, &pre.idle);
     loop_timer_disarm(pre.loop, &pre.retry);
-    loop_timer_disarm(pre.loop, &pre.after_call);
     while (pre.n_pools)
         pool_release(pre.n_pools - 1);
 }

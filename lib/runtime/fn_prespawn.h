@@ -74,11 +74,6 @@ void fn_prespawn_configure_binaries(loop *l, size_t per_binary, size_t total, in
 fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *spec,
                          fn_job_done_fn *done, void *ctx);
 
-/* A call has been answered: the processes calls took are replaced now
- * (off the answered calls' path), else PRESPAWN_AFTER_CALL_NS after the
- * take. */
-void fn_prespawn_call_ended(void);
-
 /* Resources may be back (the server's listener resumed after EMFILE): a
  * pool left short by a failed start refills now. A short pool also retries
  * by itself, at intervals growing from 100 ms to 2 s. */

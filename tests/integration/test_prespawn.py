@@ -445,24 +445,3 @@ def test_pool_refills_when_descriptors_come_back(start_server):
     wait_metric(srv, "krm_prespawn_waiting", 1)   # refilled, no call made
     assert metric(srv, "krm_prespawn_hits_total") == 1
     assert metric(srv, "krm_prespawn_misses_total") == 0
-
-
-
-def test_replacement_starts_after_the_answer(start_server, tmp_path):
-    """The process a call takes is replaced once the call is answered: a
-    spawn stops the loop (a sandboxed one 0.4-1 ms), and started as the call
-    took its process, it ran while the function did and delayed the answer.
-    The function answers 0.15 s after its input; its replacement starts
-    after that, not as its input came."""
-    log = tmp_path / "log"
-    srv = start_server(["sh", "-c", RECORDER + "sleep 0.15\n", "fn", str(log)],
-                       options=["--prespawn", "1"])
-    wait_started(log, 1)
-    rl = simple_rl("slow")
-    assert srv.evaluate(rl, image="img").resource_list == rl
-    recs = wait_started(log, 2)
-    (served,) = [v for v in recs.values() if "stdin" in v]
-    (replacement,) = [recs[p] for p in waiting_pids(recs)]
-    assert replacement["start"] > served["stdin"] + 100_000_000, \
-        "the replacement started while the call ran"
-    assert metric(srv, "krm_prespawn_misses_total") == 0
