@@ -199,7 +199,8 @@ def test_oversized_and_bad_objects_get_their_error(start_server, tmp_path, fake)
     srv = serve(start_server, tmp_path, fake)
     wait_for("good routed", lambda: answer(srv, "good"), lambda a: "from-a" in str(a))
     st = wait_for("errors written", lambda: {n: o.get("status", {}) for n, o in cl.objects.items()},
-                  lambda s: s["big"].get("error") and s["bad"].get("error"))
+                  lambda s: s["big"].get("error") and s["bad"].get("error")
+                  and s["good"].get("functionRunnerObservedGeneration"))   # each written in turn
     assert "more than 65536 bytes as JSON, the most serve reads" in st["big"]["error"], st
     assert "spec.colour" in st["bad"]["error"] and "unknown field" in st["bad"]["error"], st
     assert "functionRunnerObservedGeneration" not in st["big"] and st["good"] == {
