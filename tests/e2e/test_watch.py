@@ -53,21 +53,31 @@ def restart_apiserver(lab_dir, api):
     os.kill(pid, signal.SIGKILL)
     while start_time(pid) is not None:
         time.sleep(0.05)
-    with open(os.path.join(lab_dir, "logs", "apiserver.log"), "ab") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd, env=env,
-                                start_new_session=True)
-    proc.returncode = 0   # down.sh stops it; no wait from here
     deadline = time.monotonic() + 60 * SLOW
-    while start_time(proc.pid) is None:
-        time.sleep(0.01)
-    with open(os.path.join(lab_dir, "pids", "apiserver"), "w") as f:
-        f.write(f"{proc.pid} {start_time(proc.pid)}\n")
+
+    def start():
+        with open(os.path.join(lab_dir, "logs", "apiserver.log"), "ab") as log:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=cwd,
+                                    env=env, start_new_session=True)
+        while start_time(proc.pid) is None and proc.poll() is None:
+            time.sleep(0.01)
+        with open(os.path.join(lab_dir, "pids", "apiserver"), "w") as f:
+            f.write(f"{proc.pid} {start_time(proc.pid)}\n")
+        return proc
+
+    proc = start()
     while True:
         try:
             if api.request("GET", "/readyz", raw=True, timeout=2).strip() == "ok":
+                proc.returncode = 0   # down.sh stops it; no wait from here
                 return
         except (OSError, ApiError):
             pass
+        if proc.poll() is not None:
+            # the killed one's port not free yet ("bind: address already
+            # in use", seen once): started again, as a supervisor would
+            time.sleep(0.5)
+            proc = start()
         assert time.monotonic() < deadline, "kube-apiserver not ready 60 s after its restart"
         time.sleep(0.2)
 
