@@ -21,10 +21,13 @@ MODES = ["auto", "strict", "off"]
 PY = "/usr/bin/python3"   # not a pyenv shim under /root, which functions cannot read
 
 # The function: the attack in a subshell, its output on stderr, then its
-# verdict, then the input answered unchanged.
+# verdict, then the input answered unchanged. `exec cat`, not `cat`: the shell
+# is PID 1 of its namespace, so an attack's orphans become its zombies and may
+# still count against --sandbox-processes when it would fork (CI saw "Cannot
+# fork" after the fork bomb once, under load).
 FUNCTION = """#!/bin/sh
 if ( {attack} ) >&2; then echo ATTACK-WORKED >&2; else echo ATTACK-FAILED >&2; fi
-cat
+exec cat
 """
 
 
