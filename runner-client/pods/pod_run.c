@@ -238,7 +238,7 @@ static int ready_timeout(const kube_cli *k, int64_t *ns, buf *err)
 static int pod_create(kube_cli *k, int argc, char **argv)
 {
     int help = 0;
-    int64_t ready_ns;
+    int64_t ready_ns = 0;
     buf err = {0};
     if (parse("pod create", argc, argv, k, &help, &err) < 0 ||
         (!help && ready_timeout(k, &ready_ns, &err) < 0)) {
