@@ -193,6 +193,25 @@ int buf_fail(buf *err, const char *fmt, ...)
     return -1;
 }
 
+int buf_vfail_line(buf *err, const char *fmt, va_list ap)
+{
+    size_t start = err->len;
+    (void)buf_vprintf(err, fmt, ap);
+    for (size_t i = start; i < err->len; i++)
+        if (err->data[i] == '\n' || err->data[i] == '\r')
+            err->data[i] = ' ';
+    return -1;
+}
+
+int buf_fail_line(buf *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vfail_line(err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void buf_consume(buf *b, size_t n)
 {
     if (n >= b->len) {
