@@ -380,9 +380,6 @@ static int run_eval(int argc, char **argv, int render)
 
 int cmd_eval(int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--kube"))
-            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
     return run_eval(argc, argv, 0);
 }
 
