@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "pkg/rl_input.h"
+#include "log_capture.h"
 #include "scoped_buf.h"
 
 #define PATH_KEY "internal.config.kubernetes.io/path"
@@ -634,10 +635,23 @@ Test(rl_input, links_in_a_directory_are_skipped)
     cr_assert_eq(symlink("a.yaml", in_dir("pkg/twice.yaml")), 0);
     buf out = { 0 };
     SCOPED_BUF err = {0};
+    SCOPED_BUF warned = {0};
+    log_capture_start();   /* the warnings go to stderr: checked here, not shown */
     cr_assert_eq(rl_input_build(in_dir("pkg"), 6291456, &out, &err), 0, "%s", err.data);
     cr_assert(strstr(out.data, "kind: A"), "%s", out.data);
     cr_assert_null(strstr(out.data, "Outside"), "%s", out.data);
     cr_assert_null(strstr(out.data, "twice"), "%s", out.data);
+    log_capture_text(&warned);
+    static const char *const links[] = {"dangling.yaml", "out.yaml", "twice.yaml"};
+    for (size_t i = 0; i < 3; i++) {
+        char want[600];
+        snprintf(want, sizeof want, "runner-client eval: warning: %s/pkg/%s: skipped: a symbolic "
+                 "link (links inside a package are not followed, as kpt ignores them)\n", test_dir,
+                 links[i]);
+        cr_assert(strstr(warned.data ? warned.data : "", want), "no \"%s\" in:\n%s", want,
+                  warned.data);
+    }
+    log_capture_end();
     buf_free(&out);
 }
 
