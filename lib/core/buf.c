@@ -160,7 +160,7 @@ int buf_append_str(buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
-static int buf_vprintf(buf *b, const char *fmt, va_list ap)
+int buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
     va_list again;
     va_copy(again, ap);

@@ -25,6 +25,7 @@ int buf_reserve_exact(buf *b, size_t total);
 int buf_append(buf *b, const void *data, size_t len);
 int buf_append_str(buf *b, const char *s);
 int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vprintf(buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* A function that fails with a message in `buf *err`: appends it, as
  * buf_printf, and returns -1, so the failure is one statement:
  * `return buf_fail(err, "cannot read %s", path);` */

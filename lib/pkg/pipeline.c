@@ -227,15 +227,11 @@ rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err)
 static int __attribute__((format(printf, 4, 5)))
 step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
 {
-    char *what;
+    buf_printf(k->err, "%s: pipeline.%s[%zu]: ", k->path, list, i);
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&what, fmt, ap);
+    buf_vprintf(k->err, fmt, ap);
     va_end(ap);
-    buf_printf(k->err, "%s: pipeline.%s[%zu]: %s", k->path, list, i,
-               n < 0 ? "out of memory" : what);
-    if (n >= 0)
-        free(what);
     return -1;
 }
 

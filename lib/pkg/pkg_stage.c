@@ -56,15 +56,11 @@ typedef struct stage {
 static int fail(stage *s, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(stage *s, const char *rel, const char *fmt, ...)
 {
-    char *why;
+    buf_fail_line(s->err, "%s/%s: ", s->dir, rel);
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&why, fmt, ap);
+    buf_vfail_line(s->err, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return buf_fail_line(s->err, "%s/%s: out of memory", s->dir, rel);
-    buf_fail_line(s->err, "%s/%s: %s", s->dir, rel, why);
-    free(why);
     return -1;
 }
 

@@ -3,7 +3,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "krm/yaml_v3.h"
@@ -22,16 +21,11 @@ int rl_writer_fail(rl_writer *w, const char *fmt, ...)
 
 int rl_writer_fail_doc(rl_writer *w, const char *fmt, ...)
 {
-    char *what;
+    rl_writer_fail(w, "%s: document %zu (line %zu): ", w->name, w->doc_position, w->doc_line);
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&what, fmt, ap);
+    buf_vfail_line(w->err, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return rl_writer_fail(w, "%s: out of memory", w->name);
-    rl_writer_fail(w, "%s: document %zu (line %zu): %s", w->name, w->doc_position, w->doc_line,
-                   what);
-    free(what);
     return -1;
 }
 
