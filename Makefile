@@ -47,9 +47,6 @@ LDLIBS    = -L$(STATIC_PREFIX)/lib -lnghttp2 -lyaml -lprotobuf-c
 ifneq ($(STATIC_CLIENT_PREFIX),)
 CPPFLAGS += -I$(STATIC_CLIENT_PREFIX)/include -idirafter $(STATIC_KHDR)
 RC_LDLIBS = -L$(STATIC_CLIENT_PREFIX)/lib -lcurl -lnghttp2 -lssl -lcrypto -lseccomp
-# At -Os GCC 12 loses track of pod_create's early return for --help and
-# reports ready_ns as maybe uninitialised (a false positive; -O2 does not).
-$(BUILD)/obj/runner-client/pods/pod_run.o: CFLAGS += -Wno-maybe-uninitialized
 endif
 endif
 ifeq ($(SAN),1)

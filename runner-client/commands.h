@@ -5,6 +5,7 @@
 #define KRM_RC_COMMANDS_H
 
 
+/* eval without --kube (eval.c); main.c sends eval --kube to cmd_eval_kube. */
 int cmd_eval(int argc, char **argv);
 /* render: eval with the input directory's Kptfile as the pipeline (eval.c). */
 int cmd_render(int argc, char **argv);

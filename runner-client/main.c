@@ -16,6 +16,17 @@
 
 #define RC_VERSION "0.1.0"
 
+/* eval, or with --kube anywhere in its arguments eval in a function pod
+ * on a cluster (pods/pod_run.c). Decided here, at the top: eval/ knows
+ * nothing of pods/, which builds on it. */
+static int cmd_eval_or_kube(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--kube"))
+            return cmd_eval_kube(argc, argv);
+    return cmd_eval(argc, argv);
+}
+
 /* The commands, as `runner-client --help` lists them and `runner-client
  * help CMD` finds them. */
 static const struct command {
@@ -23,7 +34,7 @@ static const struct command {
     int (*run)(int argc, char **argv);
     const char *summary;   /* may span lines, each indented as the first */
 } commands[] = {
-    {"eval", cmd_eval, "evaluate a package through a wrapper server's EvaluateFunction"},
+    {"eval", cmd_eval_or_kube, "evaluate a package through a wrapper server's EvaluateFunction"},
     {"render", cmd_render, "apply a package's Kptfile pipeline in place, as kpt fn render"},
     {"health", cmd_health, "check a server's grpc.health.v1 status"},
     {"image", cmd_image, "print an image's digest and entrypoint, read from its registry"},

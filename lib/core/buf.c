@@ -160,7 +160,7 @@ int buf_append_str(buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
-static int buf_vprintf(buf *b, const char *fmt, va_list ap)
+int buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
     va_list again;
     va_copy(again, ap);
@@ -189,6 +189,25 @@ int buf_fail(buf *err, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     (void)buf_vprintf(err, fmt, ap);   /* out of memory: the -1 still tells */
+    va_end(ap);
+    return -1;
+}
+
+int buf_vfail_line(buf *err, const char *fmt, va_list ap)
+{
+    size_t start = err->len;
+    (void)buf_vprintf(err, fmt, ap);
+    for (size_t i = start; i < err->len; i++)
+        if (err->data[i] == '\n' || err->data[i] == '\r')
+            err->data[i] = ' ';
+    return -1;
+}
+
+int buf_fail_line(buf *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vfail_line(err, fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -8,6 +8,7 @@
 #ifndef KRM_BUF_H
 #define KRM_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct buf {
@@ -24,10 +25,16 @@ int buf_reserve_exact(buf *b, size_t total);
 int buf_append(buf *b, const void *data, size_t len);
 int buf_append_str(buf *b, const char *s);
 int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vprintf(buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* A function that fails with a message in `buf *err`: appends it, as
  * buf_printf, and returns -1, so the failure is one statement:
  * `return buf_fail(err, "cannot read %s", path);` */
 int buf_fail(buf *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for a message shown as one line whose parts (a file name, a
+ * YAML problem) may hold line breaks: each '\n' or '\r' it appends becomes
+ * a space. */
+int buf_fail_line(buf *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vfail_line(buf *err, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Drop the first n bytes (n <= len), keeping the rest. */
 void buf_consume(buf *b, size_t n);
 void buf_reset(buf *b);           /* len = 0, keeps the allocation */

@@ -124,15 +124,14 @@ typedef struct doc_ctx {
 __attribute__((format(printf, 3, 4)))
 static int failf(const doc_ctx *x, const char *path, const char *fmt, ...)
 {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     buf_printf(x->err, "%s: document %d (FunctionConfig", x->file, x->doc);
     if (x->name)
         buf_printf(x->err, " \"%s\"", x->name);
-    buf_printf(x->err, "): %s: %s", path, msg);
+    buf_printf(x->err, "): %s: ", path);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(x->err, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

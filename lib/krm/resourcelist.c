@@ -126,8 +126,7 @@ typedef struct rl_parser {
     size_t results_cap;
     rl_facts top;             /* what the verdict is drawn from */
     unsigned top_seen;        /* TOP_* bits: first occurrence wins, as in the SDK */
-    char *err;
-    size_t errlen;
+    buf *err;                 /* the caller's, for the reason */
     const rl_items_cut *cut;  /* items cut out by rl_scan, or NULL */
     int cut_mismatch;         /* the cut document was not what rl_scan promised */
 } rl_parser;
@@ -142,20 +141,9 @@ static size_t src_line(const rl_parser *p, size_t line)
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
 
-static int fail(rl_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 static int fail_oom(rl_parser *p)
 {
-    return rl_errors_oom(p->err, p->errlen);
-}
-
-static int fail(rl_parser *p, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    rl_errors_vprintf(p->err, p->errlen, fmt, ap);
-    va_end(ap);
-    return -1;
+    return rl_errors_oom(p->err);
 }
 
 /* Formats libyaml's error the way yaml.v3's parser.fail() does, including
@@ -175,8 +163,8 @@ static int fail_yaml(rl_parser *p)
         line = src_line(p, y->problem_mark.line) + (size_t)scanner;
     const char *problem = y->problem ? y->problem : "unknown problem parsing YAML content";
     if (line != 0)
-        return fail(p, DECODE_PREFIX "yaml: line %zu: %s", line, problem);
-    return fail(p, DECODE_PREFIX "yaml: %s", problem);
+        return buf_fail(p->err, DECODE_PREFIX "yaml: line %zu: %s", line, problem);
+    return buf_fail(p->err, DECODE_PREFIX "yaml: %s", problem);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -204,15 +192,15 @@ static int note_event(rl_parser *p)
     case YAML_MAPPING_START_EVENT:
         if (yaml_flow_depth_note(&p->flow, ev) < 0) {
             /* libyaml's cost per token grows with the flow depth: see yaml_depth.h */
-            return fail(p, DECODE_PREFIX "yaml: line %zu: " YAML_FLOW_DEPTH_PROBLEM,
-                        src_line(p, ev->start_mark.line) + 1);
+            return buf_fail(p->err, DECODE_PREFIX "yaml: line %zu: " YAML_FLOW_DEPTH_PROBLEM,
+                            src_line(p, ev->start_mark.line) + 1);
         }
         if (++p->depth <= RL_MAX_DEPTH)
             return 0;
         if (ev->start_mark.line != 0)
-            return fail(p, DECODE_PREFIX "yaml: line %zu: exceeded max depth of %d",
-                        src_line(p, ev->start_mark.line) + 1, RL_MAX_DEPTH);
-        return fail(p, DECODE_PREFIX "yaml: exceeded max depth of %d", RL_MAX_DEPTH);
+            return buf_fail(p->err, DECODE_PREFIX "yaml: line %zu: exceeded max depth of %d",
+                            src_line(p, ev->start_mark.line) + 1, RL_MAX_DEPTH);
+        return buf_fail(p->err, DECODE_PREFIX "yaml: exceeded max depth of %d", RL_MAX_DEPTH);
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
         yaml_flow_depth_note(&p->flow, ev);
@@ -221,8 +209,8 @@ static int note_event(rl_parser *p)
     case YAML_ALIAS_EVENT:
         if (strset_has(&p->anchors, (const char *)ev->data.alias.anchor))
             return 0;
-        return fail(p, DECODE_PREFIX "yaml: unknown anchor '%s' referenced",
-                    (const char *)ev->data.alias.anchor);
+        return buf_fail(p->err, DECODE_PREFIX "yaml: unknown anchor '%s' referenced",
+                        (const char *)ev->data.alias.anchor);
     default:
         return 0;
     }
@@ -439,7 +427,7 @@ static int push_frame(rl_parser *p, frame_kind kind)
     /* the grammar bounds the nesting: stream, top, legacy, list, result,
      * resourceRef, metadata */
     if (p->n_frames == RL_MAX_FRAMES)
-        return fail(p, PARSE_PREFIX "internal error: decoder nesting");
+        return buf_fail(p->err, PARSE_PREFIX "internal error: decoder nesting");
     p->frames[p->n_frames++] =
         (frame){.kind = kind, .key = -1, .mark = yaml_unmarshal_save(&p->terr)};
     return 0;
@@ -614,8 +602,10 @@ static int read_items(rl_parser *p)
         const yaml_event_t *ev = &p->ev;
         if (ev->type != YAML_SCALAR_EVENT || ev->data.scalar.length != 0 ||
             ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || ev->data.scalar.tag) {
+            /* no reason given: judge_finish reads the list again without
+             * the cut, or says it is not in rl_scan's subset (SCAN_ONLY) */
             p->cut_mismatch = 1;
-            return fail(p, PARSE_PREFIX "items cut mismatch");
+            return -1;
         }
         p->top.items_kind = YAML_V3_KIND_SEQUENCE;
         p->top.n_items = p->cut->n_items;
@@ -895,7 +885,7 @@ static int on_event(rl_parser *p)
 
 static int judge(rl_parser *p)
 {
-    return rl_errors_verdict(&p->top, &p->terr, p->err, p->errlen);
+    return rl_errors_verdict(&p->top, &p->terr, p->err);
 }
 
 
@@ -1023,7 +1013,7 @@ rl_judge *rl_judge_new(const char *data, size_t len, rl_parse_mode mode)
 
 /* A finished attempt: the verdict, or a retry without the cut when the cut
  * document was not what the scan promised. Returns 1 when retrying. */
-static int judge_finish(rl_judge *j, int rc, rl_list *out, char *err, size_t errlen)
+static int judge_finish(rl_judge *j, int rc, rl_list *out, buf *err)
 {
     rl_parser *p = j->p;
     if (rc == 0)
@@ -1037,13 +1027,12 @@ static int judge_finish(rl_judge *j, int rc, rl_list *out, char *err, size_t err
     parser_free(p);
     j->p = NULL;
     if (mismatch && j->mode != RL_PARSE_SCAN_ONLY) {
-        if (err && errlen)
-            err[0] = '\0';
         j->p = parser_new(j->data, j->len, NULL);
         if (j->p)
             return 1;
-        rc = rl_errors_oom(err, errlen);
+        rc = rl_errors_oom(err);
     } else if (mismatch) {
+        buf_append_str(err, PARSE_PREFIX "items cut mismatch");
         rc = -2;
     }
     j->finished = 1;
@@ -1051,17 +1040,14 @@ static int judge_finish(rl_judge *j, int rc, rl_list *out, char *err, size_t err
     return 0;
 }
 
-int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, char *err, size_t errlen)
+int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, buf *err)
 {
     *out = (rl_list){0};
-    if (err && errlen)
-        err[0] = '\0';
     if (j->finished)
         return j->result;   /* rl_judge_new found nothing to do (SCAN_ONLY) */
     j->p->err = err;
-    j->p->errlen = errlen;
     int rc = parser_run(j->p, budget ? budget : 1);
-    if (rc > 0 || judge_finish(j, rc, out, err, errlen) > 0)
+    if (rc > 0 || judge_finish(j, rc, out, err) > 0)
         return 1;
     return j->result;
 }
@@ -1074,23 +1060,22 @@ void rl_judge_free(rl_judge *j)
     free(j);
 }
 
-int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, char *err,
-                  size_t errlen)
+int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, buf *err)
 {
     *out = (rl_list){0};
     rl_judge *j = rl_judge_new(data, len, mode);
     if (!j)
-        return rl_errors_oom(err, errlen);
+        return rl_errors_oom(err);
     int rc;
-    while ((rc = rl_judge_step(j, SIZE_MAX, out, err, errlen)) == 1)
+    while ((rc = rl_judge_step(j, SIZE_MAX, out, err)) == 1)
         continue;
     rl_judge_free(j);
     return rc;
 }
 
-int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errlen)
+int rl_parse(const char *data, size_t len, rl_list *out, buf *err)
 {
-    return rl_parse_with(data, len, RL_PARSE_AUTO, out, err, errlen);
+    return rl_parse_with(data, len, RL_PARSE_AUTO, out, err);
 }
 
 void rl_free(rl_list *rl)

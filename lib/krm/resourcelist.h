@@ -66,19 +66,18 @@ typedef struct rl_list {
 } rl_list;
 
 /* Parse `len` bytes of YAML or JSON. Returns 0 and fills *out (release it
- * with rl_free), or -1 and writes the SDK-compatible reason to err, e.g.
+ * with rl_free), or -1 and appends the SDK-compatible reason to err, e.g.
  * "failed to parse input bytes: expected exactly one object, got 0" or
  * "input was of unexpected kind \"ConfigMap\"; expected ResourceList".
  * *out is left zeroed on failure. */
-int rl_parse(const char *data, size_t len, rl_list *out, char *err, size_t errlen);
+int rl_parse(const char *data, size_t len, rl_list *out, buf *err);
 
 /* How rl_parse reads `items`: through rl_scan when the input is in its
  * subset, else through libyaml (AUTO); always through libyaml (LIBYAML); or
  * only through rl_scan, returning -2 when the input is not in its subset
  * (SCAN_ONLY). The answers must never differ: tests compare them. */
 typedef enum rl_parse_mode { RL_PARSE_AUTO, RL_PARSE_LIBYAML, RL_PARSE_SCAN_ONLY } rl_parse_mode;
-int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, char *err,
-                  size_t errlen);
+int rl_parse_with(const char *data, size_t len, rl_parse_mode mode, rl_list *out, buf *err);
 void rl_free(rl_list *rl);
 
 /* The same judgement in steps, for a server that must go back to its event
@@ -90,7 +89,7 @@ void rl_free(rl_list *rl);
  * can be freed at any point. rl_judge_new returns NULL when out of memory. */
 typedef struct rl_judge rl_judge;
 rl_judge *rl_judge_new(const char *data, size_t len, rl_parse_mode mode);
-int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, char *err, size_t errlen);
+int rl_judge_step(rl_judge *j, size_t budget, rl_list *out, buf *err);
 void rl_judge_free(rl_judge *j);
 
 #endif

@@ -10,7 +10,6 @@
  * fresh copy and the caller's document survives. */
 #include "krm/rl_edit.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +22,6 @@ struct rl_doc {
 };
 
 static const char OOM[] = "out of memory";
-
-static void __attribute__((format(printf, 3, 4)))
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *p = err; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-}
 
 /* ---- reading nodes ---------------------------------------------------------- */
 
@@ -264,12 +249,12 @@ static int copy_node(copier *c, int id, int depth)
 /* A new document holding src's root mapping without top-level `omit_key`
  * (NULL: none). Returns 0, or -1 with err set (out is then empty). */
 static int clone_document(const yaml_document_t *src, const char *omit_key, yaml_document_t *out,
-                          char *err, size_t errlen)
+                          buf *err)
 {
     copier c;
     if (new_document(out) < 0 || copier_init(&c, src, out) < 0) {
         yaml_document_delete(out);
-        set_err(err, errlen, OOM);
+        buf_fail_line(err, OOM);
         return -1;
     }
     const yaml_node_t *root = node(src, root_id(src));
@@ -287,7 +272,7 @@ static int clone_document(const yaml_document_t *src, const char *omit_key, yaml
             rc = -1;
     }
     if (!to || rc < 0) {
-        set_err(err, errlen, "%s", to ? c.fail : OOM);
+        buf_fail_line(err, "%s", to ? c.fail : OOM);
         yaml_document_delete(out);
         rc = -1;
     }
@@ -297,38 +282,38 @@ static int clone_document(const yaml_document_t *src, const char *omit_key, yaml
 
 /* ---- loading ------------------------------------------------------------------ */
 
-static void parser_err(const yaml_parser_t *p, char *err, size_t errlen)
+static void parser_err(const yaml_parser_t *p, buf *err)
 {
     const char *problem = p->problem ? p->problem : OOM;
     if (p->context)
-        set_err(err, errlen, "line %zu: %s %s", p->problem_mark.line + 1, p->context, problem);
+        buf_fail_line(err, "line %zu: %s %s", p->problem_mark.line + 1, p->context, problem);
     else
-        set_err(err, errlen, "line %zu: %s", p->problem_mark.line + 1, problem);
+        buf_fail_line(err, "line %zu: %s", p->problem_mark.line + 1, problem);
 }
 
 /* Loads exactly one document whose root is a mapping. */
-static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errlen)
+static rl_doc *load_mapping(const char *data, size_t len, buf *err)
 {
     rl_doc *d = calloc(1, sizeof *d);
     yaml_parser_t p;
     if (!d || !yaml_parser_initialize(&p)) {
         free(d);
-        set_err(err, errlen, OOM);
+        buf_fail_line(err, OOM);
         return NULL;
     }
     yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
     yaml_document_t extra = { 0 };
     int ok = 0;
     if (!yaml_load(&p, len, &d->doc)) {
-        parser_err(&p, err, errlen);
+        parser_err(&p, err);
     } else if (!root_id(&d->doc)) {
-        set_err(err, errlen, "no YAML document");
+        buf_fail_line(err, "no YAML document");
     } else if (!yaml_load(&p, len, &extra)) {
-        parser_err(&p, err, errlen);
+        parser_err(&p, err);
     } else if (root_id(&extra)) {
-        set_err(err, errlen, "expected one YAML document, found more");
+        buf_fail_line(err, "expected one YAML document, found more");
     } else if (node_type(&d->doc, 1) != YAML_MAPPING_NODE) {
-        set_err(err, errlen, "expected a mapping (a KRM object), found %s",
+        buf_fail_line(err, "expected a mapping (a KRM object), found %s",
                 type_name(node_type(&d->doc, 1)));
     } else {
         ok = 1;
@@ -342,9 +327,9 @@ static rl_doc *load_mapping(const char *data, size_t len, char *err, size_t errl
     return d;
 }
 
-rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen)
+rl_doc *rl_doc_load_object(const char *data, size_t len, buf *err)
 {
-    return load_mapping(data, len, err, errlen);
+    return load_mapping(data, len, err);
 }
 
 /* One key of a ConfigMap's data: where it first and last appears. */
@@ -434,16 +419,16 @@ static int write_to_buf(void *data, unsigned char *bytes, size_t size)
     return buf_append(data, bytes, size) == 0;
 }
 
-int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size_t errlen)
+int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, buf *err)
 {
     yaml_document_t copy;
-    if (clone_document(&d->doc, omit_key, &copy, err, errlen) < 0)
+    if (clone_document(&d->doc, omit_key, &copy, err) < 0)
         return -1;
     size_t start = out->len;
     yaml_emitter_t e;
     if (!yaml_emitter_initialize(&e)) {
         yaml_document_delete(&copy);
-        set_err(err, errlen, OOM);
+        buf_fail_line(err, OOM);
         return -1;
     }
     yaml_emitter_set_output(&e, write_to_buf, out);
@@ -455,12 +440,12 @@ int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size
     int ok = opened && yaml_emitter_dump(&e, &copy) && yaml_emitter_close(&e) &&
              yaml_emitter_flush(&e);
     if (!ok)
-        set_err(err, errlen, "cannot write YAML: %s", e.problem ? e.problem : OOM);
+        buf_fail_line(err, "cannot write YAML: %s", e.problem ? e.problem : OOM);
     yaml_emitter_delete(&e);
     if (!opened)
         yaml_document_delete(&copy); /* dump never took it */
     if (ok && out->len > start && out->data[out->len - 1] != '\n' && buf_append(out, "\n", 1) < 0) {
-        set_err(err, errlen, OOM);
+        buf_fail_line(err, OOM);
         ok = 0;
     }
     if (!ok) {

@@ -32,8 +32,8 @@ typedef struct rl_kv {
 } rl_kv;
 
 /* Loads any single document whose root is a mapping (a KRM object such as a
- * functionConfig or a Kptfile). NULL with a reason in err. */
-rl_doc *rl_doc_load_object(const char *data, size_t len, char *err, size_t errlen);
+ * functionConfig or a Kptfile). NULL with a reason appended to err. */
+rl_doc *rl_doc_load_object(const char *data, size_t len, buf *err);
 
 /* A new `apiVersion: v1, kind: ConfigMap, metadata: {name: NAME}, data:
  * {k: v...}` object (kpt's functionConfig for `fn eval IMG -- k=v`). A key
@@ -44,8 +44,8 @@ void rl_doc_free(rl_doc *d);
 
 /* Appends the document to out as YAML (no "---", a final line break).
  * `omit_key` (NULL: none) names a top-level key left out of the output. The
- * document is not changed. Returns 0, or -1 with a reason in err. */
-int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, char *err, size_t errlen);
+ * document is not changed. Returns 0, or -1 with a reason appended to err. */
+int rl_doc_emit(const rl_doc *d, const char *omit_key, buf *out, buf *err);
 
 /* ---- reading other objects (a Kptfile) ---- */
 

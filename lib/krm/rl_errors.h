@@ -13,14 +13,13 @@
  * prints it with %+v, Go shows "<cause>\n<context>" followed by a stack
  * trace; we give the first two lines.
  *
- * Errors go to a caller's `char *err, size_t errlen` (NULL or 0: not
- * wanted), cut to fit on a UTF-8 character boundary. */
+ * Errors are appended to the caller's `buf *err`, whole. */
 #ifndef KRM_RL_ERRORS_H
 #define KRM_RL_ERRORS_H
 
-#include <stdarg.h>
 #include <stddef.h>
 
+#include "core/buf.h"
 #include "krm/yaml_unmarshal.h"
 
 /* The prefix ParseResourceList puts before ParseKubeObject's errors, which
@@ -48,17 +47,9 @@ typedef struct rl_facts {
 /* The SDK's checks on a whole input whose YAML was well-formed, in its
  * order: 0 when they all pass, else -1 with the first failure's words in
  * err. `terr` holds yaml.v3's unmarshal errors for `results`. */
-int rl_errors_verdict(const rl_facts *f, const yaml_unmarshal_errors *terr, char *err,
-                      size_t errlen);
+int rl_errors_verdict(const rl_facts *f, const yaml_unmarshal_errors *terr, buf *err);
 
-/* Writes msg[0..len) to err, cut to fit. */
-void rl_errors_set(char *err, size_t errlen, const char *msg, size_t len);
-/* Formats into err; returns -1, so that `return rl_errors_printf(...)` fails. */
-int rl_errors_printf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-int rl_errors_vprintf(char *err, size_t errlen, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
 /* PARSE_PREFIX "out of memory"; returns -1. */
-int rl_errors_oom(char *err, size_t errlen);
+int rl_errors_oom(buf *err);
 
 #endif

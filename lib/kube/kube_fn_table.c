@@ -263,12 +263,12 @@ static void on_list(const kube_result *r, void *ctx)
 /* The image's facts are known: p's podId, then its pods by that label. */
 static void list_pods(pod *p)
 {
-    char why[256];
-    if (pod_id_make(p->image, p->fn->meta.digest, p->postfix, p->pod_id, why, sizeof why) < 0) {
-        pod_fail_fmt(p, 0, "%s", why);
+    buf q = {0}, err = {0};
+    if (pod_id_make(p->image, p->fn->meta.digest, p->postfix, p->pod_id, &err) < 0) {
+        pod_fail(p, err.data ? err.data : "out of memory", 0);
+        buf_free(&err);
         return;
     }
-    buf q = {0}, err = {0};
     buf_printf(&q, "labelSelector=fn.kpt.dev%%2Fimage%%3D%s", p->pod_id);
     kube_ref ref = {"/api/v1", "pods", p->pc->o.namespace, NULL, q.data};
     if (q.data && p->pc->api->list(p->pc->api_ctx, &ref, on_list, p, &err) == 0)

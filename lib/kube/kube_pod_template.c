@@ -50,12 +50,14 @@ int template_render(pod *p, int which, buf *body, const char **content_type, buf
         buf_free(&why);
         return rc;
     }
-    char why[256];
+    buf why = {0};
     *content_type = "application/yaml";
-    if (pod_template_render(&t, which, body, why, sizeof why) == 0)
-        return 0;
-    buf_printf(err, "cannot render the function pod for %s: %s", p->image, why);
-    return -1;
+    int rc = pod_template_render(&t, which, body, &why);
+    if (rc < 0)
+        buf_printf(err, "cannot render the function pod for %s: %s", p->image,
+                   why.data ? why.data : "out of memory");
+    buf_free(&why);
+    return rc;
 }
 
 void template_retire_if_done(pod *p)

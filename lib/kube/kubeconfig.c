@@ -86,15 +86,14 @@ typedef struct kc_where {
 __attribute__((format(printf, 3, 4)))
 static int failf(const kc_where *w, const char *field, const char *fmt, ...)
 {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     buf_printf(w->s->err, "%s: ", w->file->path);
     if (w->section)
         buf_printf(w->s->err, "%s[%zu] (\"%s\").%s.", w->section, w->index, w->name, w->inner);
-    buf_printf(w->s->err, "%s: %s", field, msg);
+    buf_printf(w->s->err, "%s: ", field);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(w->s->err, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

@@ -1,7 +1,6 @@
 /* pod_id: Porch's podId rule and its repair for invalid names; see pod_id.h. */
 #include "kube/pod_id.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,20 +14,10 @@ typedef struct ref_parts {
     int is_digest;
 } ref_parts;
 
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Splits [registry/]path[:tag][@digest] as go-containerregistry's
  * name.ParseReference does for the pieces podID reads: a digest wins over a
  * tag, and a ':' followed by a '/' belongs to a registry port. */
-static int ref_split(const char *image, ref_parts *p, char *err, size_t errlen)
+static int ref_split(const char *image, ref_parts *p, buf *err)
 {
     const char *at = strchr(image, '@');
     const char *end = at ? at : image + strlen(image);
@@ -54,11 +43,11 @@ static int ref_split(const char *image, ref_parts *p, char *err, size_t errlen)
         p->ident_len = 6;
     }
     if (!*image)
-        return fail(err, errlen, "empty image reference");
+        return buf_fail(err, "empty image reference");
     if (!p->name_len)
-        return fail(err, errlen, "image \"%s\" has no repository name", image);
+        return buf_fail(err, "image \"%s\" has no repository name", image);
     if (!p->ident_len)
-        return fail(err, errlen, "image \"%s\" has an empty %s", image, at ? "digest" : "tag");
+        return buf_fail(err, "image \"%s\" has an empty %s", image, at ? "digest" : "tag");
     return 0;
 }
 
@@ -68,28 +57,28 @@ static int is_lower_hex(char c)
 }
 
 /* The hex of "algo:hex" or "hex", checked to start with 8 lowercase hex. */
-static const char *digest_hex(const char *digest, char *err, size_t errlen)
+static const char *digest_hex(const char *digest, buf *err)
 {
     if (!digest || !*digest) {
-        fail(err, errlen, "empty image digest");
+        buf_fail(err, "empty image digest");
         return NULL;
     }
     const char *colon = strchr(digest, ':');
     const char *hex = colon ? colon + 1 : digest;
     for (int i = 0; i < 8; i++)
         if (!is_lower_hex(hex[i])) {
-            fail(err, errlen, "invalid image digest \"%s\" (want sha256:<lowercase hex>)", digest);
+            buf_fail(err, "invalid image digest \"%s\" (want sha256:<lowercase hex>)", digest);
             return NULL;
         }
     return hex;
 }
 
 int pod_id_porch(const char *image, const char *digest, unsigned long postfix, buf *out,
-                 char *err, size_t errlen)
+                 buf *err)
 {
     ref_parts p;
     const char *hex;
-    if (ref_split(image, &p, err, errlen) < 0 || !(hex = digest_hex(digest, err, errlen)))
+    if (ref_split(image, &p, err) < 0 || !(hex = digest_hex(digest, err)))
         return -1;
     int rc = 0;
     for (size_t i = 0; i < p.name_len; i++)
@@ -99,7 +88,7 @@ int pod_id_porch(const char *image, const char *digest, unsigned long postfix, b
         if (p.ident[i] != '.')
             rc |= buf_append(out, &p.ident[i], 1);
     rc |= buf_printf(out, "-%lu-%.8s", postfix, hex);
-    return rc ? fail(err, errlen, "out of memory") : 0;
+    return rc ? buf_fail(err, "out of memory") : 0;
 }
 
 /* Step 2 of the repair: lowercase, anything outside [a-z0-9-] -> '-'. */
@@ -142,17 +131,17 @@ static int repaired_head(const ref_parts *p, buf *head)
 }
 
 static int repair(const char *image, const char *hex, unsigned long postfix, char *out,
-                  char *err, size_t errlen)
+                  buf *err)
 {
     ref_parts p;
-    if (ref_split(image, &p, err, errlen) < 0)
+    if (ref_split(image, &p, err) < 0)
         return -1;
     char suffix[48];
     int suffix_len = snprintf(suffix, sizeof suffix, "-%lu-%.8s", postfix, hex);
     buf head = {0};
     if (repaired_head(&p, &head) < 0) {
         buf_free(&head);
-        return fail(err, errlen, "out of memory");
+        return buf_fail(err, "out of memory");
     }
     size_t keep = head.len;
     if (keep > (size_t)(POD_ID_MAX - suffix_len))
@@ -165,10 +154,10 @@ static int repair(const char *image, const char *hex, unsigned long postfix, cha
 }
 
 int pod_id_make(const char *image, const char *digest, unsigned long postfix,
-                char out[POD_ID_MAX + 1], char *err, size_t errlen)
+                char out[POD_ID_MAX + 1], buf *err)
 {
     buf porch = {0};
-    if (pod_id_porch(image, digest, postfix, &porch, err, errlen) < 0) {
+    if (pod_id_porch(image, digest, postfix, &porch, err) < 0) {
         buf_free(&porch);
         return -1;
     }
@@ -176,7 +165,7 @@ int pod_id_make(const char *image, const char *digest, unsigned long postfix,
     if (dns1035_label_valid(porch.data))
         memcpy(out, porch.data, porch.len + 1);
     else
-        rc = repair(image, digest_hex(digest, err, errlen), postfix, out, err, errlen);
+        rc = repair(image, digest_hex(digest, err), postfix, out, err);
     buf_free(&porch);
     return rc;
 }

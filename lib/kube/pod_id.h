@@ -44,15 +44,15 @@
 /* Porch's podId exactly as Porch computes it (possibly not a valid label),
  * appended to out. image: a reference (`[registry/]path[:tag][@digest]`);
  * digest: the image's manifest digest, "sha256:<hex>" or bare hex (at least
- * 8 lowercase hex digits). Returns 0, or -1 with a reason in err. */
+ * 8 lowercase hex digits). Returns 0, or -1 with a reason appended to err. */
 int pod_id_porch(const char *image, const char *digest, unsigned long postfix, buf *out,
-                 char *err, size_t errlen);
+                 buf *err);
 
 /* The podId to use: Porch's when it is a valid DNS-1035 label, else the
  * repaired one (rules above). out gets a NUL-terminated label. Returns 0, or
- * -1 with a reason in err (bad reference or digest, out of memory). */
+ * -1 with a reason appended to err (bad reference or digest, out of memory). */
 int pod_id_make(const char *image, const char *digest, unsigned long postfix,
-                char out[POD_ID_MAX + 1], char *err, size_t errlen);
+                char out[POD_ID_MAX + 1], buf *err);
 
 /* The digest part of a digest reference ("sha256:..." after '@'), or NULL. */
 const char *pod_id_image_digest(const char *image);

@@ -368,14 +368,12 @@ static void stream_event(yw *w, int start)
         put(w, &ev, yaml_stream_end_event_initialize(&ev));
 }
 
-int pod_template_render(const pod_template_opts *o, int which, buf *out, char *err, size_t errlen)
+int pod_template_render(const pod_template_opts *o, int which, buf *out, buf *err)
 {
     yw w = {0};
     int oom = 0;
-    if (!yaml_emitter_initialize(&w.em)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!yaml_emitter_initialize(&w.em))
+        return buf_fail(err, "out of memory");
     yaml_emitter_set_output(&w.em, write_to_buf, out);
     yaml_emitter_set_unicode(&w.em, 1);
     yaml_emitter_set_width(&w.em, -1);       /* never fold long arguments */
@@ -392,8 +390,7 @@ int pod_template_render(const pod_template_opts *o, int which, buf *out, char *e
         const char *why = oom ? "out of memory"
                           : w.bad_text ? "a value is not valid UTF-8 text"
                           : w.em.problem ? w.em.problem : "out of memory";
-        snprintf(err, errlen, "cannot write YAML: %s", why);
-        rc = -1;
+        rc = buf_fail(err, "cannot write YAML: %s", why);
     }
     yaml_emitter_delete(&w.em);
     return rc;

@@ -81,9 +81,9 @@ typedef struct pod_template_opts {
 enum { POD_TEMPLATE_POD = 1, POD_TEMPLATE_SERVICE = 2 };
 
 /* Appends the selected documents (POD_TEMPLATE_POD | POD_TEMPLATE_SERVICE),
- * separated by "---", to out. Returns 0, or -1 with a reason in err (a value
- * that is not UTF-8, out of memory). */
-int pod_template_render(const pod_template_opts *o, int which, buf *out, char *err, size_t errlen);
+ * separated by "---", to out. Returns 0, or -1 with a reason appended to err
+ * (a value that is not UTF-8, out of memory). */
+int pod_template_render(const pod_template_opts *o, int which, buf *out, buf *err);
 
 /* Appends one entrypoint argument as the pod's args hold it: with
  * escape_dollar, each '$' before a '$' or a '(' doubled (Kubernetes turns

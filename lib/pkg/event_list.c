@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "krm/yaml_limits.h"
-#include "pkg/err_line.h"
 
 void event_list_free(event_list *list)
 {
@@ -40,59 +39,55 @@ static int events_push(event_list *list, yaml_event_t *ev)
     return 0;
 }
 
-static int fail_parse(const yaml_parser_t *parser, const char *name, char *err, size_t errlen)
+static int fail_parse(const yaml_parser_t *parser, const char *name, buf *err)
 {
     const char *problem = parser->problem ? parser->problem : "invalid input";
     if (parser->error == YAML_MEMORY_ERROR)
-        err_line_set(err, errlen, "%s: out of memory while parsing YAML", name);
+        buf_fail_line(err, "%s: out of memory while parsing YAML", name);
     else if (parser->error == YAML_READER_ERROR)
-        err_line_set(err, errlen, "%s: YAML error at byte %zu: %s", name,
-                     parser->problem_offset, problem);
+        buf_fail_line(err, "%s: YAML error at byte %zu: %s", name,
+                      parser->problem_offset, problem);
     else if (parser->context)
-        err_line_set(err, errlen, "%s: YAML error at line %zu, column %zu: %s (%s)", name,
-                     parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem,
-                     parser->context);
+        buf_fail_line(err, "%s: YAML error at line %zu, column %zu: %s (%s)", name,
+                      parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem,
+                      parser->context);
     else
-        err_line_set(err, errlen, "%s: YAML error at line %zu, column %zu: %s", name,
-                     parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem);
+        buf_fail_line(err, "%s: YAML error at line %zu, column %zu: %s", name,
+                      parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem);
     return -1;
 }
 
 int event_list_parse(const char *data, size_t len, const char *name, event_list *list,
-                     char *err, size_t errlen)
+                     buf *err)
 {
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        err_line_set(err, errlen, "%s: out of memory while parsing YAML", name);
-        return -1;
-    }
+    if (!yaml_parser_initialize(&parser))
+        return buf_fail_line(err, "%s: out of memory while parsing YAML", name);
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
     yaml_limits *limits = malloc(sizeof *limits);
     if (!limits) {
         yaml_parser_delete(&parser);
-        err_line_set(err, errlen, "%s: out of memory while parsing YAML", name);
-        return -1;
+        return buf_fail_line(err, "%s: out of memory while parsing YAML", name);
     }
     yaml_limits_init(limits, len);
     int rc = 0;
     for (;;) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
-            rc = fail_parse(&parser, name, err, errlen);
+            rc = fail_parse(&parser, name, err);
             break;
         }
         const char *problem = yaml_limits_note(limits, &ev);
         if (problem) {
-            err_line_set(err, errlen, "%s: YAML error at line %zu, column %zu: %s", name,
-                         ev.start_mark.line + 1, ev.start_mark.column + 1, problem);
+            buf_fail_line(err, "%s: YAML error at line %zu, column %zu: %s", name,
+                          ev.start_mark.line + 1, ev.start_mark.column + 1, problem);
             yaml_event_delete(&ev);
             rc = -1;
             break;
         }
         yaml_event_type_t type = ev.type;
         if (events_push(list, &ev) < 0) {
-            err_line_set(err, errlen, "%s: out of memory while parsing YAML", name);
-            rc = -1;
+            rc = buf_fail_line(err, "%s: out of memory while parsing YAML", name);
             break;
         }
         if (type == YAML_STREAM_END_EVENT)

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <yaml.h>
 
+#include "core/buf.h"
+
 #define EVENT_NONE SIZE_MAX /* "no such event" for event indexes */
 
 /* Every event of one parsed input, in order: STREAM_START, then per
@@ -33,7 +35,7 @@ typedef struct event_list {
  * with *list empty and a one-line reason in err that starts with `name`
  * and says where ("NAME: YAML error at line 4, column 2: ..."). */
 int event_list_parse(const char *data, size_t len, const char *name, event_list *list,
-                     char *err, size_t errlen);
+                     buf *err);
 void event_list_free(event_list *list);
 
 /* Deletes events [from, to) in place: they are not to be emitted. */

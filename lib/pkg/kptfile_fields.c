@@ -62,8 +62,7 @@ static const kpt_type kptfile = { "v1.KptFile", (const kpt_field[]){
 typedef struct walk {
     const yaml_document_t *doc;
     uint16_t *checked;   /* per node id - 1 */
-    char *why;
-    size_t why_len;
+    buf *why;
 } walk;
 
 static const kpt_field *find_field(const kpt_type *t, const char *name, size_t len)
@@ -74,17 +73,18 @@ static const kpt_field *find_field(const kpt_type *t, const char *name, size_t l
     return NULL;
 }
 
-static void unknown_field(const kpt_type *t, const yaml_node_t *key, char *why, size_t why_len)
+static int unknown_field(const kpt_type *t, const yaml_node_t *key, buf *why)
 {
     buf known = { 0 };
     for (const kpt_field *f = t->fields; f->name; f++)
         buf_printf(&known, "%s%s", f == t->fields ? "" : ", ", f->name);
     /* %.*s: a key holding a NUL byte is shown up to it; it is unknown all the same */
-    snprintf(why, why_len, "line %zu: field %.*s not found in type %s (it has: %s)",
-             key->start_mark.line + 1, (int)key->data.scalar.length,
-             (const char *)key->data.scalar.value, t->go_name,
-             known.data ? known.data : "out of memory");
+    buf_printf(why, "line %zu: field %.*s not found in type %s (it has: %s)",
+               key->start_mark.line + 1, (int)key->data.scalar.length,
+               (const char *)key->data.scalar.value, t->go_name,
+               known.data ? known.data : "out of memory");
     buf_free(&known);
+    return -1;
 }
 
 /* The recursion follows the types above (four deep at most: a selector of
@@ -116,33 +116,27 @@ static int check_node(walk *w, int id, const kpt_type *t)
     for (const yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
          p++) {
         const yaml_node_t *key = yaml_document_get_node((yaml_document_t *)w->doc, p->key);
-        if (!key || key->type != YAML_SCALAR_NODE) {
-            snprintf(w->why, w->why_len, "line %zu: a key of %s is not a string",
-                     key ? key->start_mark.line + 1 : 0, t->go_name);
-            return -1;
-        }
+        if (!key || key->type != YAML_SCALAR_NODE)
+            return buf_fail(w->why, "line %zu: a key of %s is not a string",
+                            key ? key->start_mark.line + 1 : 0, t->go_name);
         const kpt_field *f =
             find_field(t, (const char *)key->data.scalar.value, key->data.scalar.length);
-        if (!f) {
-            unknown_field(t, key, w->why, w->why_len);
-            return -1;
-        }
+        if (!f)
+            return unknown_field(t, key, w->why);
         if (check_value(w, p->value, f) < 0)
             return -1;
     }
     return 0;
 }
 
-int kptfile_fields_check(const yaml_document_t *doc, char *why, size_t why_len)
+int kptfile_fields_check(const yaml_document_t *doc, buf *why)
 {
     size_t n = (size_t)(doc->nodes.top - doc->nodes.start);
     if (n == 0)
         return 0;
-    walk w = { doc, calloc(n, sizeof *w.checked), why, why_len };
-    if (!w.checked) {
-        snprintf(why, why_len, "out of memory");
-        return -1;
-    }
+    walk w = { doc, calloc(n, sizeof *w.checked), why };
+    if (!w.checked)
+        return buf_fail(why, "out of memory");
     int rc = check_node(&w, 1, &kptfile); /* node 1 is the root */
     free(w.checked);
     return rc;

@@ -14,10 +14,12 @@
 #include <stddef.h>
 #include <yaml.h>
 
+#include "core/buf.h"
+
 /* Checks every mapping of the document's root object against kpt's types.
- * Returns 0, or -1 with the first unknown field's line in why ("out of
- * memory" there when it is). Each node is checked against each type once,
+ * Returns 0, or -1 with the first unknown field's line appended to why
+ * ("out of memory" there when it is). Each node is checked against each type once,
  * however many aliases name it. */
-int kptfile_fields_check(const yaml_document_t *doc, char *why, size_t why_len);
+int kptfile_fields_check(const yaml_document_t *doc, buf *why);
 
 #endif

@@ -150,15 +150,16 @@ static rl_doc *load_object_file(int dir_fd, const char *path, int flags, size_t 
                                 const char *what, const char *shown, const char *too_big,
                                 size_t *read, buf *err)
 {
-    buf data = { 0 };
+    buf data = { 0 }, reason = { 0 };
     char why[FDIO_WHY_MAX];
     rl_doc *d = NULL;
     if (file_read_at(dir_fd, path, flags, max, &data, why) < 0)
         buf_printf(err, "%s %s: %s%s", what, shown, why, errno == EFBIG ? too_big : "");
-    else if (!(d = rl_doc_load_object(data.data, data.len, why, sizeof why)))
-        buf_printf(err, "%s %s: %s", what, shown, why);
+    else if (!(d = rl_doc_load_object(data.data, data.len, &reason)))
+        buf_printf(err, "%s %s: %s", what, shown, reason.data ? reason.data : "out of memory");
     *read += data.len;
     buf_free(&data);
+    buf_free(&reason);
     return d;
 }
 
@@ -178,20 +179,20 @@ int pipeline_single_config(buf *rl, const char *fn_config, char *const *args, si
     if (!config)
         return -1;
     /* put in as the pipeline hands lists on: the input stays text */
-    char why[512];
-    buf text = { 0 }, out = { 0 };
-    int rc = rl_doc_emit(config, NULL, &text, why, sizeof why);
+    buf text = { 0 }, out = { 0 }, why = { 0 };
+    int rc = rl_doc_emit(config, NULL, &text, &why);
     if (rc == 0) {
         rl_rewrite_opts o = { .config = text.data, .config_len = text.len };
-        rc = rl_rewrite(rl->data, rl->len, &o, &out, why, sizeof why);
+        rc = rl_rewrite(rl->data, rl->len, &o, &out, &why);
     }
     if (rc == 0) {
         buf_free(rl);
         *rl = out;
     } else {
-        buf_printf(err, "the input as a ResourceList: %s", why);
+        buf_printf(err, "the input as a ResourceList: %s", why.data ? why.data : "out of memory");
         buf_free(&out);
     }
+    buf_free(&why);
     buf_free(&text);
     rl_doc_free(config);
     return rc;
@@ -226,12 +227,11 @@ rl_doc *pipeline_config_args(char *const *args, size_t n, buf *err)
 static int __attribute__((format(printf, 4, 5)))
 step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
 {
-    char what[512];
+    buf_printf(k->err, "%s: pipeline.%s[%zu]: ", k->path, list, i);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    buf_vprintf(k->err, fmt, ap);
     va_end(ap);
-    buf_printf(k->err, "%s: pipeline.%s[%zu]: %s", k->path, list, i, what);
     return -1;
 }
 
@@ -242,12 +242,13 @@ step_error(kptfile *k, const char *list, size_t i, const char *fmt, ...)
 static int refuse_nul_node(kptfile *k, const char *list, size_t i, int id, const char *field)
 {
     const yaml_node_t *n = yaml_document_get_node((yaml_document_t *)k->y, id);
-    char why[768];
+    buf why = { 0 };
+    int rc = 0;
     if (n && n->type == YAML_SCALAR_NODE &&
-        err_line_nul(why, sizeof why, field, (const char *)n->data.scalar.value,
-                     n->data.scalar.length))
-        return step_error(k, list, i, "%s", why);
-    return 0;
+        err_line_nul(&why, field, (const char *)n->data.scalar.value, n->data.scalar.length))
+        rc = step_error(k, list, i, "%s", why.data ? why.data : "out of memory");
+    buf_free(&why);
+    return rc;
 }
 
 /* A configMap's entries (scalars) as a ConfigMap object. */
@@ -385,9 +386,10 @@ static int check_kptfile(kptfile *k)
                    k->path);
         return -1;
     }
-    char why[512];
-    if (kptfile_fields_check(k->y, why, sizeof why) < 0) {
-        buf_printf(k->err, "%s: %s", k->path, why);
+    buf why = { 0 };
+    if (kptfile_fields_check(k->y, &why) < 0) {
+        buf_printf(k->err, "%s: %s", k->path, why.data ? why.data : "out of memory");
+        buf_free(&why);
         return -1;
     }
     int pl = rl_yaml_get(k->y, 0, "pipeline");
@@ -439,15 +441,16 @@ static int add_kptfile_steps(kptfile *k, pipeline *p)
 int pipeline_parse_kptfile(pipeline *p, const char *path, const char *dir, const char *data,
                            size_t len, size_t max, buf *err)
 {
-    char why[512];
+    buf why = { 0 };
     kptfile k = { .path = path, .dir = dir, .max = max, .err = err };
     int rc = -1;
     if ((k.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         buf_printf(err, "--pipeline %s: %s: %s", path, dir, strerror(errno));
-    else if (!(k.doc = rl_doc_load_object(data, len, why, sizeof why)))
-        buf_printf(err, "--pipeline %s: %s", path, why);
+    else if (!(k.doc = rl_doc_load_object(data, len, &why)))
+        buf_printf(err, "--pipeline %s: %s", path, why.data ? why.data : "out of memory");
     else
         rc = add_kptfile_steps(&k, p);
+    buf_free(&why);
     rl_doc_free(k.doc);
     if (k.dir_fd >= 0)
         close(k.dir_fd);

@@ -15,15 +15,13 @@
 #include "core/beneath.h"
 #include "core/buf.h"
 #include "core/vec.h"
-#include "pkg/err_line.h"
 #include "core/term_text.h"
 
 typedef struct walk {
     int pkg_fd;
     pkg_files_fn on_file;
     void *ctx;
-    char *err;
-    size_t errlen;
+    buf *err;
 } walk;
 
 /* A directory entry as listed: its name and what lstat said it is. */
@@ -89,11 +87,10 @@ static int list_directory(walk *w, const char *dir_path, const char *rel_dir, ve
         int e = errno;
         if (fd >= 0)
             close(fd);
-        err_line_set(w->err, w->errlen, "%s: %s", dir_path,
-                     e == ELOOP ? "a symbolic link appeared on the way (links inside a package "
-                                  "are not followed)"
-                                : strerror(e));
-        return -1;
+        return buf_fail_line(w->err, "%s: %s", dir_path,
+                             e == ELOOP ? "a symbolic link appeared on the way (links inside a "
+                                          "package are not followed)"
+                                        : strerror(e));
     }
     int rc = 0;
     struct dirent *de;
@@ -103,17 +100,14 @@ static int list_directory(walk *w, const char *dir_path, const char *rel_dir, ve
         if (de->d_name[0] == '.')
             continue;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            err_line_set(w->err, w->errlen, "%s/%s: %s", dir_path, de->d_name, strerror(errno));
-            rc = -1;
+            rc = buf_fail_line(w->err, "%s/%s: %s", dir_path, de->d_name, strerror(errno));
         } else if (list_add(l, de->d_name, st.st_mode) < 0) {
-            err_line_set(w->err, w->errlen, "%s: out of memory", dir_path);
-            rc = -1;
+            rc = buf_fail_line(w->err, "%s: out of memory", dir_path);
         }
         errno = 0;
     }
     if (rc == 0 && errno) {
-        err_line_set(w->err, w->errlen, "%s: %s", dir_path, strerror(errno));
-        rc = -1;
+        rc = buf_fail_line(w->err, "%s: %s", dir_path, strerror(errno));
     }
     closedir(d);
     if (rc == 0 && l->len)
@@ -144,12 +138,10 @@ static int walk_entry(walk *w, const char *dir_path, const char *rel_dir, const 
     buf path = { 0 }, rel = { 0 };
     int rc = 0;
     if (join_path(&path, dir_path, e->name) < 0 || join_path(&rel, rel_dir, e->name) < 0) {
-        err_line_set(w->err, w->errlen, "%s: out of memory", dir_path);
-        rc = -1;
+        rc = buf_fail_line(w->err, "%s: out of memory", dir_path);
     } else if (rel.len >= PATH_MAX) {
         /* openat2 says so too; without it this bounds the walk's depth */
-        err_line_set(w->err, w->errlen, "%s: %s", path.data, strerror(ENAMETOOLONG));
-        rc = -1;
+        rc = buf_fail_line(w->err, "%s: %s", path.data, strerror(ENAMETOOLONG));
     } else if (S_ISDIR(e->mode)) {
         rc = walk_directory(w, path.data, rel.data);
     } else if (S_ISLNK(e->mode)) {
@@ -174,15 +166,13 @@ static int walk_directory(walk *w, const char *dir_path, const char *rel_dir)
     return rc;
 }
 
-int pkg_files_walk(const char *dir, pkg_files_fn on_file, void *ctx, char *err, size_t errlen)
+int pkg_files_walk(const char *dir, pkg_files_fn on_file, void *ctx, buf *err)
 {
     /* the package itself is the user's choice: a link to it is followed */
-    walk w = { .on_file = on_file, .ctx = ctx, .err = err, .errlen = errlen,
+    walk w = { .on_file = on_file, .ctx = ctx, .err = err,
                .pkg_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
-    if (w.pkg_fd < 0) {
-        err_line_set(err, errlen, "%s: %s", dir, strerror(errno));
-        return -1;
-    }
+    if (w.pkg_fd < 0)
+        return buf_fail_line(err, "%s: %s", dir, strerror(errno));
     int rc = walk_directory(&w, dir, NULL);
     close(w.pkg_fd);
     return rc;

@@ -31,6 +31,8 @@
 
 #include <stddef.h>
 
+#include "core/buf.h"
+
 /* One file to read: `rel_path` relative to the package, separated by '/'
  * (the path annotation), to be opened beneath `pkg_fd` (file_read_at with
  * FDIO_BENEATH); `path` is the directory joined with it, for messages.
@@ -41,6 +43,6 @@ typedef int (*pkg_files_fn)(void *ctx, int pkg_fd, const char *path, const char 
 /* Calls on_file for each file of directory `dir`, in order. Returns 0, the
  * callback's value when it stopped the walk, or -1 with a one-line reason
  * in err ("DIR/locked: Permission denied"). */
-int pkg_files_walk(const char *dir, pkg_files_fn on_file, void *ctx, char *err, size_t errlen);
+int pkg_files_walk(const char *dir, pkg_files_fn on_file, void *ctx, buf *err);
 
 #endif

@@ -49,13 +49,13 @@ static const char *annotation(const event_list *list, size_t annos, const char *
     return v && *v ? v : scalar_text(list, mapping_key(list, annos, legacy));
 }
 
-/* "KIND/NAME" of the object, for messages. */
-static void describe(const event_list *list, size_t root, char *out, size_t outlen)
+/* "KIND/NAME" of the object, for messages (err_line_fail makes it one line). */
+static void describe(const event_list *list, size_t root, buf *out)
 {
     const char *kind = scalar_text(list, mapping_key(list, root, "kind"));
     size_t meta = mapping_key(list, root, "metadata");
     const char *name = scalar_text(list, mapping_key(list, meta, "name"));
-    err_line_set(out, outlen, "%s/%s", kind ? kind : "?", name ? name : "?");
+    buf_printf(out, "%s/%s", kind ? kind : "?", name ? name : "?");
 }
 
 /* Cleans `path` into out as Go's path.Clean would, refusing an absolute
@@ -129,46 +129,42 @@ static int parse_index(const char *text, unsigned long *out)
  * ("x.yaml\0/../.." written as "x.yaml"), so the item is refused, with
  * the whole value quoted. Returns -1 with err set, else 0. */
 static int refuse_nul(const event_list *list, size_t at, const char *field, size_t position,
-                      const char *what, char *err, size_t errlen)
+                      const char *what, buf *err)
 {
     if (at == EVENT_NONE || list->events[at].type != YAML_SCALAR_EVENT)
         return 0;
     const yaml_event_t *e = &list->events[at];
-    char why[768];
-    if (!err_line_nul(why, sizeof why, field, (const char *)e->data.scalar.value,
-                      e->data.scalar.length))
+    buf why = { 0 };
+    if (!err_line_nul(&why, field, (const char *)e->data.scalar.value, e->data.scalar.length))
         return 0;
-    err_line_set(err, errlen, "items[%zu] (%s): %s", position, what, why);
+    buf_fail_line(err, "items[%zu] (%s): %s", position, what,
+                  why.data ? why.data : "out of memory");
+    buf_free(&why);
     return -1;
 }
 
 /* Every value a file's name or place is made of, checked for NUL bytes. */
 static int refuse_nuls(const event_list *list, size_t root, size_t meta, size_t annos,
-                       size_t position, const char *what, char *err, size_t errlen)
+                       size_t position, const char *what, buf *err)
 {
     static const char *const annotations[] = { KPT_PATH_KEY, KPT_LEGACY_PATH_KEY, KPT_INDEX_KEY,
                                                KPT_LEGACY_INDEX_KEY };
     for (size_t i = 0; i < sizeof annotations / sizeof annotations[0]; i++)
         if (refuse_nul(list, mapping_key(list, annos, annotations[i]), annotations[i], position,
-                       what, err, errlen) < 0)
+                       what, err) < 0)
             return -1;
-    if (refuse_nul(list, mapping_key(list, root, "kind"), "kind", position, what, err, errlen) < 0 ||
-        refuse_nul(list, mapping_key(list, meta, "name"), "metadata.name", position, what, err,
-                   errlen) < 0)
+    if (refuse_nul(list, mapping_key(list, root, "kind"), "kind", position, what, err) < 0 ||
+        refuse_nul(list, mapping_key(list, meta, "name"), "metadata.name", position, what, err) < 0)
         return -1;
     return refuse_nul(list, mapping_key(list, meta, "namespace"), "metadata.namespace", position,
-                      what, err, errlen);
+                      what, err);
 }
 
-int pkg_item_locate(const event_list *list, size_t root, size_t end, size_t position,
-                    pkg_item *it, char *err, size_t errlen)
+/* pkg_item_locate for the item described as `what`. */
+static int locate(const event_list *list, size_t root, size_t meta, size_t annos,
+                  size_t position, const char *what, pkg_item *it, buf *err)
 {
-    *it = (pkg_item){ .root = root, .end = end, .position = position };
-    size_t meta = mapping_key(list, root, "metadata");
-    size_t annos = mapping_key(list, meta, "annotations");
-    char what[256];
-    describe(list, root, what, sizeof what);
-    if (refuse_nuls(list, root, meta, annos, position, what, err, errlen) < 0)
+    if (refuse_nuls(list, root, meta, annos, position, what, err) < 0)
         return -1;
     const char *path = annotation(list, annos, KPT_PATH_KEY, KPT_LEGACY_PATH_KEY);
     const char *index = annotation(list, annos, KPT_INDEX_KEY, KPT_LEGACY_INDEX_KEY);
@@ -179,8 +175,8 @@ int pkg_item_locate(const event_list *list, size_t root, size_t end, size_t posi
     else if (buf_append_str(&clean, "") < 0)
         why = "out of memory";
     if (why || clean_path(raw.data, &clean, &why) < 0) {
-        err_line_set(err, errlen, "items[%zu] (%s): path \"%s\" %s", position, what,
-                     raw.data ? raw.data : "", why);
+        buf_fail_line(err, "items[%zu] (%s): path \"%s\" %s", position, what,
+                      raw.data ? raw.data : "", why);
         buf_free(&raw);
         buf_free(&clean);
         return -1;
@@ -189,14 +185,28 @@ int pkg_item_locate(const event_list *list, size_t root, size_t end, size_t posi
     it->path = clean.data;
     if (index && *index) {
         if (parse_index(index, &it->index) < 0) {
-            err_line_set(err, errlen, "items[%zu] (%s): index \"%s\" is not a number", position,
-                         what, index);
+            buf_fail_line(err, "items[%zu] (%s): index \"%s\" is not a number", position,
+                          what, index);
             pkg_item_free(it);
             return -1;
         }
         it->has_index = 1;
     }
     return 0;
+}
+
+int pkg_item_locate(const event_list *list, size_t root, size_t end, size_t position,
+                    pkg_item *it, buf *err)
+{
+    *it = (pkg_item){ .root = root, .end = end, .position = position };
+    size_t meta = mapping_key(list, root, "metadata");
+    size_t annos = mapping_key(list, meta, "annotations");
+    buf described = { 0 };
+    describe(list, root, &described);
+    const char *what = described.data ? described.data : "?/?";
+    int rc = locate(list, root, meta, annos, position, what, it, err);
+    buf_free(&described);
+    return rc;
 }
 
 void pkg_item_free(pkg_item *it)

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 
+#include "core/buf.h"
 #include "pkg/event_list.h"
 #include "pkg/rl_writer.h"
 
@@ -41,7 +42,7 @@ typedef struct pkg_item {
  * position-th item. Returns 0, or -1 with a one-line reason in err naming
  * the item ("items[3] (ConfigMap/x): path \"../a.yaml\" leaves the package"). */
 int pkg_item_locate(const event_list *list, size_t root, size_t end, size_t position,
-                    pkg_item *it, char *err, size_t errlen);
+                    pkg_item *it, buf *err);
 void pkg_item_free(pkg_item *it);
 
 /* Emits the object at [root, end) of list as one document without the

@@ -16,12 +16,10 @@
 #include "core/beneath_write.h"
 #include "core/fdio.h"
 #include "core/vec.h"
-#include "pkg/err_line.h"
 #include "core/term_text.h"
 
 #define WARNING "runner-client eval: warning: "
 
-enum { PATH_SHOWN = 320 }; /* a path longer than this is shortened in messages */
 
 /* One rename (or removal) of the commit, in an existing directory. */
 typedef struct stage_move {
@@ -49,8 +47,7 @@ typedef struct stage {
     vec moves;                /* of stage_move, in the order they are committed */
     vec made;                 /* of stage_made */
     size_t last_new_dir;      /* its index in moves, SIZE_MAX when none; see find_new_dir */
-    char *err;
-    size_t errlen;
+    buf *err;
 } stage;
 
 /* ---- messages ------------------------------------------------------------- */
@@ -59,17 +56,11 @@ typedef struct stage {
 static int fail(stage *s, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(stage *s, const char *rel, const char *fmt, ...)
 {
-    char why[512];
+    buf_fail_line(s->err, "%s/%s: ", s->dir, rel);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    buf_vfail_line(s->err, fmt, ap);
     va_end(ap);
-    size_t len = strlen(rel);
-    if (len > PATH_SHOWN) /* the reason must fit the message: the path's middle goes */
-        err_line_set(s->err, s->errlen, "%s/%.*s...%s: %s", s->dir, PATH_SHOWN / 2, rel,
-                     rel + len - PATH_SHOWN / 4, why);
-    else
-        err_line_set(s->err, s->errlen, "%s/%s: %s", s->dir, rel, why);
     return -1;
 }
 
@@ -437,42 +428,43 @@ static int remove_entry(stage *s, const char *dir, size_t dir_len, const char *n
  * first reason stays in err; what could not be undone is added to it. */
 static void roll_back(stage *s)
 {
-    char first[1024], trouble[1024] = "";
-    err_line_set(first, sizeof first, "%s", s->err);
+    buf trouble = { 0 };   /* the first thing that could not be undone */
     for (size_t i = s->moves.len; i-- > 0;) {
         stage_move *m = move_at(s, i);
         char rel[PATH_MAX];
         move_path(m, rel, sizeof rel);
-        if (undo_move(s, m) == 0 || trouble[0])
+        if (undo_move(s, m) == 0 || trouble.len)
             continue;
         if (m->backup)
-            err_line_set(trouble, sizeof trouble, "could not put back %s/%s (%s): its original is "
-                         "%s/%s%s%s", s->dir, rel, strerror(errno), s->dir, m->dir,
-                         *m->dir ? "/" : "", m->backup);
+            buf_fail_line(&trouble, "could not put back %s/%s (%s): its original is %s/%s%s%s",
+                          s->dir, rel, strerror(errno), s->dir, m->dir, *m->dir ? "/" : "",
+                          m->backup);
         else
-            err_line_set(trouble, sizeof trouble, "could not undo %s/%s, new in this write-back "
-                         "(%s)", s->dir, rel, strerror(errno));
+            buf_fail_line(&trouble, "could not undo %s/%s, new in this write-back (%s)", s->dir,
+                          rel, strerror(errno));
     }
     for (size_t i = s->made.len; i-- > 0;) {
         const stage_made *e = made_at(s, i);
         const char *slash = strrchr(e->path, '/');
         size_t dir_len = slash ? (size_t)(slash - e->path) : 0;
         if (remove_entry(s, e->path, dir_len, slash ? slash + 1 : e->path, e->is_dir) < 0 &&
-            !trouble[0])
-            err_line_set(trouble, sizeof trouble, "could not remove %s/%s: %s", s->dir, e->path,
-                     strerror(errno));
+            !trouble.len)
+            buf_fail_line(&trouble, "could not remove %s/%s: %s", s->dir, e->path,
+                          strerror(errno));
     }
     for (size_t i = 0; i < s->moves.len; i++) {
         const stage_move *m = move_at(s, i);
         if (m->backup && !m->by_rename && !m->done &&
-            remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0 && !trouble[0])
-            err_line_set(trouble, sizeof trouble, "could not remove %s/%s/%s: %s", s->dir, m->dir,
-                     m->backup, strerror(errno));
+            remove_entry(s, m->dir, strlen(m->dir), m->backup, 0) < 0 && !trouble.len)
+            buf_fail_line(&trouble, "could not remove %s/%s/%s: %s", s->dir, m->dir, m->backup,
+                          strerror(errno));
     }
-    if (trouble[0])
-        err_line_set(s->err, s->errlen, "%s; %s", first, trouble);
+    /* the first reason is in err already; what could not be undone follows it */
+    if (trouble.len)
+        buf_printf(s->err, "; %s", trouble.data);
     else
-        err_line_set(s->err, s->errlen, "%s; nothing was changed", first);
+        buf_append_str(s->err, "; nothing was changed");
+    buf_free(&trouble);
 }
 
 /* After success: the originals' second names go. */
@@ -503,9 +495,9 @@ static void stage_free(stage *s)
 }
 
 int pkg_stage_apply(int root_fd, const char *dir, const pkg_change *changes, size_t n,
-                    char *err, size_t errlen)
+                    buf *err)
 {
-    stage s = { .root = root_fd, .dir = dir, .err = err, .errlen = errlen,
+    stage s = { .root = root_fd, .dir = dir, .err = err,
                 .last_new_dir = SIZE_MAX };
     int rc = stage_all(&s, changes, n, 1); /* check: nothing made yet */
     if (rc == 0 && (rc = stage_all(&s, changes, n, 0)) < 0)

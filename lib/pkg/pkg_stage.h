@@ -41,7 +41,7 @@ typedef struct pkg_change {
  * naming the path in err, the package then as it was (err says so when an
  * original could not be put back, and where it is). */
 int pkg_stage_apply(int root_fd, const char *dir, const pkg_change *changes, size_t n,
-                    char *err, size_t errlen);
+                    buf *err);
 
 /* Warns on stderr of each entry under dir left by an interrupted
  * write-back (the first few, then how many more). Returns how many there

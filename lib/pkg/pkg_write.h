@@ -41,27 +41,25 @@ typedef struct pkg_layout {
  * one-line reason in err (not a ResourceList, an item that is not a
  * mapping, a path that leaves the package, two items at the same path and
  * index). */
-int pkg_layout_build(const char *rl, size_t len, const char *name, pkg_layout *out, char *err,
-                     size_t errlen);
+int pkg_layout_build(const char *rl, size_t len, const char *name, pkg_layout *out, buf *err);
 void pkg_layout_free(pkg_layout *l);
 
 /* Appends the items of rl, in order and without the bookkeeping
  * annotations, as a YAML stream ("---" between documents). 0 or -1 (err). */
-int pkg_unwrap(const char *rl, size_t len, const char *name, buf *out, char *err, size_t errlen);
+int pkg_unwrap(const char *rl, size_t len, const char *name, buf *out, buf *err);
 
 /* Makes directory `dir`, read as `in`, hold `out`: see above; first warns
  * of entries an interrupted write-back left. Returns 0, or -1 with a reason
  * naming the file in err, the package then as it was. */
-int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *out, char *err,
-                       size_t errlen);
+int pkg_write_in_place(const char *dir, const pkg_layout *in, const pkg_layout *out, buf *err);
 
 /* Makes directory `dir` and its missing parents (mkdir -p). Returns 0, or
  * -1 with a reason naming the directory that could not be made in err. */
-int pkg_make_dirs(const char *dir, char *err, size_t errlen);
+int pkg_make_dirs(const char *dir, buf *err);
 
 /* Writes every file of `out` into the new directory `dir`, made (its
  * missing parents first) by the same all-or-nothing write-back: a failure
  * leaves no `dir`. */
-int pkg_write_new(const char *dir, const pkg_layout *out, char *err, size_t errlen);
+int pkg_write_new(const char *dir, const pkg_layout *out, buf *err);
 
 #endif

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "core/beneath_write.h"
-#include "pkg/err_line.h"
 #include "pkg/results_text.h"
 #include "pkg/rl_writer.h"
 
@@ -67,14 +66,16 @@ static int append_results(buf *out, const buf *entries)
 int results_file_add(results_file *rf, const char *image, int failed, const rl_list *results,
                      const char *error, const char *log, size_t log_len, size_t *dropped)
 {
-    char why[256];
+    buf why = { 0 };   /* not passed on: the caller goes by -1 (as before) */
     size_t start = rf->items.len;
     rl_writer w;
-    rl_writer_init(&w, &rf->items, why, sizeof why, "results");
+    rl_writer_init(&w, &rf->items, &why, "results");
     int rc = rl_writer_open_stream(&w);
     if (rc == 0)
         rc = emit_entry_head(&w, image, failed, log, log_len);
-    if (rl_writer_close(&w, rc) < 0)
+    rc = rl_writer_close(&w, rc);
+    buf_free(&why);
+    if (rc < 0)
         return -1;
     buf entries = { 0 };
     size_t room = rf->bound > rf->items.len ? rf->bound - rf->items.len : 0;
@@ -93,50 +94,50 @@ int results_file_add(results_file *rf, const char *image, int failed, const rl_l
 /* The results directory, opened as the user named it (--results-dir is
  * theirs: links on its way are theirs too); results.yaml itself is never
  * followed. A descriptor, or -1 with err set. */
-static int open_results_dir(const char *dir, char *err, size_t errlen)
+static int open_results_dir(const char *dir, buf *err)
 {
     int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        err_line_set(err, errlen, "%s: %s", dir, strerror(errno));
+        buf_fail_line(err, "%s: %s", dir, strerror(errno));
     return fd;
 }
 
-static void refusal(const char *dir, int why, char *err, size_t errlen)
+static void refusal(const char *dir, int why, buf *err)
 {
     if (why == ELOOP)
-        err_line_set(err, errlen, "%s/" RESULTS_NAME " is a symbolic link: results are written "
-                     "only as a file of the results directory, never through a link", dir);
+        buf_fail_line(err, "%s/" RESULTS_NAME " is a symbolic link: results are written "
+                      "only as a file of the results directory, never through a link", dir);
     else
-        err_line_set(err, errlen, "%s/" RESULTS_NAME ": %s", dir, strerror(why));
+        buf_fail_line(err, "%s/" RESULTS_NAME ": %s", dir, strerror(why));
 }
 
-int results_file_check(const char *dir, char *err, size_t errlen)
+int results_file_check(const char *dir, buf *err)
 {
-    int fd = open_results_dir(dir, err, errlen);
+    int fd = open_results_dir(dir, err);
     if (fd < 0)
         return -1;
     int kind = beneath_kind(fd, RESULTS_NAME, NULL), why = errno;
     close(fd);
     if (kind == S_IFLNK || kind == S_IFDIR || kind < 0) {
-        refusal(dir, kind == S_IFLNK ? ELOOP : kind == S_IFDIR ? EISDIR : why, err, errlen);
+        refusal(dir, kind == S_IFLNK ? ELOOP : kind == S_IFDIR ? EISDIR : why, err);
         return -1;
     }
     return 0;
 }
 
 int results_file_write(const results_file *rf, const char *dir, int exit_code, buf *path,
-                       char *err, size_t errlen)
+                       buf *err)
 {
     buf text = { 0 };
     int rc = -1, fd = -1;
     if (buf_printf(path, "%s/" RESULTS_NAME, dir) < 0 ||
         buf_printf(&text, "%sexitCode: %d\n%s", HEADER, exit_code, rf->n ? "items:\n" : "") < 0 ||
         buf_append(&text, rf->items.data, rf->items.len) < 0)
-        err_line_set(err, errlen, "%s/" RESULTS_NAME ": out of memory", dir);
-    else if ((fd = open_results_dir(dir, err, errlen)) < 0)
+        buf_fail_line(err, "%s/" RESULTS_NAME ": out of memory", dir);
+    else if ((fd = open_results_dir(dir, err)) < 0)
         ;
     else if (beneath_replace(fd, RESULTS_NAME, text.data, text.len, 0666) < 0)
-        refusal(dir, errno, err, errlen);
+        refusal(dir, errno, err);
     else
         rc = 0;
     if (fd >= 0)

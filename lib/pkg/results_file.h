@@ -49,13 +49,13 @@ int results_file_add(results_file *rf, const char *image, int failed, const rl_l
 /* Whether DIR/results.yaml can be written: refused when it is a symbolic
  * link or a directory (checked before the package is written back, so a
  * refusal leaves the package as it was). 0, or -1 with a reason in err. */
-int results_file_check(const char *dir, char *err, size_t errlen);
+int results_file_check(const char *dir, buf *err);
 
 /* Writes DIR/results.yaml with the overall exit code: a new file renamed
  * over the old one, never written through a link planted there. Returns 0,
  * or -1 with a one-line reason in err. */
 int results_file_write(const results_file *rf, const char *dir, int exit_code, buf *path,
-                       char *err, size_t errlen);
+                       buf *err);
 
 void results_file_free(results_file *rf);
 

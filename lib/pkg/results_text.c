@@ -104,9 +104,9 @@ static int emit_result(rl_writer *w, const rl_result *r, const rl_kv *tags, size
 /* One result as a one-entry YAML sequence, appended to out. */
 static int entry_text(const rl_result *r, const rl_kv *tags, size_t n_tags, buf *out)
 {
-    char why[256];
+    buf why = { 0 };   /* not shown: a failure here is out of memory */
     rl_writer w;
-    rl_writer_init(&w, out, why, sizeof why, "results");
+    rl_writer_init(&w, out, &why, "results");
     int rc = rl_writer_open_stream(&w);
     if (rc == 0)
         rc = rl_writer_emit_new(&w, YAML_DOCUMENT_START_EVENT) |
@@ -116,7 +116,9 @@ static int entry_text(const rl_result *r, const rl_kv *tags, size_t n_tags, buf 
     if (rc == 0)
         rc = rl_writer_emit_new(&w, YAML_SEQUENCE_END_EVENT) |
              rl_writer_emit_new(&w, YAML_DOCUMENT_END_EVENT);
-    return rl_writer_close(&w, rc);
+    rc = rl_writer_close(&w, rc);
+    buf_free(&why);
+    return rc;
 }
 
 size_t results_text_bound(size_t max_message)

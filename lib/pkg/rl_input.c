@@ -41,7 +41,6 @@
 
 #include "core/fdio.h"
 #include "krm/yaml_limits.h"
-#include "pkg/err_line.h"
 #include "pkg/event_list.h"
 #include "pkg/kpt_annotations.h"
 #include "pkg/pkg_files.h"
@@ -168,13 +167,13 @@ static int wrap_single_input(rl_writer *w, event_list *list, const char *rel_pat
 /* `display` names the input in messages; `rel_path` is the path annotation
  * (NULL: none, for stdin). */
 static int build_from_bytes(const char *data, size_t len, const char *display,
-                            const char *rel_path, buf *out, char *err, size_t errlen)
+                            const char *rel_path, buf *out, buf *err)
 {
     event_list list = { 0 };
-    if (event_list_parse(data, len, display, &list, err, errlen) < 0)
+    if (event_list_parse(data, len, display, &list, err) < 0)
         return -1;
     rl_writer w;
-    rl_writer_init(&w, out, err, errlen, display);
+    rl_writer_init(&w, out, err, display);
     int rc;
     switch (classify(&list)) {
     case SHAPE_RESOURCE_LIST:
@@ -198,18 +197,18 @@ static const char *limit_hint(int err)
     return err == EFBIG ? ": more than a request may carry (--max-message)" : "";
 }
 
-static int build_from_stdin(size_t max, buf *out, char *err, size_t errlen)
+static int build_from_stdin(size_t max, buf *out, buf *err)
 {
     buf data = { 0 };
     int rc;
     if (fd_read_all(STDIN_FILENO, &data, max) < 0) {
         if (errno == EFBIG)
-            err_line_set(err, errlen, "stdin: is larger than %zu bytes%s", max, limit_hint(EFBIG));
+            buf_fail_line(err, "stdin: is larger than %zu bytes%s", max, limit_hint(EFBIG));
         else
-            err_line_set(err, errlen, "stdin: %s", strerror(errno));
+            buf_fail_line(err, "stdin: %s", strerror(errno));
         rc = -1;
     } else {
-        rc = build_from_bytes(data.data, data.len, "stdin", NULL, out, err, errlen);
+        rc = build_from_bytes(data.data, data.len, "stdin", NULL, out, err);
     }
     buf_free(&data);
     return rc;
@@ -217,18 +216,16 @@ static int build_from_stdin(size_t max, buf *out, char *err, size_t errlen)
 
 /* A file the user named: a link to it is followed (their choice), a FIFO
  * is refused like any file that is not regular (stdin takes a pipe). */
-static int build_from_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
+static int build_from_file(const char *path, size_t max, buf *out, buf *err)
 {
     buf data = { 0 };
     char why[FDIO_WHY_MAX];
     int rc;
     if (file_read_at(AT_FDCWD, path, 0, max, &data, why) < 0) {
-        err_line_set(err, errlen, "%s: %s%s", path, why, limit_hint(errno));
-        rc = -1;
+        rc = buf_fail_line(err, "%s: %s%s", path, why, limit_hint(errno));
     } else {
         const char *slash = strrchr(path, '/');
-        rc = build_from_bytes(data.data, data.len, path, slash ? slash + 1 : path, out, err,
-                              errlen);
+        rc = build_from_bytes(data.data, data.len, path, slash ? slash + 1 : path, out, err);
     }
     buf_free(&data);
     return rc;
@@ -261,7 +258,7 @@ static int add_package_file(void *ctx, int pkg_fd, const char *path, const char 
         rc = rl_writer_fail(w, "%s: its files are larger than %zu bytes together%s", dir_name,
                             in->max, limit_hint(EFBIG));
     else
-        rc = event_list_parse(data.data, data.len, path, &list, w->err, w->errlen);
+        rc = event_list_parse(data.data, data.len, path, &list, w->err);
     if (rc == 0)
         rc = wrap_documents(w, &list, rel_path);
     event_list_free(&list);
@@ -270,17 +267,16 @@ static int add_package_file(void *ctx, int pkg_fd, const char *path, const char 
     return rc;
 }
 
-static int build_from_directory(const char *path, size_t max, buf *out, char *err,
-                                size_t errlen)
+static int build_from_directory(const char *path, size_t max, buf *out, buf *err)
 {
     dir_input in = { .max = max };
     rl_writer *w = &in.w;
-    rl_writer_init(w, out, err, errlen, path);
+    rl_writer_init(w, out, err, path);
     int rc = rl_writer_open(w);
     if (rc == 0)
         rc = rl_writer_emit_new(w, YAML_SEQUENCE_START_EVENT);
     if (rc == 0)
-        rc = pkg_files_walk(path, add_package_file, &in, err, errlen);
+        rc = pkg_files_walk(path, add_package_file, &in, err);
     if (rc == 0 && w->objects == 0)
         rc = rl_writer_fail(w, "%s: " RL_INPUT_NO_RESOURCES, path);
     if (rc == 0)
@@ -297,24 +293,21 @@ static int names_stdin(const char *name)
     return !name || strcmp(name, "-") == 0 || strcmp(name, "stdin") == 0;
 }
 
-int rl_input_build(const char *path, size_t max, buf *out, char *err, size_t errlen)
+int rl_input_build(const char *path, size_t max, buf *out, buf *err)
 {
     if (!path || strcmp(path, "-") == 0)
-        return build_from_stdin(max, out, err, errlen);
+        return build_from_stdin(max, out, err);
     struct stat st;
-    if (stat(path, &st) < 0) {
-        err_line_set(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (stat(path, &st) < 0)
+        return buf_fail_line(err, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
-        return build_from_directory(path, max, out, err, errlen);
-    return build_from_file(path, max, out, err, errlen);
+        return build_from_directory(path, max, out, err);
+    return build_from_file(path, max, out, err);
 }
 
-int rl_input_build_bytes(const char *data, size_t len, const char *name, buf *out, char *err,
-                         size_t errlen)
+int rl_input_build_bytes(const char *data, size_t len, const char *name, buf *out, buf *err)
 {
     if (names_stdin(name))
-        return build_from_bytes(data, len, "stdin", NULL, out, err, errlen);
-    return build_from_bytes(data, len, name, name, out, err, errlen);
+        return build_from_bytes(data, len, "stdin", NULL, out, err);
+    return build_from_bytes(data, len, name, name, out, err);
 }

@@ -24,11 +24,11 @@
  * links are skipped). Returns 0, or -1 with a one-line reason in err naming
  * the file (and line, for YAML errors); a directory without any object is
  * an error (RL_INPUT_NO_RESOURCES), a file or stdin without any is not. */
-int rl_input_build(const char *path, size_t max, buf *out, char *err, size_t errlen);
+int rl_input_build(const char *path, size_t max, buf *out, buf *err);
 
 /* The same for bytes already in memory; `name` is used in annotations and
  * messages (e.g. "stdin"). */
 int rl_input_build_bytes(const char *data, size_t len, const char *name, buf *out,
-                         char *err, size_t errlen);
+                         buf *err);
 
 #endif

@@ -12,14 +12,12 @@
 #include "core/strset.h"
 #include "krm/yaml_limits.h"
 #include "krm/yaml_v3.h"
-#include "pkg/err_line.h"
 #include "pkg/rl_writer.h"
 
 typedef struct rewriter {
     const rl_rewrite_opts *o;
     rl_writer w;
-    char *err;
-    size_t errlen;
+    buf *err;
     yaml_limits *limits;
     strset anchors;       /* name -> 1: defined in a dropped value; 0: kept (the last wins) */
     size_t depth;         /* collections open */
@@ -33,8 +31,7 @@ typedef struct rewriter {
 
 static int fail_at(rewriter *r, const yaml_mark_t *at, const char *problem)
 {
-    err_line_set(r->err, r->errlen, "line %zu: %s", at->line + 1, problem);
-    return -1;
+    return buf_fail_line(r->err, "line %zu: %s", at->line + 1, problem);
 }
 
 static const yaml_char_t *anchor_of(const yaml_event_t *ev)
@@ -213,16 +210,14 @@ static int parse_error(rewriter *r, const yaml_parser_t *p)
     return fail_at(r, &p->problem_mark, p->problem);
 }
 
-int rl_rewrite(const char *data, size_t len, const rl_rewrite_opts *o, buf *out, char *err,
-               size_t errlen)
+int rl_rewrite(const char *data, size_t len, const rl_rewrite_opts *o, buf *out, buf *err)
 {
-    rewriter r = { .o = o, .err = err, .errlen = errlen };
-    rl_writer_init(&r.w, out, err, errlen, "ResourceList");
+    rewriter r = { .o = o, .err = err };
+    rl_writer_init(&r.w, out, err, "ResourceList");
     yaml_parser_t p;
     if (!(r.limits = malloc(sizeof *r.limits)) || !yaml_parser_initialize(&p)) {
         free(r.limits);
-        err_line_set(err, errlen, "out of memory");
-        return -1;
+        return buf_fail_line(err, "out of memory");
     }
     yaml_limits_init(r.limits, len);
     yaml_parser_set_input_string(&p, (const unsigned char *)data, len);

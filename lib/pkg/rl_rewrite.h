@@ -28,7 +28,6 @@ typedef struct rl_rewrite_opts {
 /* Appends the ResourceList data[0..len) to out, rewritten as o says.
  * Returns 0, or -1 with a one-line reason in err ("line 4: ...") and out
  * as it was. */
-int rl_rewrite(const char *data, size_t len, const rl_rewrite_opts *o, buf *out, char *err,
-               size_t errlen);
+int rl_rewrite(const char *data, size_t len, const rl_rewrite_opts *o, buf *out, buf *err);
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "krm/yaml_v3.h"
-#include "pkg/err_line.h"
 
 static const char RL_API_VERSION[] = "config.kubernetes.io/v1";
 static const char RL_KIND[] = "ResourceList";
@@ -15,20 +14,19 @@ int rl_writer_fail(rl_writer *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    err_line_vset(w->err, w->errlen, fmt, ap);
+    buf_vfail_line(w->err, fmt, ap);
     va_end(ap);
     return -1;
 }
 
 int rl_writer_fail_doc(rl_writer *w, const char *fmt, ...)
 {
-    char what[256];
+    rl_writer_fail(w, "%s: document %zu (line %zu): ", w->name, w->doc_position, w->doc_line);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    buf_vfail_line(w->err, fmt, ap);
     va_end(ap);
-    return rl_writer_fail(w, "%s: document %zu (line %zu): %s", w->name, w->doc_position,
-                          w->doc_line, what);
+    return -1;
 }
 
 static int fail_emit(rl_writer *w)
@@ -130,10 +128,9 @@ static int write_to_buf(void *data, unsigned char *bytes, size_t size)
     return buf_append(data, bytes, size) == 0;
 }
 
-void rl_writer_init(rl_writer *w, buf *out, char *err, size_t errlen, const char *name)
+void rl_writer_init(rl_writer *w, buf *out, buf *err, const char *name)
 {
-    *w = (rl_writer){ .out = out, .out_start = out->len, .err = err, .errlen = errlen,
-                      .name = name };
+    *w = (rl_writer){ .out = out, .out_start = out->len, .err = err, .name = name };
 }
 
 int rl_writer_open_stream(rl_writer *w)

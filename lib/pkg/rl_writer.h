@@ -29,8 +29,7 @@ typedef struct rl_writer {
     int emitter_open;
     buf *out;
     size_t out_start;    /* out->len before we began; restored on failure */
-    char *err;
-    size_t errlen;
+    buf *err;            /* the caller's, for the reason */
     const char *name;    /* input being read, for messages */
     size_t doc_position; /* its document being wrapped, counting empty ones */
     size_t doc_line;     /* 1-based line where that document's object starts */
@@ -40,7 +39,7 @@ typedef struct rl_writer {
 
 /* Prepares w to append to out; `name` names the input in messages (the
  * caller may point w->name at another input while it reads that one). */
-void rl_writer_init(rl_writer *w, buf *out, char *err, size_t errlen, const char *name);
+void rl_writer_init(rl_writer *w, buf *out, buf *err, const char *name);
 
 /* Starts the ResourceList and emits everything up to the `items` key. */
 int rl_writer_open(rl_writer *w);
@@ -77,7 +76,7 @@ int rl_writer_emit(rl_writer *w, yaml_event_t *ev);
 /* Hands events [from, to) of list to the emitter, as they are. */
 int rl_writer_copy(rl_writer *w, event_list *list, size_t from, size_t to);
 
-/* Puts a one-line message in w's err and returns -1. */
+/* Appends a one-line message to w's err and returns -1. */
 int rl_writer_fail(rl_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The same, located at the document being wrapped: "NAME: document N (line

@@ -176,8 +176,10 @@ static pod_severity worst_severity(const uint8_t *data, size_t len)
     if (!memmem(data, len, "results", 7))
         return POD_SEVERITY_NONE;
     rl_list rl;
-    char err[256];
-    if (rl_parse_with((const char *)data, len, RL_PARSE_SCAN_ONLY, &rl, err, sizeof err) != 0)
+    buf err = {0};   /* not shown: a list the scan cannot read has an unknown severity */
+    int rc = rl_parse_with((const char *)data, len, RL_PARSE_SCAN_ONLY, &rl, &err);
+    buf_free(&err);
+    if (rc != 0)
         return POD_SEVERITY_UNKNOWN;
     pod_severity worst = rl.n_results || rl.n_results_omitted ? POD_SEVERITY_INFO : POD_SEVERITY_NONE;
     for (size_t i = 0; i < rl.n_results; i++) {

@@ -88,12 +88,13 @@ int fn_verdict_step(fn_judging *j, fn_verdict *v)
         return 0;
     }
     rl_list rl;
-    char why[4096];
-    int rc = rl_judge_step(j->rl, FN_VERDICT_STEP_EVENTS, &rl, why, sizeof why);
-    if (rc == 1)
-        return 1;
-    verdict_of(j->image, j->job, rc, &rl, why, v);
-    return 0;
+    buf why = {0};
+    int rc = rl_judge_step(j->rl, FN_VERDICT_STEP_EVENTS, &rl, &why);
+    if (rc != 1)
+        verdict_of(j->image, j->job, rc, &rl,
+                   why.data ? why.data : "failed to parse input bytes: out of memory", v);
+    buf_free(&why);
+    return rc == 1;
 }
 
 void fn_verdict_stop(fn_judging *j)

@@ -61,10 +61,9 @@ static int skip_value(const uint8_t **p, const uint8_t *end, unsigned wire)
     return 0;
 }
 
-static int fail(char *why, size_t why_len, const char *text, uint64_t field)
+static int fail(buf *why, const char *text, uint64_t field)
 {
-    snprintf(why, why_len, "field %llu: %s", (unsigned long long)field, text);
-    return -1;
+    return buf_fail(why, "field %llu: %s", (unsigned long long)field, text);
 }
 
 /* A NUL-terminated copy of a string field's n bytes (a NUL inside kept). */
@@ -79,8 +78,7 @@ static char *copy_string(const uint8_t *p, size_t n)
     return s;
 }
 
-int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out, char *why,
-                           size_t why_len)
+int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out, buf *why)
 {
     const uint8_t *p = msg, *end = msg + len;
     const uint8_t *text[2] = {NULL, NULL};   /* image, Tag */
@@ -88,29 +86,27 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
     *out = (pb_eval_request){0};
     while (p < end) {
         uint64_t key, n;
-        if (read_varint_n(&p, end, 5, &key) < 0 || key > 0xffffffffu) {
-            snprintf(why, why_len, "truncated or overlong field key");
-            return -1;
-        }
+        if (read_varint_n(&p, end, 5, &key) < 0 || key > 0xffffffffu)
+            return buf_fail(why, "truncated or overlong field key");
         uint64_t field = key >> 3;
         unsigned wire = (unsigned)(key & 7);
         if (field == 0 || field > 536870911)   /* 1 .. 2^29-1 */
-            return fail(why, why_len, "illegal field number", field);
+            return fail(why, "illegal field number", field);
         if (field < 1 || field > 3) {
             if (skip_value(&p, end, wire) < 0)
-                return fail(why, why_len, "bad or truncated value", field);
+                return fail(why, "bad or truncated value", field);
             continue;
         }
         if (wire != WIRE_LEN)
-            return fail(why, why_len, "wrong wire type", field);
+            return fail(why, "wrong wire type", field);
         if (read_varint_n(&p, end, 5, &n) < 0 || n > (uint64_t)(end - p))
-            return fail(why, why_len, "truncated", field);
+            return fail(why, "truncated", field);
         if (field == 1) {
             out->resource_list = p;
             out->resource_list_len = (size_t)n;
         } else {
             if (!utf8_valid((const char *)p, (size_t)n))
-                return fail(why, why_len, "string field contains invalid UTF-8", field);
+                return fail(why, "string field contains invalid UTF-8", field);
             text[field - 2] = p;
             text_len[field - 2] = (size_t)n;
         }
@@ -119,8 +115,7 @@ int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out,
     if (!(out->image = copy_string(text[0], text_len[0])) ||
         !(out->tag = copy_string(text[1], text_len[1]))) {
         pb_eval_request_free(out);
-        snprintf(why, why_len, "out of memory");
-        return -1;
+        return buf_fail(why, "out of memory");
     }
     out->image_len = text_len[0];
     out->tag_len = text_len[1];

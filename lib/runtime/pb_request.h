@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
+
 typedef struct pb_eval_request {
     const uint8_t *resource_list;   /* points into the message; NULL when absent */
     size_t resource_list_len;
@@ -26,9 +28,8 @@ typedef struct pb_eval_request {
     size_t tag_len;                 /* as image_len */
 } pb_eval_request;
 
-/* Returns 0, or -1 with a reason in why (ENOMEM included). */
-int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out, char *why,
-                           size_t why_len);
+/* Returns 0, or -1 with a reason appended to why (ENOMEM included). */
+int pb_eval_request_decode(const uint8_t *msg, size_t len, pb_eval_request *out, buf *why);
 void pb_eval_request_free(pb_eval_request *r);
 
 /* For a request still arriving (have of total bytes at msg): when it starts

@@ -209,17 +209,20 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    char why[128], text[256];
     if (rpc_take_message(c, msg, len, &st->msg) < 0) {
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    if (pb_eval_request_decode((const uint8_t *)st->msg.data, st->msg.len, &st->req, why,
-                               sizeof why) < 0) {
+    buf why = {0};
+    if (pb_eval_request_decode((const uint8_t *)st->msg.data, st->msg.len, &st->req, &why) < 0) {
         eval_cancel(c, st);   /* a function started early must not answer */
-        snprintf(text, sizeof text, "grpc: error unmarshalling request: the "
-                 "EvaluateFunctionRequest is not valid protobuf (%s)", why);
-        rpc_fail(c, GRPC_INTERNAL, text);
+        buf text = {0};
+        buf_printf(&text, "grpc: error unmarshalling request: the "
+                   "EvaluateFunctionRequest is not valid protobuf (%s)",
+                   why.data ? why.data : "out of memory");
+        rpc_fail(c, GRPC_INTERNAL, text.data ? text.data : "out of memory");
+        buf_free(&text);
+        buf_free(&why);
         return;
     }
     if (eval_refuse_nul(c, st, "image", st->req.image, st->req.image_len, "an image name") ||

@@ -339,8 +339,7 @@ static int run_eval(int argc, char **argv, int render)
         return rc > 0 ? 0 : usage_error(&err);
     }
 
-    buf rl = {0}, final = {0};
-    char why[1024];
+    buf rl = {0}, final = {0}, why = {0};
     grpc_caller g = {.addr = o.addr, .call = o.call};
     g.call.max_message = (uint32_t)o.max_message;
     eval_run run = {.call = call_grpc, .call_ctx = &g, .unnamed = o.addr,
@@ -351,8 +350,9 @@ static int run_eval(int argc, char **argv, int render)
         run.call_ctx = local;
         o.image = o.exec; /* the name its progress shows, as kpt shows it */
     }
-    if (rl_input_build(o.input, (size_t)o.max_message, &rl, why, sizeof why) < 0) {
-        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
+    if (rl_input_build(o.input, (size_t)o.max_message, &rl, &why) < 0) {
+        term_line(stderr, "runner-client %s: %s\n", eval_command,
+                  why.data ? why.data : "out of memory");
         rc = 2;
     } else if (pipeline_single_config(&rl, o.fn_config, a.fn_args, (size_t)a.n_fn_args,
                                       (size_t)o.max_message, &err) < 0 ||
@@ -369,6 +369,7 @@ static int run_eval(int argc, char **argv, int render)
     eval_run_free(&run);
     buf_free(&final);
     buf_free(&rl);
+    buf_free(&why);
     free(a.fns);
     free(a.rest);
     pipeline_free(&p);
@@ -379,9 +380,6 @@ static int run_eval(int argc, char **argv, int render)
 
 int cmd_eval(int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--kube"))
-            return cmd_eval_kube(argc, argv);   /* a function pod on a cluster: pod_run.c */
     return run_eval(argc, argv, 0);
 }
 

@@ -20,11 +20,13 @@ int eval_cli_out_prepare(const eval_cli_out *o, buf *err)
         return 0;
     if (!*o->results_dir)
         return buf_fail(err, "--results-dir needs a directory");
-    char why[1024];
-    if (pkg_make_dirs(o->results_dir, why, sizeof why) < 0)
-        return buf_fail(err, "cannot read or create results dir \"%s\": %s", o->results_dir,
-                        why);
-    return 0;
+    buf why = { 0 };
+    int rc = 0;
+    if (pkg_make_dirs(o->results_dir, &why) < 0)
+        rc = buf_fail(err, "cannot read or create results dir \"%s\": %s", o->results_dir,
+                      why.data ? why.data : "out of memory");
+    buf_free(&why);
+    return rc;
 }
 
 int eval_output_choose(eval_output *o, const char *input, const char *flag, buf *err)
@@ -61,15 +63,15 @@ static int write_stdout(const char *data, size_t len)
 }
 
 static int write_package(const eval_output *o, const buf *input, const char *final, size_t len,
-                         char *err, size_t errlen)
+                         buf *err)
 {
     pkg_layout in = { 0 }, out = { 0 };
-    int rc = pkg_layout_build(final, len, "the output", &out, err, errlen);
+    int rc = pkg_layout_build(final, len, "the output", &out, err);
     if (rc == 0 && o->kind == EVAL_OUT_IN_PLACE)
-        rc = pkg_layout_build(input->data, input->len, "the input", &in, err, errlen);
+        rc = pkg_layout_build(input->data, input->len, "the input", &in, err);
     if (rc == 0)
-        rc = o->kind == EVAL_OUT_IN_PLACE ? pkg_write_in_place(o->dir, &in, &out, err, errlen)
-                                          : pkg_write_new(o->dir, &out, err, errlen);
+        rc = o->kind == EVAL_OUT_IN_PLACE ? pkg_write_in_place(o->dir, &in, &out, err)
+                                          : pkg_write_new(o->dir, &out, err);
     pkg_layout_free(&in);
     pkg_layout_free(&out);
     return rc;
@@ -78,7 +80,7 @@ static int write_package(const eval_output *o, const buf *input, const char *fin
 int eval_output_write(const eval_output *o, const buf *input, const char *final, size_t len,
                       int failed)
 {
-    char why[1024] = "";
+    buf why = { 0 };
     int rc = 0;
     if (!final)
         return 0; /* no answer: the failure is already reported */
@@ -88,16 +90,20 @@ int eval_output_write(const eval_output *o, const buf *input, const char *final,
         return 0;
     if (o->kind == EVAL_OUT_UNWRAP) {
         buf text = { 0 };
-        rc = pkg_unwrap(final, len, "the output", &text, why, sizeof why);
+        rc = pkg_unwrap(final, len, "the output", &text, &why);
         if (rc == 0)
             rc = write_stdout(text.data ? text.data : "", text.len);
         else
-            term_line(stderr, "runner-client %s: %s\n", eval_command, why);
+            term_line(stderr, "runner-client %s: %s\n", eval_command,
+                      why.data ? why.data : "out of memory");
         buf_free(&text);
+        buf_free(&why);
         return rc;
     }
-    rc = write_package(o, input, final, len, why, sizeof why);
+    rc = write_package(o, input, final, len, &why);
     if (rc < 0)
-        term_line(stderr, "runner-client %s: cannot write the package: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: cannot write the package: %s\n", eval_command,
+                  why.data ? why.data : "out of memory");
+    buf_free(&why);
     return rc;
 }

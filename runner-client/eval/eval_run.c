@@ -28,21 +28,26 @@ static void say(buf *text)
     buf_reset(text);
 }
 
-/* Decides whether the answer passes; fills s->failed, s->error, s->parsed. */
-static void judge(eval_step *s)
+/* Decides whether the answer passes; fills s->failed, s->error, s->parsed.
+ * Returns 0, or -1 when out of memory. */
+static int judge(eval_step *s)
 {
     const fn_call_result *a = &s->answer;
-    char why[1024];
+    buf why = { 0 };
+    int rc = 0;
     if (a->status != GRPC_OK) {
-        snprintf(s->error, sizeof s->error, "%s: %s", grpc_code_name(a->status), a->message);
+        rc = buf_printf(&s->error, "%s: %s", grpc_code_name(a->status), a->message);
         s->failed = 1;
     } else if (rl_parse(a->resource_list.data ? a->resource_list.data : "", a->resource_list.len,
-                        &s->parsed, why, sizeof why) < 0) {
-        snprintf(s->error, sizeof s->error, "the output is not a valid ResourceList: %s", why);
+                        &s->parsed, &why) < 0) {
+        rc = buf_printf(&s->error, "the output is not a valid ResourceList: %s",
+                        why.data ? why.data : "out of memory");
         s->failed = 1;
     } else {
         s->failed = rl_error_count(&s->parsed) > 0;
     }
+    buf_free(&why);
+    return rc;
 }
 
 int eval_step_run(eval_run *run, const char *image, const char *tag, const char *rl, size_t len,
@@ -62,12 +67,15 @@ int eval_step_run(eval_run *run, const char *image, const char *tag, const char 
         return -1;
     }
     progress_step p = { .name = name, .elapsed_ns = now_ns() - t0 };
-    judge(s);
+    if (judge(s) < 0) {
+        buf_free(&text);
+        return -1;
+    }
     p.failed = s->failed;
     p.results = s->parsed.kind ? &s->parsed : NULL;
     p.log = s->answer.log.data;
     p.log_len = s->answer.log.len;
-    p.error = s->error[0] ? s->error : NULL;
+    p.error = s->error.len ? s->error.data : NULL;
     int rc = progress_done(&p, run->truncate, &text);
     if (rc == 0)
         say(&text);
@@ -89,6 +97,7 @@ void eval_step_free(eval_step *s)
 {
     fn_call_result_free(&s->answer);
     rl_free(&s->parsed);
+    buf_free(&s->error);
 }
 
 int eval_run_single(eval_run *run, const char *image, const buf *input, const eval_output *o)
@@ -110,18 +119,21 @@ int eval_run_single(eval_run *run, const char *image, const buf *input, const ev
 int eval_run_finish(eval_run *run, const eval_output *o, const buf *input, const char *final,
                     size_t len)
 {
-    char why[1024];
+    buf why = { 0 };
     /* A results.yaml that cannot be written fails the run before the
      * package is touched: the package is then as it was. */
-    if (run->results_dir && results_file_check(run->results_dir, why, sizeof why) < 0) {
-        term_line(stderr, "runner-client %s: cannot write the results: %s\n", eval_command, why);
+    if (run->results_dir && results_file_check(run->results_dir, &why) < 0) {
+        term_line(stderr, "runner-client %s: cannot write the results: %s\n", eval_command,
+                  why.data ? why.data : "out of memory");
+        buf_free(&why);
         return 1;
     }
     int rc = eval_output_write(o, input, final, len, run->failed) < 0 || run->failed ? 1 : 0;
     if (run->results_dir) {
         buf path = { 0 };
-        if (results_file_write(&run->results, run->results_dir, rc, &path, why, sizeof why) < 0) {
-            term_line(stderr, "runner-client %s: cannot write the results: %s\n", eval_command, why);
+        if (results_file_write(&run->results, run->results_dir, rc, &path, &why) < 0) {
+            term_line(stderr, "runner-client %s: cannot write the results: %s\n", eval_command,
+                      why.data ? why.data : "out of memory");
             rc = 1;
         } else {
             fputc('\n', stderr);
@@ -129,6 +141,7 @@ int eval_run_finish(eval_run *run, const eval_output *o, const buf *input, const
         }
         buf_free(&path);
     }
+    buf_free(&why);
     return rc;
 }
 

@@ -41,7 +41,7 @@ typedef struct eval_step {
     fn_call_result answer;
     rl_list parsed;           /* the answer's results, when it is a ResourceList */
     int failed;
-    char error[1536];         /* why it failed, when not (only) its results; "" otherwise */
+    buf error;                /* why it failed, when not (only) its results; empty otherwise */
 } eval_step;
 
 /* Runs one step: progress, call, judgement, results entry. Returns 0 with

@@ -98,8 +98,8 @@ static const char *const STATE_ONLY[] = { "functionConfig", "results", NULL };
  * s->parsed), and a mutator's output, as it came, becomes the state. */
 static int take_output(buf *state, kept_results *k, const step_ctx *c, eval_step *s)
 {
-    if (s->error[0])
-        return fail_step(k, c, s->error); /* the call or the output failed */
+    if (s->error.len)
+        return fail_step(k, c, s->error.data); /* the call or the output failed */
     if (keep_results(k, c, &s->parsed, NULL) < 0)
         return -1;
     if (s->failed) /* error results, shown with the step */
@@ -113,18 +113,17 @@ static int take_output(buf *state, kept_results *k, const step_ctx *c, eval_step
 }
 
 /* The request: the state with the step's functionConfig. */
-static int build_request(const buf *state, const pl_step *step, buf *request, char *why,
-                         size_t whylen)
+static int build_request(const buf *state, const pl_step *step, buf *request, buf *why)
 {
     buf config = { 0 };
     rl_rewrite_opts o = { .drop = STATE_ONLY };
     int rc = 0;
-    if (step->config && (rc = rl_doc_emit(step->config, NULL, &config, why, whylen)) == 0) {
+    if (step->config && (rc = rl_doc_emit(step->config, NULL, &config, why)) == 0) {
         o.config = config.data;
         o.config_len = config.len;
     }
     if (rc == 0)
-        rc = rl_rewrite(state->data, state->len, &o, request, why, whylen);
+        rc = rl_rewrite(state->data, state->len, &o, request, why);
     buf_free(&config);
     return rc;
 }
@@ -132,12 +131,13 @@ static int build_request(const buf *state, const pl_step *step, buf *request, ch
 /* Runs one step: 0 passed, 1 failed, -1 out of memory. */
 static int run_step(buf *state, kept_results *k, const step_ctx *c, eval_run *run)
 {
-    char why[1024];
-    buf request = { 0 };
-    if (build_request(state, c->step, &request, why, sizeof why) < 0) {
+    buf request = { 0 }, why = { 0 };
+    if (build_request(state, c->step, &request, &why) < 0) {
         buf_free(&request);
         run->failed = 1;
-        return fail_step_unseen(k, c, why);
+        int rc = fail_step_unseen(k, c, why.data ? why.data : "out of memory");
+        buf_free(&why);
+        return rc;
     }
     eval_step s;
     int rc = eval_step_run(run, c->step->image, c->step->tag, request.data, request.len, &s);
@@ -153,10 +153,12 @@ static int run_step(buf *state, kept_results *k, const step_ctx *c, eval_run *ru
 /* The final list: the state without functionConfig, then the results. */
 static int write_final(const buf *state, const kept_results *k, buf *final)
 {
-    char why[1024];
+    buf why = { 0 };
     rl_rewrite_opts o = { .drop = STATE_ONLY };
-    if (rl_rewrite(state->data, state->len, &o, final, why, sizeof why) < 0) {
-        term_line(stderr, "runner-client %s: cannot write the output: %s\n", eval_command, why);
+    if (rl_rewrite(state->data, state->len, &o, final, &why) < 0) {
+        term_line(stderr, "runner-client %s: cannot write the output: %s\n", eval_command,
+                  why.data ? why.data : "out of memory");
+        buf_free(&why);
         return -1;
     }
     if (k->text.len && (buf_append_str(final, "results:\n") < 0 ||
@@ -170,16 +172,17 @@ static int write_final(const buf *state, const kept_results *k, buf *final)
 int pipeline_run(const pipeline *p, const char *input, size_t len, eval_run *run,
                  int stop_on_error, buf *final)
 {
-    char why[1024];
-    buf state = { 0 };
+    buf state = { 0 }, why = { 0 };
     rl_list checked = { 0 };
     /* as the SDK reads it; the output holds the steps' results only */
     rl_rewrite_opts o = { .drop = STATE_ONLY };
-    if (rl_parse(input, len, &checked, why, sizeof why) < 0 ||
-        rl_rewrite(input, len, &o, &state, why, sizeof why) < 0) {
-        term_line(stderr, "runner-client %s: the input is not a valid ResourceList: %s\n", eval_command, why);
+    if (rl_parse(input, len, &checked, &why) < 0 ||
+        rl_rewrite(input, len, &o, &state, &why) < 0) {
+        term_line(stderr, "runner-client %s: the input is not a valid ResourceList: %s\n",
+                  eval_command, why.data ? why.data : "out of memory");
         rl_free(&checked);
         buf_free(&state);
+        buf_free(&why);
         return 2;
     }
     rl_free(&checked);

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "core/strset.h"
-#include "pkg/err_line.h"
 #include "pkg/event_list.h"
 #include "pkg/kpt_annotations.h"
 #include "eval/pipeline_run.h"
@@ -154,7 +153,7 @@ static int items_of(const event_list *list, size_t *first, size_t *end)
 }
 
 /* Locates every item of the input; a Kptfile's directory is a package. */
-static int find_packages(tree *t, char *err, size_t errlen)
+static int find_packages(tree *t, buf *err)
 {
     size_t at, end, cap = 0;
     if (items_of(&t->input, &at, &end) < 0)
@@ -170,7 +169,7 @@ static int find_packages(tree *t, char *err, size_t errlen)
         t->items = items;
         pkg_item *it = &t->items[t->n_items];
         if (pkg_item_locate(&t->input, at, event_list_node_end(&t->input, at), t->n_items, it,
-                            err, errlen) < 0) {
+                            err) < 0) {
             buf_free(&dir);
             return -1;
         }
@@ -181,12 +180,12 @@ static int find_packages(tree *t, char *err, size_t errlen)
     }
     buf_free(&dir);
     if (rc < 0)
-        err_line_set(err, errlen, "out of memory");
+        buf_fail_line(err, "out of memory");
     return rc;
 }
 
 /* The packages in pre-order, each with its parent, subpackages and items. */
-static int build_tree(tree *t, char *err, size_t errlen)
+static int build_tree(tree *t, buf *err)
 {
     if (!(t->pkgs = calloc(t->by_rel.n, sizeof *t->pkgs)))
         goto oom;
@@ -225,8 +224,7 @@ static int build_tree(tree *t, char *err, size_t errlen)
     if (rc == 0)
         return 0;
 oom:
-    err_line_set(err, errlen, "out of memory");
-    return -1;
+    return buf_fail_line(err, "out of memory");
 }
 
 /* `path` (relative to package p's subpackage or to the root) made relative
@@ -245,18 +243,19 @@ static int add_subpackage_items(rl_writer *w, const package *p, const package *c
     event_list list = { 0 };
     buf path = { 0 };
     size_t at, end, position = 0;
-    int rc = event_list_parse(c->output.data, c->output.len, c->rel, &list, w->err, w->errlen);
+    int rc = event_list_parse(c->output.data, c->output.len, c->rel, &list, w->err);
     if (rc == 0 && items_of(&list, &at, &end) < 0)
         at = end = 0;
     for (; rc == 0 && at < end; position++) {
         size_t next = event_list_node_end(&list, at);
         pkg_item it;
-        char why[512];
+        buf why = { 0 };
         if (list.events[at].type != YAML_MAPPING_START_EVENT)
             rc = rl_writer_fail(w, "subpackage \"%s\": items[%zu] is %s, not an object", c->rel,
                                 position, event_node_kind(&list.events[at]));
-        else if (pkg_item_locate(&list, at, next, position, &it, why, sizeof why) < 0)
-            rc = rl_writer_fail(w, "subpackage \"%s\": %s", c->rel, why);
+        else if (pkg_item_locate(&list, at, next, position, &it, &why) < 0)
+            rc = rl_writer_fail(w, "subpackage \"%s\": %s", c->rel,
+                                why.data ? why.data : "out of memory");
         else {
             rc = rebase(&path, rel_in_p, it.path) < 0
                      ? rl_writer_fail(w, "out of memory")
@@ -264,6 +263,7 @@ static int add_subpackage_items(rl_writer *w, const package *p, const package *c
                                                    it.has_index ? it.index : KPT_NO_INDEX);
             pkg_item_free(&it);
         }
+        buf_free(&why);
         at = next;
     }
     event_list_free(&list);
@@ -272,10 +272,10 @@ static int add_subpackage_items(rl_writer *w, const package *p, const package *c
 }
 
 /* Package p's ResourceList: its subpackages' rendered items, then its own. */
-static int compose_input(tree *t, const package *p, buf *out, char *err, size_t errlen)
+static int compose_input(tree *t, const package *p, buf *out, buf *err)
 {
     rl_writer w;
-    rl_writer_init(&w, out, err, errlen, *p->rel ? p->rel : ".");
+    rl_writer_init(&w, out, err, *p->rel ? p->rel : ".");
     buf path = { 0 };
     int rc = rl_writer_open(&w);
     if (rc == 0)
@@ -300,14 +300,14 @@ static int compose_input(tree *t, const package *p, buf *out, char *err, size_t 
 static int render_package(tree *t, package *p, const char *dir, const pipeline *root,
                           size_t max, eval_run *run)
 {
-    char why[1024];
     buf in = { 0 }, kptfile = { 0 }, err = { 0 };
     pipeline own = { 0 };
     const pipeline *steps = root;
     int rc = 0;
-    if (compose_input(t, p, &in, why, sizeof why) < 0) {
+    if (compose_input(t, p, &in, &err) < 0) {
         /* what a subpackage's functions answered (a path out of it) */
-        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
+        term_line(stderr, "runner-client %s: %s\n", eval_command,
+                  err.len ? err.data : "out of memory");
         rc = 1;
     } else if (*p->rel && (buf_printf(&kptfile, "%s/%s", dir, p->rel) < 0 ||
                            pipeline_load_subpackage(&own, kptfile.data, max, &err) < 0)) {
@@ -363,19 +363,20 @@ static int render_all(tree *t, const char *dir, const pipeline *root, size_t max
 int render_tree(const char *dir, const pipeline *root, const char *input, size_t len,
                 size_t max, eval_run *run, buf *final)
 {
-    char why[1024];
+    buf why = { 0 };
     tree t = { 0 };
     int rc = 0;
-    if (event_list_parse(input, len, dir, &t.input, why, sizeof why) < 0 ||
-        find_packages(&t, why, sizeof why) < 0) {
-        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
+    if (event_list_parse(input, len, dir, &t.input, &why) < 0 || find_packages(&t, &why) < 0) {
+        term_line(stderr, "runner-client %s: %s\n", eval_command,
+                  why.len ? why.data : "out of memory");
         rc = 2;
     } else if (t.by_rel.n == 1) { /* no subpackage: the input as it is */
         tree_free(&t);
         t = (tree){ 0 };
         rc = pipeline_run(root, input, len, run, 1, final);
-    } else if (build_tree(&t, why, sizeof why) < 0) {
-        term_line(stderr, "runner-client %s: %s\n", eval_command, why);
+    } else if (build_tree(&t, &why) < 0) {
+        term_line(stderr, "runner-client %s: %s\n", eval_command,
+                  why.len ? why.data : "out of memory");
         rc = 1;
     } else {
         package *last = NULL;
@@ -387,5 +388,6 @@ int render_tree(const char *dir, const pipeline *root, const char *input, size_t
     if (rc)
         run->failed = 1;
     tree_free(&t);
+    buf_free(&why);
     return rc;
 }

@@ -225,27 +225,27 @@ static int render(render_req *r)
     pod_template_opts o = {0};
     unsigned long long postfix = 1;
     const char *digest = NULL;
-    char id[POD_ID_MAX + 1], reason[256];
+    char id[POD_ID_MAX + 1];
     buf err = {0}, out = {0};
     int ready = prepare(r, &f, &o, &postfix, &digest, &err);
+    if (ready == 0)
+        ready = pod_id_make(f.image, digest, (unsigned long)postfix, id, &err);
     if (ready < 0) {
         int rc = usage_error("render", err.data ? err.data : "out of memory");
         buf_free(&err);
         return rc;
     }
-    buf_free(&err);
     if (ready == 1) {
         fputs(pod_usage, stdout);
         return 0;
     }
-    if (pod_id_make(f.image, digest, (unsigned long)postfix, id, reason, sizeof reason) < 0)
-        return usage_error("render", reason);
     o.pod_id = id;
     if (r->warm_up)
         o.name = id;
-    if (pod_template_render(&o, POD_TEMPLATE_POD | POD_TEMPLATE_SERVICE, &out, reason, sizeof reason) < 0) {
+    if (pod_template_render(&o, POD_TEMPLATE_POD | POD_TEMPLATE_SERVICE, &out, &err) < 0) {
         buf_free(&out);
-        term_line(stderr, "runner-client pod render: %s\n", reason);
+        term_line(stderr, "runner-client pod render: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
         return 1;
     }
     int rc = fwrite(out.data, 1, out.len, stdout) == out.len && fflush(stdout) == 0 ? 0 : 1;
@@ -279,14 +279,17 @@ static int cmd_pod_render(int argc, char **argv)
 /* `pod id`: the podId, or with --porch true Porch's raw value. */
 static int print_id(const char *image, const char *digest, unsigned long postfix, int porch)
 {
-    char id[POD_ID_MAX + 1], reason[256];
-    buf raw = {0};
-    int rc = porch ? pod_id_porch(image, digest, postfix, &raw, reason, sizeof reason)
-                   : pod_id_make(image, digest, postfix, id, reason, sizeof reason);
+    char id[POD_ID_MAX + 1];
+    buf raw = {0}, reason = {0};
+    int rc = porch ? pod_id_porch(image, digest, postfix, &raw, &reason)
+                   : pod_id_make(image, digest, postfix, id, &reason);
     if (rc == 0)
         printf("%s\n", porch ? raw.data : id);
+    else
+        rc = usage_error("id", reason.data ? reason.data : "out of memory");
     buf_free(&raw);
-    return rc == 0 ? 0 : usage_error("id", reason);
+    buf_free(&reason);
+    return rc;
 }
 
 static int cmd_id(int argc, char **argv)

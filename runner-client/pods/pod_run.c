@@ -238,7 +238,7 @@ static int ready_timeout(const kube_cli *k, int64_t *ns, buf *err)
 static int pod_create(kube_cli *k, int argc, char **argv)
 {
     int help = 0;
-    int64_t ready_ns;
+    int64_t ready_ns = 0;
     buf err = {0};
     if (parse("pod create", argc, argv, k, &help, &err) < 0 ||
         (!help && ready_timeout(k, &ready_ns, &err) < 0)) {
@@ -345,9 +345,10 @@ static int eval_kube(kube_cli *k, int argc, char **argv)
         return 0;
     }
     buf rl = {0};
-    char why[1024];
-    if (rl_input_build(k->input, (size_t)max_message, &rl, why, sizeof why) < 0) {
-        term_printf(stderr, "runner-client eval: %s\n", why);
+    if (rl_input_build(k->input, (size_t)max_message, &rl, &err) < 0) {
+        term_printf(stderr, "runner-client eval: %s\n", err.data ? err.data : "out of memory");
+        buf_free(&err);
+        buf_free(&rl);
         return 2;
     }
     if (pipeline_single_config(&rl, k->fn_config, k->fn_args, (size_t)k->n_fn_args,

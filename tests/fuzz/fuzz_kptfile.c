@@ -46,15 +46,16 @@ static const char *empty_dir(void)
 static void check_config(const rl_doc *config)
 {
     buf text = { 0 };
-    char err[512];
-    if (rl_doc_emit(config, NULL, &text, err, sizeof err) == 0) {
-        rl_doc *again = rl_doc_load_object(text.data, text.len, err, sizeof err);
+    buf err = { 0 };
+    if (rl_doc_emit(config, NULL, &text, &err) == 0) {
+        rl_doc *again = rl_doc_load_object(text.data, text.len, &err);
         FUZZ_CHECK(again != NULL);
         rl_doc_free(again);
     } else {
-        FUZZ_CHECK(err[0] != '\0');
+        FUZZ_CHECK(err.len > 0);
     }
     buf_free(&text);
+    buf_free(&err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -21,17 +21,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!scratch)
         FUZZ_CHECK((scratch = malloc(MAX_INPUT)) != NULL);
     size_t len = fuzz_stretch(data, data + 4, size - 4, scratch, MAX_INPUT);
-    char why[512];
+    buf why = { 0 };
     /* read as the pipeline reader reads a Kptfile (one object, nesting limited) */
-    rl_doc *d = rl_doc_load_object((const char *)scratch, len, why, sizeof why);
-    if (!d)
+    rl_doc *d = rl_doc_load_object((const char *)scratch, len, &why);
+    buf_reset(&why);
+    if (!d) {
+        buf_free(&why);
         return 0;
-    why[0] = '\0';
-    int rc = kptfile_fields_check(rl_doc_yaml(d), why, sizeof why);
+    }
+    int rc = kptfile_fields_check(rl_doc_yaml(d), &why);
     FUZZ_CHECK(rc == 0 || rc == -1);
     if (rc < 0)
-        FUZZ_CHECK((!strncmp(why, "line ", 5) || !strcmp(why, "out of memory")) &&
-                   !strchr(why, '\n'));
+        FUZZ_CHECK(why.data && (!strncmp(why.data, "line ", 5) || !strcmp(why.data, "out of memory")) &&
+                   !strchr(why.data, '\n'));
     rl_doc_free(d);
+    buf_free(&why);
     return 0;
 }

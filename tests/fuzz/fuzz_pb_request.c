@@ -58,8 +58,8 @@ static int has_bad_field_number(const uint8_t *p, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pb_eval_request r;
-    char why[128];
-    int rc = pb_eval_request_decode(data, size, &r, why, sizeof why);
+    buf why = {0};
+    int rc = pb_eval_request_decode(data, size, &r, &why);
     Evaluator__EvaluateFunctionRequest *ref =
         evaluator__evaluate_function_request__unpack(NULL, size, data);
     if (rc == 0) {
@@ -73,10 +73,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(!strcmp(r.tag, ref->tag ? ref->tag : ""));
         pb_eval_request_free(&r);
     } else {
-        FUZZ_CHECK(why[0] != '\0');
+        FUZZ_CHECK(why.len > 0);
         FUZZ_CHECK(ref == NULL || has_bad_field_number(data, size) ||
-                   strstr(why, "invalid UTF-8") != NULL);   /* protobuf-c does not check */
+                   strstr(why.data, "invalid UTF-8") != NULL);   /* protobuf-c does not check */
     }
+    buf_free(&why);
     if (ref)
         evaluator__evaluate_function_request__free_unpacked(ref, NULL);
     return 0;

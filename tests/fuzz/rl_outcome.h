@@ -34,10 +34,12 @@ static inline int rl_outcome_text(int rc, rl_list *rl, const char *err, buf *out
  * SCAN_ONLY found the input outside the subset; out is then untouched). */
 static inline int rl_outcome(const char *data, size_t len, rl_parse_mode mode, buf *out)
 {
-    char err[4096];
+    buf err = {0};
     rl_list rl;
-    int rc = rl_parse_with(data, len, mode, &rl, err, sizeof err);
-    return rl_outcome_text(rc, &rl, err, out);
+    int rc = rl_parse_with(data, len, mode, &rl, &err);
+    rc = rl_outcome_text(rc, &rl, err.data ? err.data : "", out);
+    buf_free(&err);
+    return rc;
 }
 
 /* The same, judged in steps of `budget` events (rl_judge_step), as the
@@ -45,7 +47,7 @@ static inline int rl_outcome(const char *data, size_t len, rl_parse_mode mode, b
 static inline int rl_outcome_stepped(const char *data, size_t len, rl_parse_mode mode,
                                      size_t budget, buf *out, size_t *steps)
 {
-    char err[4096];
+    buf err = {0};
     rl_list rl;
     rl_judge *j = rl_judge_new(data, len, mode);
     if (!j)
@@ -53,11 +55,13 @@ static inline int rl_outcome_stepped(const char *data, size_t len, rl_parse_mode
     int rc;
     *steps = 0;
     do {
-        rc = rl_judge_step(j, budget, &rl, err, sizeof err);
+        rc = rl_judge_step(j, budget, &rl, &err);
         ++*steps;
     } while (rc == 1);
     rl_judge_free(j);
-    return rl_outcome_text(rc, &rl, err, out);
+    rc = rl_outcome_text(rc, &rl, err.data ? err.data : "", out);
+    buf_free(&err);
+    return rc;
 }
 
 /* 0 when judging in steps of `budget` events says exactly what one call

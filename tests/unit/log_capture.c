@@ -64,6 +64,15 @@ void log_capture_start(void)
     }
 }
 
+void log_capture_text(buf *out)
+{
+    cr_assert(real_stderr >= 0, "the log is not being captured");
+    /* fd 2 shares the file's offset: it is put back at the end for the next line */
+    int read = lseek(captured, 0, SEEK_SET) == 0 && fd_read_all(captured, out, LOG_CAPTURE_MAX) == 0;
+    lseek(captured, 0, SEEK_END);
+    cr_assert(read, "reading the test's log");
+}
+
 void log_capture_end(void)
 {
     if (real_stderr >= 0)

@@ -10,6 +10,7 @@
 #include "kube/pod_id.h"
 #include "kube/pod_template.h"
 #include "log_capture.h"
+#include "scoped_buf.h"
 
 static pod_script *of(void *ctx)
 {
@@ -133,8 +134,8 @@ static int64_t now_ns(void *c)
 
 void pod_script_pod_id(const char *image, char out[64])
 {
-    char why[256];
-    cr_assert_eq(pod_id_make(image, SCRIPT_DIGEST, 1, out, why, sizeof why), 0, "%s", why);
+    SCOPED_BUF why = {0};
+    cr_assert_eq(pod_id_make(image, SCRIPT_DIGEST, 1, out, &why), 0, "%s", why.data);
 }
 
 #define SCRIPT_START_NS 1000000000000LL   /* any start: only differences count */

@@ -15,6 +15,7 @@
 #include "grpc/rpc_server.h"
 #include "runtime/health_check.h"
 #include "runtime/services.h"
+#include "log_capture.h"
 
 static const rpc_method *const methods[] = {&health_check_method, NULL};
 
@@ -24,8 +25,11 @@ typedef struct fixture {
     char addr[32];
 } fixture;
 
+/* The server's log ("Listening on"): shown only when a test fails before
+ * its stop(). */
 static void start(fixture *f, int64_t idle_timeout_ns)
 {
+    log_capture_start();
     f->l = loop_new();
     cr_assert_not_null(f->l);
     rpc_server_config cfg = {.max_message = 1 << 20, .max_streams = 100,
@@ -44,6 +48,7 @@ static void stop(fixture *f)
 {
     rpc_server_free(f->s);
     loop_free(f->l);
+    log_capture_end();
 }
 
 /* Runs the loop until *flag is set or 5 s passed. */

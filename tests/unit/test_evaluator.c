@@ -16,6 +16,7 @@
 #include "runtime/ev_multi.h"
 #include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
+#include "log_capture.h"
 
 /* opened: hand over an open descriptor of this file, named path, as the
  * runner's lookup does; a path "refuse:WHY" is a binary that may not run. */
@@ -103,10 +104,14 @@ static void evaluate(evaluator *e, const char *image, outcome *o)
 
 /* As in the servers (proc_signals): a function that exits before reading
  * its input must be an EPIPE, not a SIGPIPE that kills the test. */
+/* The runtimes' log lines ("Evaluating ... in executable mode") are
+ * captured, shown only when a test fails: each test's last statement is
+ * log_capture_end() (not the .fini, which runs after a failure too). */
 static void setup(void)
 {
     signal(SIGPIPE, SIG_IGN);
     lp = loop_new();
+    log_capture_start();
 }
 static void teardown(void) { fn_prespawn_stop(); fn_job_shutdown(); loop_free(lp); }
 
@@ -123,6 +128,7 @@ Test(evaluator, exec_runs_the_mapped_binary)
     cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
     cr_assert_str_eq(o.out, RL);
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, exec_unknown_image_is_not_found)
@@ -134,6 +140,7 @@ Test(evaluator, exec_unknown_image_is_not_found)
     cr_assert(o.not_found);
     cr_assert_str_eq(o.message, "function \"ghcr.io/x/unknown:v1\" not found");
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, exec_fixed_argv_without_entrypoint_fails_clearly)
@@ -147,6 +154,7 @@ Test(evaluator, exec_fixed_argv_without_entrypoint_fails_clearly)
     cr_assert(!o.not_found);
     cr_assert(strstr(o.message, "no entrypoint"), "%s", o.message);
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, exec_spawn_failure_uses_go_wording)
@@ -159,6 +167,7 @@ Test(evaluator, exec_spawn_failure_uses_go_wording)
     cr_assert(strstr(o.message, "fork/exec /nonexistent/fn: no such file or directory"), "%s",
               o.message);
     ev_destroy(e);
+    log_capture_end();
 }
 
 /* Run by descriptor: the file opened at lookup runs, not what its name
@@ -177,6 +186,7 @@ Test(evaluator, exec_runs_the_looked_up_descriptor_not_the_name)
     cr_assert_eq(d.code, GRPC_INTERNAL);
     cr_assert(strstr(d.message, "fork/exec /nonexistent/dir: permission denied"), "%s", d.message);
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, exec_refused_binary_is_failed_precondition_and_final)
@@ -191,6 +201,7 @@ Test(evaluator, exec_refused_binary_is_failed_precondition_and_final)
     cr_assert_str_eq(o.message,
                      "Failed to execute function \"a\": \"x\" resolves outside --functions d");
     ev_destroy(m);
+    log_capture_end();
 }
 
 Test(evaluator, multi_falls_through_not_found)
@@ -202,6 +213,7 @@ Test(evaluator, multi_falls_through_not_found)
     cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
     cr_assert_str_eq(o.out, RL);
     ev_destroy(m);
+    log_capture_end();
 }
 
 Test(evaluator, multi_other_errors_are_final)
@@ -214,6 +226,7 @@ Test(evaluator, multi_other_errors_are_final)
     cr_assert(!o.not_found);
     cr_assert(strstr(o.message, "failed to parse the output of function \"x\""), "%s", o.message);
     ev_destroy(m);
+    log_capture_end();
 }
 
 Test(evaluator, multi_all_not_found_reports_the_last)
@@ -225,6 +238,7 @@ Test(evaluator, multi_all_not_found_reports_the_last)
     cr_assert_eq(o.code, GRPC_NOT_FOUND);
     cr_assert_str_eq(o.message, "function \"zzz\" not found");
     ev_destroy(m);
+    log_capture_end();
 }
 
 Test(evaluator, multi_without_runtimes_fails_precondition)
@@ -235,6 +249,7 @@ Test(evaluator, multi_without_runtimes_fails_precondition)
     cr_assert_eq(o.code, GRPC_FAILED_PRECONDITION);
     cr_assert(strstr(o.message, "no function runtime"), "%s", o.message);
     ev_destroy(m);
+    log_capture_end();
 }
 
 Test(evaluator, cancel_kills_the_function_and_never_calls_done)
@@ -253,6 +268,7 @@ Test(evaluator, cancel_kills_the_function_and_never_calls_done)
     cr_assert_eq(fn_job_live_count(), 0);
     cr_assert_eq(o.calls, 0);
     ev_destroy(slow);
+    log_capture_end();
 }
 
 Test(evaluator, cancel_before_an_immediate_result_is_delivered)
@@ -266,6 +282,7 @@ Test(evaluator, cancel_before_an_immediate_result_is_delivered)
     evaluate(e, "a", &dummy);           /* runs the loop past the cancelled timer */
     cr_assert_eq(o.calls, 0);
     ev_destroy(e);
+    log_capture_end();
 }
 
 /* ---- streaming input (a large request's ResourceList still arriving) ---- */
@@ -309,6 +326,7 @@ Test(evaluator, streaming_feeds_the_function_as_the_input_arrives)
     cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
     cr_assert_str_eq(o.out, RL);
     ev_destroy(e);
+    log_capture_end();
 }
 
 static void stop_loop(loop *l, void *ctx)
@@ -338,6 +356,7 @@ Test(evaluator, streaming_verdict_waits_for_the_complete_request)
     cr_assert_eq(o.code, GRPC_INTERNAL);
     cr_assert(strstr(o.message, "\"example.com/late:v1\""), "%s", o.message);
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, streaming_cancel_kills_the_function)
@@ -353,6 +372,7 @@ Test(evaluator, streaming_cancel_kills_the_function)
     cr_assert_eq(fn_job_live_count(), 0);
     cr_assert_eq(o.calls, 0);
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, streaming_is_refused_where_the_image_must_come_first)
@@ -367,6 +387,7 @@ Test(evaluator, streaming_is_refused_where_the_image_must_come_first)
     cr_assert_eq(fn_job_live_count(), 0);
     ev_destroy(lookup);
     ev_destroy(m);
+    log_capture_end();
 }
 
 /* --prespawn: the call is given the process started before it (same pid),
@@ -392,6 +413,7 @@ Test(evaluator, fixed_argv_takes_a_prestarted_process)
     fn_prespawn_stop();
     cr_assert_eq(fn_prespawn_waiting(), 0);
     ev_destroy(e);
+    log_capture_end();
 }
 
 Test(evaluator, prestarted_processes_that_exit_early_turn_it_off)
@@ -410,4 +432,11 @@ Test(evaluator, prestarted_processes_that_exit_early_turn_it_off)
     evaluate(e, "img", &o);   /* spawned for the call: true exits 0, no output */
     cr_assert_eq(o.calls, 1);
     ev_destroy(e);
+    buf log = {0};
+    log_capture_text(&log);
+    cr_assert(strstr(log.data ? log.data : "",
+                     "--prespawn turned off for /bin/true: 3 pre-started functions in a row exited "
+                     "or wrote before their call"), "the warning says why: %s", log.data);
+    buf_free(&log);
+    log_capture_end();
 }

@@ -521,6 +521,21 @@ Test(fnconfig, bad_durations)
                    "(want e.g. \"30m\", \"1h30m\", \"90s\")"));
 }
 
+/* A message quotes a long value whole (it was cut at 1 KiB). */
+Test(fnconfig, a_long_bad_value_is_quoted_whole)
+{
+    buf value = {0}, yaml = {0}, want = {0};
+    for (int i = 0; i < 2000; i++)
+        buf_append_str(&value, "x");
+    buf_printf(&yaml, FC("  image: fn\n  podExecutor: {timeToLive: %s}\n"), value.data);
+    buf_printf(&want, E("spec.podExecutor.timeToLive: invalid duration \"%s\" "
+                        "(want e.g. \"30m\", \"1h30m\", \"90s\")"), value.data);
+    expect_error(yaml.data, want.data);
+    buf_free(&value);
+    buf_free(&yaml);
+    buf_free(&want);
+}
+
 Test(fnconfig, error_names_document_number)
 {
     expect_error("apiVersion: v1\nkind: ConfigMap\n---\n---\n" HEAD

@@ -577,6 +577,24 @@ Test(kubeconfig, tls_server_name_must_be_a_host)
                "config: clusters[0] (\"c\").cluster.tls-server-name: \"evil.example/x?\" is not a host name");
 }
 
+/* A message quotes a long value whole (it was cut at 1 KiB). */
+Test(kubeconfig, a_long_bad_value_is_quoted_whole)
+{
+    clean_env();
+    buf host = {0}, yaml = {0}, want = {0};
+    for (int i = 0; i < 2000; i++)
+        buf_append_str(&host, "x/");
+    buf_printf(&yaml, HEAD CTX "users:\n- name: u\n  user: {}\n"
+               "clusters:\n- name: c\n  cluster: {server: \"https://s\", tls-server-name: \"%s\"}\n",
+               host.data);
+    buf_printf(&want, "config: clusters[0] (\"c\").cluster.tls-server-name: \"%s\" is not a host name",
+               host.data);
+    expect_err(yaml.data, want.data);
+    buf_free(&host);
+    buf_free(&yaml);
+    buf_free(&want);
+}
+
 /* A kubeconfig is read with every YAML reader's limits, checked while it
  * is parsed (lib/krm/yaml_load.h): nesting and aliases. */
 Test(kubeconfig, nesting_and_alias_bombs_are_refused_while_read)

@@ -6,16 +6,17 @@
 
 #include "runtime/pb_request.h"
 #include "evaluator.pb-c.h"
+#include "scoped_buf.h"
 
 /* Decodes with both; asserts they agree; returns our result code. */
 static int decode_both(const uint8_t *msg, size_t len, pb_eval_request *r)
 {
-    char why[128];
-    int rc = pb_eval_request_decode(msg, len, r, why, sizeof why);
+    SCOPED_BUF why = {0};
+    int rc = pb_eval_request_decode(msg, len, r, &why);
     Evaluator__EvaluateFunctionRequest *ref =
         evaluator__evaluate_function_request__unpack(NULL, len, msg);
     cr_assert_eq(rc == 0, ref != NULL, "decoder %s, protobuf-c %s (%s)", rc ? "failed" : "ok",
-                 ref ? "ok" : "failed", rc ? why : "");
+                 ref ? "ok" : "failed", rc ? why.data : "");
     if (ref) {
         cr_assert_eq(r->resource_list_len, ref->resource_list.len);
         if (ref->resource_list.len)
@@ -83,12 +84,12 @@ Test(pb_request, malformed_messages_are_refused)
 Test(pb_request, image_must_be_utf8_as_grpc_go_requires)
 {
     pb_eval_request r;
-    char why[128];
+    SCOPED_BUF why = {0};
     const uint8_t bad[] = {0x12, 3, 0xff, 'i', 'm'};
-    cr_assert_eq(pb_eval_request_decode(bad, sizeof bad, &r, why, sizeof why), -1);
-    cr_assert_str_eq(why, "field 2: string field contains invalid UTF-8");
+    cr_assert_eq(pb_eval_request_decode(bad, sizeof bad, &r, &why), -1);
+    cr_assert_str_eq(why.data, "field 2: string field contains invalid UTF-8");
     const uint8_t good[] = {0x12, 4, 0xc3, 0xa9, 'f', 'n'};   /* "éfn" */
-    cr_assert_eq(pb_eval_request_decode(good, sizeof good, &r, why, sizeof why), 0);
+    cr_assert_eq(pb_eval_request_decode(good, sizeof good, &r, &why), 0);
     cr_assert_str_eq(r.image, "\xc3\xa9" "fn");
     pb_eval_request_free(&r);
 }
@@ -96,9 +97,9 @@ Test(pb_request, image_must_be_utf8_as_grpc_go_requires)
 Test(pb_request, field_number_zero_is_refused_with_a_reason)
 {
     pb_eval_request r;
-    char why[128];
-    cr_assert_eq(pb_eval_request_decode(MSG(0x00, 0x00), 2, &r, why, sizeof why), -1);
-    cr_assert_str_eq(why, "field 0: illegal field number");
+    SCOPED_BUF why = {0};
+    cr_assert_eq(pb_eval_request_decode(MSG(0x00, 0x00), 2, &r, &why), -1);
+    cr_assert_str_eq(why.data, "field 0: illegal field number");
 }
 
 Test(pb_request, image_keeps_its_length_past_a_nul)
@@ -120,10 +121,10 @@ Test(pb_request, tag_is_field_3_as_porch_numbers_it)
     cr_assert_str_eq(r.tag, "~1.2", "the last Tag wins");
     cr_assert_eq(r.tag_len, 4);
     pb_eval_request_free(&r);
-    char why[128];
+    SCOPED_BUF why = {0};
     const uint8_t bad[] = {0x1a, 2, 0xc3, 'x'};
-    cr_assert_eq(pb_eval_request_decode(bad, sizeof bad, &r, why, sizeof why), -1);
-    cr_assert_str_eq(why, "field 3: string field contains invalid UTF-8");
+    cr_assert_eq(pb_eval_request_decode(bad, sizeof bad, &r, &why), -1);
+    cr_assert_str_eq(why.data, "field 3: string field contains invalid UTF-8");
     cr_assert_eq(decode_both(MSG(0x12, 1, 'f'), 3, &r), 0);
     cr_assert_str_eq(r.tag, "", "no Tag is an empty one");
     pb_eval_request_free(&r);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "pkg/pipeline.h"
+#include "scoped_buf.h"
 
 static char dir[64];
 
@@ -42,9 +43,9 @@ static const char *config_text(const pl_step *s)
 {
     static buf out;
     buf_free(&out);
-    char err[128];
+    SCOPED_BUF err = {0};
     cr_assert_not_null(s->config);
-    cr_assert_eq(rl_doc_emit(s->config, NULL, &out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(rl_doc_emit(s->config, NULL, &out, &err), 0, "%s", err.data);
     return out.data;
 }
 

@@ -7,15 +7,16 @@
 #include <string.h>
 
 #include "pkg/pkg_write.h"
+#include "scoped_buf.h"
 
 #define RL "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
 
 static void layout_fails(const char *rl, const char *want)
 {
     pkg_layout l;
-    char err[512] = "";
-    cr_assert_eq(pkg_layout_build(rl, strlen(rl), "the output", &l, err, sizeof err), -1);
-    cr_assert_str_eq(err, want);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pkg_layout_build(rl, strlen(rl), "the output", &l, &err), -1);
+    cr_assert_str_eq(err.data, want);
     cr_assert_eq(l.n, 0);
 }
 
@@ -66,8 +67,8 @@ Test(pkg_write, files_by_index_default_names_and_no_bookkeeping)
                 "- kind: Service\n  metadata:\n    name: s\n",
              item("B", "second", "./d/f.yaml", "1"), item("A", "first", "d/x/../f.yaml", "0"));
     pkg_layout l;
-    char err[512] = "";
-    cr_assert_eq(pkg_layout_build(rl, strlen(rl), "out", &l, err, sizeof err), 0, "%s", err);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pkg_layout_build(rl, strlen(rl), "out", &l, &err), 0, "%s", err.data);
     cr_assert_eq(l.n, 3);
     cr_assert_str_eq(l.files[0].path, "d/f.yaml");
     cr_assert_str_eq(l.files[0].text.data, "kind: A\nmetadata:\n  name: first\n---\n"

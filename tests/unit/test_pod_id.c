@@ -5,14 +5,16 @@
 #include <string.h>
 
 #include "kube/pod_id.h"
+#include "scoped_buf.h"
 
 #define DIGEST "sha256:0123abcd4567ef890123abcd4567ef890123abcd4567ef890123abcd4567ef89"
 #define HEX64 "0123abcd4567ef890123abcd4567ef890123abcd4567ef890123abcd4567ef89"
 
 static void expect_id(const char *image, unsigned long postfix, const char *want)
 {
-    char out[POD_ID_MAX + 1], err[256] = "";
-    cr_assert_eq(pod_id_make(image, DIGEST, postfix, out, err, sizeof err), 0, "%s: %s", image, err);
+    char out[POD_ID_MAX + 1];
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_id_make(image, DIGEST, postfix, out, &err), 0, "%s: %s", image, err.data);
     cr_assert_str_eq(out, want, "image %s", image);
     cr_assert(dns1035_label_valid(out), "%s is not a DNS-1035 label", out);
 }
@@ -20,17 +22,18 @@ static void expect_id(const char *image, unsigned long postfix, const char *want
 static void expect_porch(const char *image, unsigned long postfix, const char *want)
 {
     buf b = {0};
-    char err[256] = "";
-    cr_assert_eq(pod_id_porch(image, DIGEST, postfix, &b, err, sizeof err), 0, "%s: %s", image, err);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_id_porch(image, DIGEST, postfix, &b, &err), 0, "%s: %s", image, err.data);
     cr_assert_str_eq(b.data, want, "image %s", image);
     buf_free(&b);
 }
 
 static void expect_error(const char *image, const char *digest, const char *want)
 {
-    char out[POD_ID_MAX + 1], err[256] = "";
-    cr_assert_eq(pod_id_make(image, digest, 1, out, err, sizeof err), -1, "accepted %s", image);
-    cr_assert(strstr(err, want), "error for %s: \"%s\", want \"%s\"", image, err, want);
+    char out[POD_ID_MAX + 1];
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_id_make(image, digest, 1, out, &err), -1, "accepted %s", image);
+    cr_assert(strstr(err.data, want), "error for %s: \"%s\", want \"%s\"", image, err.data, want);
 }
 
 Test(pod_id, porch_example)
@@ -77,8 +80,9 @@ Test(pod_id, digest_reference)
     /* a tag next to the digest is ignored, as go-containerregistry does */
     expect_id("ghcr.io/a/fn:v1@" DIGEST, 1, "fn-0123abcd-1-0123abcd");
     /* the reference's own digest gives the tag part, --digest the suffix */
-    char out[POD_ID_MAX + 1], err[256];
-    cr_assert_eq(pod_id_make("a/fn@sha256:ffffeeee" HEX64, "sha256:" HEX64, 1, out, err, sizeof err), 0);
+    char out[POD_ID_MAX + 1];
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_id_make("a/fn@sha256:ffffeeee" HEX64, "sha256:" HEX64, 1, out, &err), 0);
     cr_assert_str_eq(out, "fn-ffffeeee-1-0123abcd");
     cr_assert_str_eq(pod_id_image_digest("a/fn@sha256:abc"), "sha256:abc");
     cr_assert_null(pod_id_image_digest("a/fn:v1"));
@@ -89,8 +93,9 @@ Test(pod_id, long_names_are_cut_before_the_suffix)
 {
     const char *img = "ghcr.io/a/this-is-a-very-long-function-name-that-goes-on-and-on:v1.2.3-alpha.1";
     expect_id(img, 12, "this-is-a-very-long-function-name-that-goes-on-and-12-0123abcd");
-    char out[POD_ID_MAX + 1], err[256];
-    cr_assert_eq(pod_id_make(img, DIGEST, 4294967295UL, out, err, sizeof err), 0);
+    char out[POD_ID_MAX + 1];
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_id_make(img, DIGEST, 4294967295UL, out, &err), 0);
     cr_assert_eq(strlen(out), 63);
     cr_assert(strstr(out, "-4294967295-0123abcd"), "%s", out);
     cr_assert(dns1035_label_valid(out), "%s", out);
@@ -101,8 +106,9 @@ Test(pod_id, long_names_are_cut_before_the_suffix)
 
 Test(pod_id, bare_hex_digest_and_bad_input)
 {
-    char out[POD_ID_MAX + 1], err[256];
-    cr_assert_eq(pod_id_make("fn:v1", "0123abcd", 1, out, err, sizeof err), 0);
+    char out[POD_ID_MAX + 1];
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_id_make("fn:v1", "0123abcd", 1, out, &err), 0);
     cr_assert_str_eq(out, "fn-v1-1-0123abcd");
     expect_error("", DIGEST, "empty image reference");
     expect_error("fn:", DIGEST, "empty tag");
@@ -122,8 +128,9 @@ Test(pod_id, every_repair_is_a_label)
         "................................................................................",
     };
     for (size_t i = 0; i < sizeof images / sizeof *images; i++) {
-        char out[POD_ID_MAX + 1], err[256] = "";
-        cr_assert_eq(pod_id_make(images[i], DIGEST, 1, out, err, sizeof err), 0, "%s: %s", images[i], err);
+        char out[POD_ID_MAX + 1];
+        SCOPED_BUF err = {0};
+        cr_assert_eq(pod_id_make(images[i], DIGEST, 1, out, &err), 0, "%s: %s", images[i], err.data);
         cr_assert(dns1035_label_valid(out), "%s -> %s", images[i], out);
         cr_assert(strstr(out, "-1-0123abcd"), "%s -> %s", images[i], out);
     }

@@ -9,6 +9,7 @@
 
 #include "krm/rl_edit.h"
 #include "kube/pod_template.h"
+#include "scoped_buf.h"
 
 typedef struct rendered {
     buf text;
@@ -31,9 +32,9 @@ static pod_template_opts base_opts(void)
 
 static void render(const pod_template_opts *o, int which, rendered *r)
 {
-    char err[256] = "";
+    SCOPED_BUF err = {0};
     memset(r, 0, sizeof *r);
-    cr_assert_eq(pod_template_render(o, which, &r->text, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(pod_template_render(o, which, &r->text, &err), 0, "%s", err.data);
     yaml_parser_t p;
     yaml_parser_initialize(&p);
     yaml_parser_set_input_string(&p, (unsigned char *)r->text.data, r->text.len);
@@ -337,9 +338,9 @@ Test(pod_template, refuses_invalid_utf8)
     o.entrypoint = bad;
     o.n_entrypoint = 1;
     buf out = {0};
-    char err[256] = "";
-    cr_assert_eq(pod_template_render(&o, POD_TEMPLATE_POD, &out, err, sizeof err), -1);
-    cr_assert(strstr(err, "not valid UTF-8"), "%s", err);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(pod_template_render(&o, POD_TEMPLATE_POD, &out, &err), -1);
+    cr_assert(strstr(err.data, "not valid UTF-8"), "%s", err.data);
     buf_free(&out);
 }
 

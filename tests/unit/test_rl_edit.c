@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "krm/rl_edit.h"
+#include "scoped_buf.h"
 
 static const char INPUT[] =
     "apiVersion: config.kubernetes.io/v1\n"
@@ -31,9 +32,9 @@ static const char INPUT[] =
 
 static rl_doc *load_rl(const char *text)
 {
-    char err[256] = "";
-    rl_doc *d = rl_doc_load_object(text, strlen(text), err, sizeof err);
-    cr_assert_not_null(d, "load failed: %s\n%s", err, text);
+    SCOPED_BUF err = {0};
+    rl_doc *d = rl_doc_load_object(text, strlen(text), &err);
+    cr_assert_not_null(d, "load failed: %s\n%s", err.data, text);
     return d;
 }
 
@@ -44,8 +45,8 @@ static const char *emit(const rl_doc *d, const char *omit)
     static int next;
     buf *b = &out[next++ % 4];
     buf_free(b);
-    char err[256] = "";
-    cr_assert_eq(rl_doc_emit(d, omit, b, err, sizeof err), 0, "emit failed: %s", err);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(rl_doc_emit(d, omit, b, &err), 0, "emit failed: %s", err.data);
     return b->data;
 }
 
@@ -125,11 +126,11 @@ Test(rl_edit, a_config_map_keeps_its_values_strings)
 
 static void assert_load_error(const char *text, const char *want)
 {
-    char err[256] = "";
-    rl_doc *d = rl_doc_load_object(text, strlen(text), err, sizeof err);
+    SCOPED_BUF err = {0};
+    rl_doc *d = rl_doc_load_object(text, strlen(text), &err);
     cr_assert_null(d, "loaded: %s", text);
-    cr_assert(strstr(err, want), "error \"%s\" does not mention \"%s\"", err, want);
-    cr_assert_null(strchr(err, '\n'));
+    cr_assert(strstr(err.data, want), "error \"%s\" does not mention \"%s\"", err.data, want);
+    cr_assert_null(strchr(err.data, '\n'));
 }
 
 Test(rl_edit, malformed_yaml_is_a_clear_error)
@@ -149,28 +150,28 @@ Test(rl_edit, too_deep_nesting_is_refused)
     for (int i = 0; i < 2000000; i++)
         buf_append_str(&text, "- ");
     buf_append_str(&text, "x\n");
-    char err[256] = "";
-    cr_assert_null(rl_doc_load_object(text.data, text.len, err, sizeof err));
-    cr_assert_str_eq(err, "line 4: collections nested more than 1000 deep");
+    SCOPED_BUF err = {0};
+    cr_assert_null(rl_doc_load_object(text.data, text.len, &err));
+    cr_assert_str_eq(err.data, "line 4: collections nested more than 1000 deep");
     buf_free(&text);
 }
 
 /* libyaml's loader built a cycle for it; yaml.v3 refuses it too. */
 Test(rl_edit, self_referencing_alias_is_refused)
 {
-    char err[256] = "";
+    SCOPED_BUF err = {0};
     const char *text = "kind: ResourceList\nitems:\n- &a {self: *a}\n";
-    cr_assert_null(rl_doc_load_object(text, strlen(text), err, sizeof err));
-    cr_assert_str_eq(err, "line 3: alias inside the node its anchor names");
+    cr_assert_null(rl_doc_load_object(text, strlen(text), &err));
+    cr_assert_str_eq(err.data, "line 3: alias inside the node its anchor names");
 }
 
 Test(rl_edit, load_object_reads_a_kptfile)
 {
     const char text[] = "apiVersion: kpt.dev/v1\nkind: Kptfile\npipeline:\n  mutators:\n"
                         "  - image: a\n";
-    char err[256];
-    rl_doc *d = rl_doc_load_object(text, sizeof text - 1, err, sizeof err);
-    cr_assert_not_null(d, "%s", err);
+    SCOPED_BUF err = {0};
+    rl_doc *d = rl_doc_load_object(text, sizeof text - 1, &err);
+    cr_assert_not_null(d, "%s", err.data);
     const yaml_document_t *y = rl_doc_yaml(d);
     cr_assert_str_eq(rl_yaml_text(y, rl_yaml_get(y, 0, "kind")), "Kptfile");
     int pl = rl_yaml_get(y, 0, "pipeline");
@@ -188,9 +189,9 @@ Test(rl_edit, deep_flow_nesting_is_refused_when_loaded)
     buf_append_str(&text, "kind: ResourceList\nitems:\n- a: ");
     for (int i = 0; i < 100000; i++)
         buf_append_str(&text, "[");
-    char err[256] = "";
-    cr_assert_null(rl_doc_load_object(text.data, text.len, err, sizeof err));
-    cr_assert_str_eq(err, "line 3: flow collections ([...] or {...}) nested more than 128 deep");
+    SCOPED_BUF err = {0};
+    cr_assert_null(rl_doc_load_object(text.data, text.len, &err));
+    cr_assert_str_eq(err.data, "line 3: flow collections ([...] or {...}) nested more than 128 deep");
     buf_free(&text);
 }
 

@@ -16,6 +16,8 @@
 #include <yaml.h>
 
 #include "pkg/rl_input.h"
+#include "log_capture.h"
+#include "scoped_buf.h"
 
 #define PATH_KEY "internal.config.kubernetes.io/path"
 #define INDEX_KEY "internal.config.kubernetes.io/index"
@@ -94,19 +96,19 @@ static void load(parsed *p)
  * loads the output. */
 static void build_ok(const char *path, parsed *p)
 {
-    char err[512] = "";
+    SCOPED_BUF err = {0};
     memset(p, 0, sizeof *p);
     const char *full = strcmp(path, "-") == 0 ? path : in_dir(path);
-    cr_assert_eq(rl_input_build(full, 6291456, &p->out, err, sizeof err), 0, "failed: %s", err);
+    cr_assert_eq(rl_input_build(full, 6291456, &p->out, &err), 0, "failed: %s", err.data);
     load(p);
 }
 
 static void build_bytes_ok(const char *yaml, const char *name, parsed *p)
 {
-    char err[512] = "";
+    SCOPED_BUF err = {0};
     memset(p, 0, sizeof *p);
-    cr_assert_eq(rl_input_build_bytes(yaml, strlen(yaml), name, &p->out, err, sizeof err), 0,
-                 "failed: %s", err);
+    cr_assert_eq(rl_input_build_bytes(yaml, strlen(yaml), name, &p->out, &err), 0,
+                 "failed: %s", err.data);
     load(p);
 }
 
@@ -194,13 +196,15 @@ static void assert_reader_annotations(parsed *p, const char *item, const char *p
                      index);
 }
 
-static void build_fails(const char *path, char *err, size_t errlen)
+/* err is reset first: it holds this failure's reason alone */
+static void build_fails(const char *path, buf *err)
 {
     buf out = { 0 };
-    cr_assert_eq(rl_input_build(in_dir(path), 6291456, &out, err, errlen), -1, "unexpected success:\n%s",
+    buf_reset(err);
+    cr_assert_eq(rl_input_build(in_dir(path), 6291456, &out, err), -1, "unexpected success:\n%s",
                  out.data);
     cr_assert_eq(out.len, 0, "output left behind on failure");
-    cr_assert_null(strchr(err, '\n'), "error is not one line: %s", err);
+    cr_assert_null(strchr(err->data, '\n'), "error is not one line: %s", err->data);
     buf_free(&out);
 }
 
@@ -268,13 +272,13 @@ Test(rl_input, resource_list_passes_through_byte_for_byte)
                        "functionConfig: {data: {a: 1}}\n";
     write_file("rl.yaml", list);
     buf out = { 0 };
-    char err[256] = "";
-    cr_assert_eq(rl_input_build(in_dir("rl.yaml"), 6291456, &out, err, sizeof err), 0, "%s", err);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(rl_input_build(in_dir("rl.yaml"), 6291456, &out, &err), 0, "%s", err.data);
     cr_assert_eq(out.len, strlen(list));
     cr_assert_eq(memcmp(out.data, list, out.len), 0);
     buf_reset(&out);
-    cr_assert_eq(rl_input_build_bytes(list, strlen(list), NULL, &out, err, sizeof err), 0, "%s",
-                 err);
+    cr_assert_eq(rl_input_build_bytes(list, strlen(list), NULL, &out, &err), 0, "%s",
+                 err.data);
     cr_assert_str_eq(out.data, list);
     buf_free(&out);
 }
@@ -283,8 +287,8 @@ Test(rl_input, resource_list_with_only_function_config_passes_through)
 {
     const char *list = "kind: ResourceList\nfunctionConfig:\n  kind: ConfigMap\n";
     buf out = { 0 };
-    char err[256] = "";
-    cr_assert_eq(rl_input_build_bytes(list, strlen(list), "rl.yaml", &out, err, sizeof err), 0);
+    SCOPED_BUF err = {0};
+    cr_assert_eq(rl_input_build_bytes(list, strlen(list), "rl.yaml", &out, &err), 0);
     cr_assert_str_eq(out.data, list);
     buf_free(&out);
 }
@@ -545,10 +549,11 @@ Test(rl_input, directory_without_objects_is_no_resources_found)
     write_file("blank/comments.yml", "# nothing here\n---\n");
     const char *dirs[] = { "nothing", "no-yaml", "blank" };
     for (size_t i = 0; i < 3; i++) {
-        char err[512], want[600];
-        build_fails(dirs[i], err, sizeof err);
+        SCOPED_BUF err = {0};
+    char want[600];
+        build_fails(dirs[i], &err);
         snprintf(want, sizeof want, "%s: " RL_INPUT_NO_RESOURCES, in_dir(dirs[i]));
-        cr_assert_str_eq(err, want);
+        cr_assert_str_eq(err.data, want);
     }
 }
 
@@ -570,52 +575,52 @@ Test(rl_input, non_mapping_document_is_an_error_naming_file_and_document)
     make_dir("pkg");
     write_file("pkg/ok.yaml", "kind: A\n");
     write_file("pkg/bad.yaml", "kind: A\n---\n- just\n- a list\n");
-    char err[512];
-    build_fails("pkg", err, sizeof err);
+    SCOPED_BUF err = {0};
+    build_fails("pkg", &err);
     char want[600];
     snprintf(want, sizeof want,
              "%s/pkg/bad.yaml: document 1 (line 3): expected a mapping (a KRM object), found a "
              "sequence",
              test_dir);
-    cr_assert_str_eq(err, want);
+    cr_assert_str_eq(err.data, want);
 
     write_file("scalar.yaml", "just text\n");
-    build_fails("scalar.yaml", err, sizeof err);
-    cr_assert(strstr(err, "scalar.yaml: document 0 (line 1):") && strstr(err, "found a scalar"),
-              "%s", err);
+    build_fails("scalar.yaml", &err);
+    cr_assert(strstr(err.data, "scalar.yaml: document 0 (line 1):") && strstr(err.data, "found a scalar"),
+              "%s", err.data);
 }
 
 Test(rl_input, metadata_that_is_not_a_mapping_is_an_error)
 {
     write_file("m.yaml", "kind: A\nmetadata: [x]\n");
-    char err[512];
-    build_fails("m.yaml", err, sizeof err);
-    cr_assert(strstr(err, "m.yaml: document 0 (line 1): metadata is a sequence, not a mapping"),
-              "%s", err);
+    SCOPED_BUF err = {0};
+    build_fails("m.yaml", &err);
+    cr_assert(strstr(err.data, "m.yaml: document 0 (line 1): metadata is a sequence, not a mapping"),
+              "%s", err.data);
     write_file("a.yaml", "kind: A\nmetadata:\n  annotations: text\n");
-    build_fails("a.yaml", err, sizeof err);
-    cr_assert(strstr(err, "metadata.annotations is a scalar, not a mapping"), "%s", err);
+    build_fails("a.yaml", &err);
+    cr_assert(strstr(err.data, "metadata.annotations is a scalar, not a mapping"), "%s", err.data);
 }
 
 Test(rl_input, yaml_syntax_error_names_file_line_and_column)
 {
     make_dir("pkg");
     write_file("pkg/cm.yaml", "kind: A\nmetadata:\n  name: x\n bad: indent\n");
-    char err[512];
-    build_fails("pkg", err, sizeof err);
+    SCOPED_BUF err = {0};
+    build_fails("pkg", &err);
     char want[600];
     snprintf(want, sizeof want, "%s/pkg/cm.yaml: YAML error at line 4, column 2: ", test_dir);
-    cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s", err);
-    cr_assert(strstr(err, "did not find expected key"), "%s", err);
+    cr_assert_eq(strncmp(err.data, want, strlen(want)), 0, "%s", err.data);
+    cr_assert(strstr(err.data, "did not find expected key"), "%s", err.data);
 }
 
 Test(rl_input, missing_file_reports_strerror)
 {
-    char err[512];
-    build_fails("no-such.yaml", err, sizeof err);
+    SCOPED_BUF err = {0};
+    build_fails("no-such.yaml", &err);
     char want[600];
     snprintf(want, sizeof want, "%s/no-such.yaml: No such file or directory", test_dir);
-    cr_assert_str_eq(err, want);
+    cr_assert_str_eq(err.data, want);
 }
 
 /* kpt ignores links inside a package: a dangling one, one to a file
@@ -629,11 +634,24 @@ Test(rl_input, links_in_a_directory_are_skipped)
     cr_assert_eq(symlink("../outside.yaml", in_dir("pkg/out.yaml")), 0);
     cr_assert_eq(symlink("a.yaml", in_dir("pkg/twice.yaml")), 0);
     buf out = { 0 };
-    char err[512];
-    cr_assert_eq(rl_input_build(in_dir("pkg"), 6291456, &out, err, sizeof err), 0, "%s", err);
+    SCOPED_BUF err = {0};
+    SCOPED_BUF warned = {0};
+    log_capture_start();   /* the warnings go to stderr: checked here, not shown */
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 6291456, &out, &err), 0, "%s", err.data);
     cr_assert(strstr(out.data, "kind: A"), "%s", out.data);
     cr_assert_null(strstr(out.data, "Outside"), "%s", out.data);
     cr_assert_null(strstr(out.data, "twice"), "%s", out.data);
+    log_capture_text(&warned);
+    static const char *const links[] = {"dangling.yaml", "out.yaml", "twice.yaml"};
+    for (size_t i = 0; i < 3; i++) {
+        char want[600];
+        snprintf(want, sizeof want, "runner-client eval: warning: %s/pkg/%s: skipped: a symbolic "
+                 "link (links inside a package are not followed, as kpt ignores them)\n", test_dir,
+                 links[i]);
+        cr_assert(strstr(warned.data ? warned.data : "", want), "no \"%s\" in:\n%s", want,
+                  warned.data);
+    }
+    log_capture_end();
     buf_free(&out);
 }
 
@@ -642,12 +660,12 @@ Test(rl_input, special_file_in_directory_is_refused)
     make_dir("pkg");
     write_file("pkg/a.yaml", "kind: A\n");
     cr_assert_eq(mkfifo(in_dir("pkg/b.yaml"), 0644), 0);
-    char err[512];
-    build_fails("pkg", err, sizeof err);
+    SCOPED_BUF err = {0};
+    build_fails("pkg", &err);
     char want[600];
     snprintf(want, sizeof want, "%s/pkg/b.yaml: is a FIFO (named pipe), not a regular file: only "
              "regular files are read (a read could wait forever or never end)", test_dir);
-    cr_assert_str_eq(err, want);
+    cr_assert_str_eq(err.data, want);
 }
 
 Test(rl_input, files_over_the_limit_alone_or_together_are_refused)
@@ -656,17 +674,19 @@ Test(rl_input, files_over_the_limit_alone_or_together_are_refused)
     write_file("pkg/a.yaml", "kind: A\n");   /* 8 bytes */
     write_file("pkg/b.yaml", "kind: B\n");
     buf out = { 0 };
-    char err[512], want[600];
-    cr_assert_eq(rl_input_build(in_dir("pkg"), 7, &out, err, sizeof err), -1);
+    SCOPED_BUF err = {0};
+    char want[600];
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 7, &out, &err), -1);
     snprintf(want, sizeof want, "%s/pkg/a.yaml: is larger than 7 bytes (it has 8): more than a "
              "request may carry (--max-message)", test_dir);
-    cr_assert_str_eq(err, want);
-    cr_assert_eq(rl_input_build(in_dir("pkg"), 12, &out, err, sizeof err), -1);
+    cr_assert_str_eq(err.data, want);
+    buf_reset(&err);
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 12, &out, &err), -1);
     snprintf(want, sizeof want, "%s/pkg: its files are larger than 12 bytes together: more than a "
              "request may carry (--max-message)", test_dir);
-    cr_assert_str_eq(err, want);
+    cr_assert_str_eq(err.data, want);
     cr_assert_eq(out.len, 0);
-    cr_assert_eq(rl_input_build(in_dir("pkg"), 16, &out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(rl_input_build(in_dir("pkg"), 16, &out, &err), 0, "%s", err.data);
     buf_free(&out);
 }
 
@@ -679,17 +699,17 @@ Test(rl_input, unreadable_directory_reports_strerror)
     make_dir("pkg");
     make_dir("pkg/locked");
     chmod(in_dir("pkg/locked"), 0);
-    char err[512];
-    build_fails("pkg", err, sizeof err);
+    SCOPED_BUF err = {0};
+    build_fails("pkg", &err);
     chmod(in_dir("pkg/locked"), 0755);
-    cr_assert(strstr(err, "pkg/locked: Permission denied"), "%s", err);
+    cr_assert(strstr(err.data, "pkg/locked: Permission denied"), "%s", err.data);
 }
 
 Test(rl_input, failure_leaves_existing_output_untouched)
 {
     buf out = { 0 };
     buf_append_str(&out, "keep");
-    char err[256] = "";
+    SCOPED_BUF err = {0};
     /* A first object big enough that the emitter has flushed part of the
      * ResourceList into out before the bad document is reached. */
     buf bad = { 0 };
@@ -697,7 +717,7 @@ Test(rl_input, failure_leaves_existing_output_untouched)
     for (int i = 0; i < 100000; i++)
         buf_append(&bad, "x", 1);
     buf_append_str(&bad, "\n---\n- x\n");
-    cr_assert_eq(rl_input_build_bytes(bad.data, bad.len, "bad.yaml", &out, err, sizeof err), -1);
+    cr_assert_eq(rl_input_build_bytes(bad.data, bad.len, "bad.yaml", &out, &err), -1);
     cr_assert_str_eq(out.data, "keep");
     cr_assert_eq(out.len, 4);
     buf_free(&bad);
@@ -715,9 +735,9 @@ Test(rl_input, deep_nesting_is_refused_while_parsing)
         buf_append(&in, "- ", 2);
     buf_append_str(&in, "x\n");
     buf out = { 0 };
-    char err[256] = "";
-    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, err, sizeof err), -1);
-    cr_assert_str_eq(err, "deep.yaml: YAML error at line 3, column 1999: collections nested "
+    SCOPED_BUF err = {0};
+    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, &err), -1);
+    cr_assert_str_eq(err.data, "deep.yaml: YAML error at line 3, column 1999: collections nested "
                           "more than 1000 deep");
     cr_assert_eq(out.len, 0);
     buf_free(&in);
@@ -736,13 +756,13 @@ Test(rl_input, an_object_may_nest_998_levels)
             buf_append(&in, "- ", 2);
         buf_append_str(&in, "x\n");
         buf out = { 0 };
-        char err[512] = "";
-        int rc = rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, err, sizeof err);
+        SCOPED_BUF err = {0};
+        int rc = rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, &err);
         if (depth == 998) {
-            cr_assert_eq(rc, 0, "%s", err);
+            cr_assert_eq(rc, 0, "%s", err.data);
         } else {
             cr_assert_eq(rc, -1);
-            cr_assert_str_eq(err, "deep.yaml: YAML error at line 3, column 1995: collections "
+            cr_assert_str_eq(err.data, "deep.yaml: YAML error at line 3, column 1995: collections "
                                   "nested more than 1000 deep once the object is in a "
                                   "ResourceList's items (998 levels are left to an object)");
         }
@@ -760,9 +780,9 @@ Test(rl_input, deep_flow_nesting_is_refused)
     for (size_t i = 0; i < 100000; i++)
         buf_append(&in, "{a: ", 4);
     buf out = { 0 };
-    char err[256] = "";
-    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, err, sizeof err), -1);
-    cr_assert_str_eq(err, "deep.yaml: YAML error at line 2, column 519: flow collections "
+    SCOPED_BUF err = {0};
+    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, &err), -1);
+    cr_assert_str_eq(err.data, "deep.yaml: YAML error at line 2, column 519: flow collections "
                           "([...] or {...}) nested more than 128 deep");
     cr_assert_eq(out.len, 0);
     buf_reset(&in);
@@ -772,8 +792,8 @@ Test(rl_input, deep_flow_nesting_is_refused)
     for (size_t i = 0; i < 127; i++)
         buf_append(&in, "]", 1);
     buf_append_str(&in, "\n");
-    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, err, sizeof err), 0,
-                 "%s", err);
+    cr_assert_eq(rl_input_build_bytes(in.data, in.len, "deep.yaml", &out, &err), 0,
+                 "%s", err.data);
     buf_free(&in);
     buf_free(&out);
 }

@@ -17,6 +17,7 @@
 
 #include "core/spawn.h"
 #include "runtime/sandbox.h"
+#include "log_capture.h"
 
 static int lower_open_files(const void *ctx, const char *path, const char **step)
 {
@@ -215,6 +216,7 @@ static const char *explained(const sandbox *sb, int status, long long cpu_s, con
 
 Test(sandbox, a_limit_is_named_by_its_signal_or_its_error)
 {
+    log_capture_start();   /* the start's "sandbox: auto: ..." line */
     sandbox *sb = started();
     cr_assert_str_eq(explained(sb, SIGXCPU, 3, ""),
                      "function exceeded its CPU limit of 3 s (--sandbox-cpu)");
@@ -231,15 +233,23 @@ Test(sandbox, a_limit_is_named_by_its_signal_or_its_error)
     cr_assert_null(explained(sb, 0, 0, "out of memory"), "a success is never explained");
     cr_assert_null(explained(sb, 1 << 8, 0, "no such file"));
     sandbox_free(sb);
+    log_capture_end();
 }
 
 Test(sandbox, off_explains_nothing)
 {
     sandbox_config cfg = {.mode = SANDBOX_OFF, .limits = SANDBOX_DEFAULT_LIMITS};
-    buf why = {0};
+    buf why = {0}, log = {0};
+    log_capture_start();
     sandbox *sb = sandbox_start(&cfg, &why);
     cr_assert_not_null(sb);
     cr_assert_null(sandbox_child_setup(sb));
     cr_assert_null(explained(sb, SIGXCPU, 500, ""));
     sandbox_free(sb);
+    log_capture_text(&log);   /* off is said, with what it leaves open */
+    cr_assert(strstr(log.data ? log.data : "", "sandbox: off (--sandbox off): functions run as "
+                     "plain children of the runner, with its files, network and credentials"),
+              "%s", log.data);
+    buf_free(&log);
+    log_capture_end();
 }
