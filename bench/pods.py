@@ -46,6 +46,8 @@ run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
    (default 60) each: the cost of a shorter probe period.
 
 BENCH_PODS_SECTIONS (e.g. "5,7"; default all but 6) runs only those.
+BENCH_PODS_SERVE (a runner-client binary; default $BUILD/bin/runner-client)
+is the one `serve` runs, to compare two builds with the same load generator.
 
 Output: a table on stdout, also in $BUILD/bench/pods.txt.
 """
@@ -72,6 +74,7 @@ from k8s import Api, is_ready, load_kubeconfig, run_client  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 BIN = os.path.join(ROOT, BUILD, "bin") if not os.path.isabs(BUILD) else os.path.join(BUILD, "bin")
+SERVE = os.environ.get("BENCH_PODS_SERVE") or os.path.join(BIN, "runner-client")
 RUNS = int(os.environ.get("BENCH_PODS_RUNS", "5"))
 CALLS = int(os.environ.get("BENCH_PODS_CALLS", "200"))
 ROUNDS = 3
@@ -303,7 +306,7 @@ class Bench:
         evaluator_pb2 = self.evaluator_pb2()
         port = free_port()
         log = os.path.join(self.tmp, "serve.log")
-        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+        serve = subprocess.Popen([SERVE, "serve", "--port", str(port),
                                   "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
                                   "--dial", "pod"], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         try:
@@ -361,7 +364,7 @@ class Bench:
         calls = int(os.environ.get("BENCH_PODS_CONC_CALLS", "600"))
         port = free_port()
         log = os.path.join(self.tmp, "serve-concurrent.log")
-        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+        serve = subprocess.Popen([SERVE, "serve", "--port", str(port),
                                   "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
                                   "--dial", "pod", "--replica-name", "bench"],
                                  stdout=subprocess.DEVNULL, stderr=open(log, "w"))
@@ -470,7 +473,7 @@ class Bench:
         self.function_config(cfg, warm, 1)
         port = free_port()
         log = os.path.join(self.tmp, "serve-scale.log")
-        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+        serve = subprocess.Popen([SERVE, "serve", "--port", str(port),
                                   "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
                                   "--dial", "pod", "--replica-name", "bench-scale",
                                   "--function-config", cfg],
