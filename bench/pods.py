@@ -46,6 +46,8 @@ run (a shared 2-core VM moves absolute numbers; same-run ratios hold):
    (default 60) each: the cost of a shorter probe period.
 
 BENCH_PODS_SECTIONS (e.g. "5,7"; default all but 6) runs only those.
+BENCH_PODS_SERVE (a runner-client binary; default $BUILD/bin/runner-client)
+is the one `serve` runs, to compare two builds with the same load generator.
 
 Output: a table on stdout, also in $BUILD/bench/pods.txt.
 """
@@ -72,6 +74,7 @@ from k8s import Api, is_ready, load_kubeconfig, run_client  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 BIN = os.path.join(ROOT, BUILD, "bin") if not os.path.isabs(BUILD) else os.path.join(BUILD, "bin")
+SERVE = os.environ.get("BENCH_PODS_SERVE") or os.path.join(BIN, "runner-client")
 RUNS = int(os.environ.get("BENCH_PODS_RUNS", "5"))
 CALLS = int(os.environ.get("BENCH_PODS_CALLS", "200"))
 ROUNDS = 3
@@ -303,7 +306,7 @@ class Bench:
         evaluator_pb2 = self.evaluator_pb2()
         port = free_port()
         log = os.path.join(self.tmp, "serve.log")
-        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+        serve = subprocess.Popen([SERVE, "serve", "--port", str(port),
                                   "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
                                   "--dial", "pod"], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         try:
@@ -361,7 +364,7 @@ class Bench:
         calls = int(os.environ.get("BENCH_PODS_CONC_CALLS", "600"))
         port = free_port()
         log = os.path.join(self.tmp, "serve-concurrent.log")
-        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+        serve = subprocess.Popen([SERVE, "serve", "--port", str(port),
                                   "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
                                   "--dial", "pod", "--replica-name", "bench"],
                                  stdout=subprocess.DEVNULL, stderr=open(log, "w"))
@@ -369,9 +372,16 @@ class Bench:
                 for i in images}
 
         def serve_cpu_ns():
-            with open(f"/proc/{serve.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
+            # each thread's time on a CPU in ns (schedstat), not /proc/PID/stat's
+            # clock ticks: at 10 ms a tick, a round of 630 calls read in steps of 16 us a call
+            total = 0
+            for t in os.listdir(f"/proc/{serve.pid}/task"):
+                try:
+                    with open(f"/proc/{serve.pid}/task/{t}/schedstat") as f:
+                        total += int(f.read().split()[0])
+                except OSError:
+                    pass   # a thread that ended (a SIGHUP's parse) took its time with it
+            return total
 
         try:
             wait_listening(serve, log, port, "runner-client serve")
@@ -400,7 +410,7 @@ class Bench:
             out(f"concurrent calls over 3 cat functions (warm, 2 KiB, bench-loadgen: one connection to "
                 f"serve, or one to each pod, directly or through bench-tcpproxy; {calls} calls per "
                 f"round, {ROUNDS} rounds interleaved, medians of the rounds):")
-            out("  callers  path     calls/s  p50 ms  p99 ms  p50 / direct  serve CPU/call")
+            out("  callers  path     calls/s  p50 ms  p99 ms  p50 / direct  p50 added  serve CPU/call")
             through = 3 + 30 * ROUNDS * 3
             for n in (1, 8, 32):
                 rounds = {path: [] for path in paths}
@@ -416,10 +426,15 @@ class Bench:
                        for path, rs in rounds.items()}
                 for path, f in fig.items():
                     each = ", ".join(f"{r['median_us'] / 1000:.2f}" for r in rounds[path])
-                    cpu_text = f"{p50(cpu) / 1000:.0f} us" if path == "serve" else ""
+                    cpu_text = f"{p50(cpu) / 1000:.1f} us" if path == "serve" else ""
+                    # what the path adds, each round against the same round's direct
+                    # run (next to it in time: the machine's load moves both alike)
+                    added = p50([r["median_us"] - d["median_us"]
+                                 for r, d in zip(rounds[path], rounds["direct"])])
+                    added_text = f"{added:+.0f} us" if path != "direct" else ""
                     out(f"  {n:>7}  {path:<6} {f['calls_per_s']:>8.0f}  {f['median_us'] / 1000:>6.2f}  "
                         f"{f['p99_us'] / 1000:>6.2f}  {f['median_us'] / fig['direct']['median_us']:>11.2f}x  "
-                        f"{cpu_text:>14}   (rounds {each})")
+                        f"{added_text:>9}  {cpu_text:>14}   (rounds {each})")
             proxy.terminate()
             proxy.wait(15)
             created = len(re.findall(r"pod \S+ created for ", open(log, errors="replace").read()))
@@ -470,7 +485,7 @@ class Bench:
         self.function_config(cfg, warm, 1)
         port = free_port()
         log = os.path.join(self.tmp, "serve-scale.log")
-        serve = subprocess.Popen([os.path.join(BIN, "runner-client"), "serve", "--port", str(port),
+        serve = subprocess.Popen([SERVE, "serve", "--port", str(port),
                                   "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
                                   "--dial", "pod", "--replica-name", "bench-scale",
                                   "--function-config", cfg],

@@ -27,6 +27,7 @@ struct loop {
     loop_timer *timers;  /* sorted by due_ns, earliest first */
     int64_t armed_ns;    /* when the timerfd fires; 0: disarmed */
     loop_defer posted;   /* the deferred calls' ring, in posting order; itself no call */
+    loop_defer *batch;   /* the ring of the calls being run (loop_run_deferred), else NULL */
     int stop;
 };
 
@@ -274,15 +275,26 @@ void loop_defer_init(loop_defer *d, loop_defer_fn *fn, void *ctx)
     *d = (loop_defer){.fn = fn, .ctx = ctx};
 }
 
-void loop_defer_post(loop *l, loop_defer *d)
+/* d at the end of ring `ring` (a sentinel), unless posted already. */
+static void loop_defer_append(loop_defer *ring, loop_defer *d)
 {
     assert(d->fn);
     if (d->next)
         return;   /* posted already: it runs once */
-    d->prev = l->posted.prev;
-    d->next = &l->posted;
-    l->posted.prev->next = d;
-    l->posted.prev = d;
+    d->prev = ring->prev;
+    d->next = ring;
+    ring->prev->next = d;
+    ring->prev = d;
+}
+
+void loop_defer_post(loop *l, loop_defer *d)
+{
+    loop_defer_append(&l->posted, d);
+}
+
+void loop_defer_post_in_batch(loop *l, loop_defer *d)
+{
+    loop_defer_append(l->batch ? l->batch : &l->posted, d);
 }
 
 /* Unlinks d from whichever ring holds it: the loop's, or the batch being
@@ -313,16 +325,19 @@ static void loop_defer_splice(loop_defer *from, loop_defer *to)
     from->next = from->prev = from;
 }
 
-/* Runs the calls posted so far; those they post wait for the next round. */
+/* Runs the calls posted so far; those they post wait for the next round
+ * (but loop_defer_post_in_batch: the end of this one). */
 static void loop_run_deferred(loop *l)
 {
     loop_defer batch = {.next = &batch, .prev = &batch};
     loop_defer_splice(&l->posted, &batch);
+    l->batch = &batch;
     while (batch.next != &batch && !l->stop) {
         loop_defer *d = batch.next;
         loop_defer_cancel(d);
         d->fn(l, d->ctx);   /* may cancel others of the batch, or free d */
     }
+    l->batch = NULL;
     loop_defer_splice(&batch, &l->posted);   /* stopped: kept for the next run */
 }
 

@@ -80,6 +80,13 @@ int loop_timer_armed(const loop_timer *t);
  * cancels it before it is freed. */
 void loop_defer_init(loop_defer *d, loop_defer_fn *fn, void *ctx);
 void loop_defer_post(loop *l, loop_defer *d);
+/* The same, except that a call posted by a deferred call joins the running
+ * batch, at its end, instead of waiting for the next round: for a call
+ * that completes what the batch did (a connection's write of the requests
+ * the batch's calls submitted) and never posts itself again. Each round
+ * through the loop is a system call (epoll_wait) on the path of whatever
+ * the call sends. */
+void loop_defer_post_in_batch(loop *l, loop_defer *d);
 void loop_defer_cancel(loop_defer *d);
 int loop_defer_posted(const loop_defer *d);
 

@@ -669,7 +669,7 @@ gc_stream *gc_call_start(gc_conn *c, const char *path, const void *request, size
         return NULL;
     gc_call_state *cs = call_submit(c, path, request, len, timeout_ns, done, ctx);
     if (cs)
-        loop_defer_post(c->loop, &c->flush_later);   /* once per turn, whatever the calls */
+        loop_defer_post_in_batch(c->loop, &c->flush_later);   /* once per turn, whatever the calls */
     return cs;
 }
 

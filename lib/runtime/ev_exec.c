@@ -349,6 +349,7 @@ static ev_call *exec_start(evaluator *base, const ev_request *req, ev_done_fn *d
         if (got < 0)
             exec_refuse_busy(c);
     }
+    c->base.declined = c->res.not_found;
     loop_defer_post(e->cfg.loop, &c->deferred);
     return &c->base;
 }

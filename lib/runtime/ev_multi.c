@@ -32,10 +32,31 @@ typedef struct multi_call {
 
 static void multi_inner_done(ev_call *inner, const ev_result *r, void *ctx);
 
+/* The current evaluator has no function for c: on to the next. */
+static void multi_next(multi_ev *m, multi_call *c)
+{
+    /* every call of a pod-served image passes here: a detail (verbosity
+     * 3), not a line per call beside svc_evaluate's "Evaluated" */
+    log_v(3, "%s runtime has no function \"%s\"; trying %s", m->evs[c->index]->ops->name,
+          c->req.image, m->evs[c->index + 1]->ops->name);
+    c->inner = NULL;
+    c->index++;
+}
+
+/* Starts c on the current evaluator, or on the first after it that does not
+ * decline it at once (the last one's call is kept whatever it says). */
 static int multi_try(multi_ev *m, multi_call *c)
 {
-    c->inner = ev_call_start(m->evs[c->index], &c->req, multi_inner_done, c);
-    return c->inner ? 0 : -1;
+    for (;;) {
+        c->inner = ev_call_start(m->evs[c->index], &c->req, multi_inner_done, c);
+        if (!c->inner)
+            return -1;
+        if (!c->inner->declined || c->index + 1 >= m->n)
+            return 0;
+        ev_call *declined = c->inner;
+        multi_next(m, c);
+        ev_call_cancel(declined);   /* its NOT_FOUND is not delivered */
+    }
 }
 
 static void multi_inner_done(ev_call *inner, const ev_result *r, void *ctx)
@@ -43,13 +64,8 @@ static void multi_inner_done(ev_call *inner, const ev_result *r, void *ctx)
     multi_call *c = ctx;
     multi_ev *m = (multi_ev *)c->base.ev;
     if (r->not_found && c->index + 1 < m->n) {
-        /* every call of a pod-served image passes here: a detail (verbosity
-         * 3), not a line per call beside svc_evaluate's "Evaluated" */
-        log_v(3, "%s runtime has no function \"%s\"; trying %s", m->evs[c->index]->ops->name,
-              c->req.image, m->evs[c->index + 1]->ops->name);
+        multi_next(m, c);
         ev_call_free(inner);
-        c->inner = NULL;
-        c->index++;
         if (multi_try(m, c) == 0)
             return;
         c->res = (ev_result){.code = GRPC_RESOURCE_EXHAUSTED, .message = "out of memory"};

@@ -77,6 +77,11 @@ struct evaluator {
  * dispatch on it. */
 struct ev_call {
     evaluator *ev;
+    /* Set by start when the evaluator already knows it has no such
+     * function: its done (NOT_FOUND, not_found set) is on its way from the
+     * loop, and a caller with somewhere else to look (ev_multi) may cancel
+     * the call and look there at once, a round of the loop sooner. */
+    int declined;
 };
 
 /* Start a call; done runs later from the loop, even for an immediate

@@ -88,8 +88,15 @@ static void eval_reply_ok(rpc_call *c, eval_state *st, const ev_result *r)
         if (marker_len)
             segs[n++] = (rpc_segment){st->log_marker, marker_len};
     }
-    log_info("Evaluated \"%s\": stdout length in bytes: %zu", eval_image(st), r->out_len);
+    /* The log line after the answer is sent, not on its path (a write to
+     * stderr, a pipe or a file): the image is taken from the call's state,
+     * which the reply may free. */
+    char *image = st->req.image;
+    st->req.image = NULL;
+    size_t out_len = r->out_len;
     rpc_reply(c, segs, n);
+    log_info("Evaluated \"%s\": stdout length in bytes: %zu", image ? image : "", out_len);
+    free(image);
 }
 
 static void eval_done(ev_call *call, const ev_result *r, void *ctx)

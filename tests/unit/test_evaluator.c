@@ -216,6 +216,41 @@ Test(evaluator, multi_falls_through_not_found)
     log_capture_end();
 }
 
+/* A lookup of `table` that counts its calls. */
+typedef struct counted { const known *table; int lookups; } counted;
+
+static int counted_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
+                          const spawn_child_setup **setup, buf *why)
+{
+    counted *k = ctx;
+    k->lookups++;
+    return table_lookup((void *)k->table, image, tag, path, fd, setup, why);
+}
+
+/* The first runtime knows at once it has no such function (the exec
+ * runtime's lookup): the next is asked within the same start, not a round
+ * of the loop later (a pod call's request went out one epoll_wait later). */
+Test(evaluator, multi_asks_the_next_runtime_at_once_when_one_declines_at_start)
+{
+    counted second = {.table = CAT};
+    ev_exec_config cfg = {.loop = lp, .max_stdout = 1 << 20, .max_stderr = 1 << 16,
+                          .kill_grace_ns = 100000000, .lookup = counted_lookup,
+                          .lookup_ctx = &second};
+    evaluator *evs[] = {exec_with(FALSE), ev_exec_new(&cfg)};
+    evaluator *m = ev_multi_new(lp, evs, 2);
+    outcome o = {0};
+    ev_request req = {.image = "a", .input = (const uint8_t *)RL, .input_len = strlen(RL)};
+    cr_assert_not_null(ev_call_start(m, &req, record, &o));
+    cr_assert_eq(second.lookups, 1, "the second runtime was asked %d times within start",
+                 second.lookups);
+    cr_assert_eq(o.calls, 0, "done must not run inside start");
+    run_until(&o, 0);
+    cr_assert_eq(o.calls, 1, "the declined call's NOT_FOUND was delivered too");
+    cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    cr_assert_str_eq(o.out, RL);
+    ev_destroy(m);
+}
+
 Test(evaluator, multi_other_errors_are_final)
 {
     evaluator *evs[] = {exec_with(FALSE), exec_with(CAT)};

@@ -276,6 +276,43 @@ Test(loop, a_deferred_call_that_posts_itself_does_not_starve_ready_events, .time
     loop_free(l);
 }
 
+static void joins_the_batch(loop *l, void *ctx)
+{
+    batch *b = ctx;
+    b->calls++;
+    loop_defer_post_in_batch(l, &b->again);   /* the end of this batch, before the wait */
+}
+
+static void after_it(loop *l, void *ctx)
+{
+    batch *b = ctx;
+    b->handled_at_call = b->handled;
+    loop_stop(l);
+}
+
+/* A write posted by a deferred call (a connection's flush after the calls a
+ * batch routed) runs before the loop looks at the ready pipe: no round of
+ * epoll_wait between the call and its write. */
+Test(loop, a_call_posted_in_batch_runs_before_the_next_wait, .timeout = 10)
+{
+    loop *l = loop_new();
+    batch b = {0};
+    int a[2];
+    cr_assert_eq(pipe(a), 0);
+    cr_assert_eq(write(a[1], "x", 1), 1);
+    loop_defer_init(&b.call, joins_the_batch, &b);
+    loop_defer_init(&b.again, after_it, &b);
+    loop_defer_post(l, &b.call);
+    cr_assert_eq(loop_watch(l, a[0], LOOP_READ, counting_event, &b), 0);
+    loop_timer_add(l, 5000 * MS, give_up, NULL);
+    cr_assert_eq(loop_run(l), 0);
+    cr_assert_eq(b.calls, 1);
+    cr_assert_eq(b.handled_at_call, 0, "the ready pipe was handled %d times first",
+                 b.handled_at_call);
+    close(a[0]), close(a[1]);
+    loop_free(l);
+}
+
 typedef struct owner {
     loop_timer timer;
     int fired;
