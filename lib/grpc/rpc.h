@@ -157,12 +157,12 @@ rpc_slot_hold *rpc_hold_slot(rpc_call *c);
 void rpc_release_slot(rpc_slot_hold *h);
 
 /* Server-wide facts handlers need. */
-int server_is_draining(const server *s);
-uint32_t server_max_message(const server *s);
-loop *server_loop(const server *s);
+int rpc_server_is_draining(const server *s);
+uint32_t rpc_server_max_message(const server *s);
+loop *rpc_server_loop(const server *s);
 /* The methods served (rpc_server_config's NULL-terminated table). */
-const rpc_method *const *server_methods(const server *s);
+const rpc_method *const *rpc_server_methods(const server *s);
 /* The app pointer of rpc_server_config. */
-void *server_app(const server *s);
+void *rpc_server_app(const server *s);
 
 #endif

@@ -363,7 +363,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
         loop_timer_disarm(cn->srv->loop, &cn->handshake_timer);
     }
     if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
-        !memcmp(frame->ping.opaque_data, server_drain_ping, 8) && cn->srv->draining &&
+        !memcmp(frame->ping.opaque_data, rpc_server_drain_ping, 8) && cn->srv->draining &&
         !cn->final_goaway) {
         cn->final_goaway = 1;
         nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE,

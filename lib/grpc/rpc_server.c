@@ -60,7 +60,7 @@
 #define SERVER_ACCEPT_BACKOFF_NS (100 * 1000000LL) /* out of descriptors: next accept try */
 #define SERVER_SEND_STALL_NS (30 * 1000000000LL)    /* default of rpc_server_config.send_stall_ns */
 
-const uint8_t server_drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
+const uint8_t rpc_server_drain_ping[8] = {0x01, 0x06, 0x01, 0x08, 0x00, 0x03, 0x03, 0x09};
 
 static void server_on_accept(loop *l, int fd, uint32_t events, void *ctx);
 static void server_accept_retry(loop *l, void *ctx);
@@ -72,11 +72,11 @@ static void server_grace_expired(loop *l, void *ctx);
 
 /* ---- helpers for handlers ------------------------------------------------ */
 
-int server_is_draining(const server *s) { return s->draining; }
-uint32_t server_max_message(const server *s) { return s->cfg->max_message; }
-loop *server_loop(const server *s) { return s->loop; }
-void *server_app(const server *s) { return s->cfg->app; }
-const rpc_method *const *server_methods(const server *s) { return s->cfg->methods; }
+int rpc_server_is_draining(const server *s) { return s->draining; }
+uint32_t rpc_server_max_message(const server *s) { return s->cfg->max_message; }
+loop *rpc_server_loop(const server *s) { return s->loop; }
+void *rpc_server_app(const server *s) { return s->cfg->app; }
+const rpc_method *const *rpc_server_methods(const server *s) { return s->cfg->methods; }
 
 /* ---- the server's life --------------------------------------------------- */
 
@@ -485,7 +485,7 @@ void rpc_server_drain(server *s)
         if (c->mode != CONN_HTTP2)
             continue;
         nghttp2_submit_shutdown_notice(c->io.session);
-        nghttp2_submit_ping(c->io.session, NGHTTP2_FLAG_NONE, server_drain_ping);
+        nghttp2_submit_ping(c->io.session, NGHTTP2_FLAG_NONE, rpc_server_drain_ping);
         rpc_conn_flush(c);
     }
     loop_timer_arm(s->loop, &s->goaway_timer, SERVER_GOAWAY_WAIT_NS);

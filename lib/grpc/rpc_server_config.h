@@ -54,7 +54,7 @@ typedef struct rpc_server_config {
      * into r, 0 for a 404. May be NULL. Gets http_ctx. */
     int (*http_get)(void *http_ctx, const char *path, const char *query, http1_response *r);
     void *http_ctx;
-    void *app;                   /* the handlers' shared state (server_app) */
+    void *app;                   /* the handlers' shared state (rpc_server_app) */
 } rpc_server_config;
 
 #endif

@@ -103,7 +103,7 @@ struct server {
 /* ---- rpc_server.c: the server ------------------------------------------- */
 
 /* The opaque data of the drain PING; its ACK triggers the final GOAWAY. */
-extern const uint8_t server_drain_ping[8];
+extern const uint8_t rpc_server_drain_ping[8];
 /* No unary call is running; parked: a connection just gave its buffers to
  * the spares. Arms the timer that releases spare memory. */
 void rpc_server_spares_idle(server *s, int parked);

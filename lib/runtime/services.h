@@ -10,7 +10,7 @@
 #include "grpc/rpc.h"
 #include "runtime/evaluator.h"
 
-/* evaluator.FunctionEvaluator/EvaluateFunction; server_app() must be the
+/* evaluator.FunctionEvaluator/EvaluateFunction; rpc_server_app() must be the
  * evaluator* that runs the functions. */
 extern const rpc_method evaluate_method;
 extern const rpc_method health_check_method;    /* grpc.health.v1.Health/Check */

@@ -1,6 +1,6 @@
 /* svc_evaluate: the evaluator.FunctionEvaluator/EvaluateFunction handler.
  *
- * request -> decode (protobuf-c) -> the server's evaluator (server_app: in
+ * request -> decode (protobuf-c) -> the server's evaluator (rpc_server_app: in
  * the wrapper server ev_exec, where fn_job runs the entrypoint and
  * fn_verdict judges the run as Porch does; in the function runner ev_multi
  * over its runtimes) -> reply {resource_list, log} or the error status.
@@ -63,7 +63,7 @@ static const char *eval_image(const eval_state *st)
 /* Reply OK with stdout and as much of stderr as fits in one message. */
 static void eval_reply_ok(rpc_call *c, eval_state *st, const ev_result *r)
 {
-    size_t max = server_max_message(c->srv);
+    size_t max = rpc_server_max_message(c->srv);
     rpc_segment segs[5];
     int n = 0;
     size_t h1 = pb_len_field_header(st->out_header, 1, r->out_len);
@@ -163,7 +163,7 @@ static void eval_progress(rpc_call *c, const uint8_t *msg, size_t have, size_t t
         return;
     ev_request req = {.image = "", .input = msg + off, .input_len = len};
     size_t ready = have - off < len ? have - off : len;
-    st->call = ev_call_start_streaming(server_app(c->srv), &req, ready, eval_done, c);
+    st->call = ev_call_start_streaming(rpc_server_app(c->srv), &req, ready, eval_done, c);
     if (!st->call)
         return;
     st->no_stream = 0;
@@ -245,7 +245,7 @@ static void eval_handle(rpc_call *c, const uint8_t *msg, size_t len)
         .input = st->req.resource_list,
         .input_len = st->req.resource_list_len,
     };
-    st->call = ev_call_start(server_app(c->srv), &req, eval_done, c);
+    st->call = ev_call_start(rpc_server_app(c->srv), &req, eval_done, c);
     if (!st->call)
         rpc_fail(c, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }

@@ -44,7 +44,7 @@ static int is_known(const char *name)
 
 static serving_status current_status(const rpc_call *c)
 {
-    return server_is_draining(c->srv) || not_serving[0]
+    return rpc_server_is_draining(c->srv) || not_serving[0]
                     ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
                     : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }

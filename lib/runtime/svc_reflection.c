@@ -271,7 +271,7 @@ int reflection_answer(const rpc_method *const *methods, const uint8_t *msg, size
 static void reflection_handle(rpc_call *c, const uint8_t *msg, size_t len)
 {
     buf out = {0}, why = {0};
-    int code = reflection_answer(server_methods(c->srv), msg, len, &out, &why);
+    int code = reflection_answer(rpc_server_methods(c->srv), msg, len, &out, &why);
     if (code == GRPC_OK)
         rpc_send(c, out.data ? out.data : "", out.len);   /* copied by the transport */
     else
