@@ -213,7 +213,7 @@ static int spawner_fork(buf *why);
 
 /* The jobs in flight fail (their calls say the spawner exited); the
  * spawner is restarted once, then spawns are done on the loop. */
-static void spawner_lost(const char *what)
+static void spawner_lost(const char *what, int reaped)
 {
     pid_t pid = sp.pid;
     if (sp.loop)
@@ -222,7 +222,7 @@ static void spawner_lost(const char *what)
         close(sp.fd);
     sp.fd = -1;
     sp.loop = NULL;
-    if (pid > 0) {
+    if (pid > 0 && !reaped) {
         kill(pid, SIGKILL);   /* half-alive (a protocol error): its exit is reaped silently */
         sp.lost[sp.lost[0] ? 1 : 0] = pid;
     }
@@ -260,13 +260,13 @@ static void spawner_on_answer(loop *l, int fd, uint32_t events, void *ctx)
         if (n < 0 && errno == EAGAIN)
             return;
         if (n <= 0) {
-            spawner_lost(n == 0 ? "hung up" : "cannot be read");
+            spawner_lost(n == 0 ? "hung up" : "cannot be read", 0);
             return;
         }
         if ((size_t)n != sizeof a || !sp.count ||
             a.seq != sp.next_seq - (uint32_t)sp.count || (a.err == 0 && a.pid <= 0) ||
             a.err < 0 || a.helpers[0] < 0 || a.helpers[1] < 0) {
-            spawner_lost("answered out of turn");
+            spawner_lost("answered out of turn", 0);
             return;
         }
         fn_job *job = sp.asked[sp.head];
@@ -371,8 +371,7 @@ static int spawner_reaped(void *ctx, pid_t pid, int status)
         snprintf(what, sizeof what, "was killed by signal %d", WTERMSIG(status));
     else
         snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(status));
-    sp.pid = 0;   /* reaped: nothing to kill or wait for */
-    spawner_lost(what);
+    spawner_lost(what, 1);   /* reaped: nothing to kill or wait for */
     return 1;
 }
 

@@ -1,0 +1,120 @@
+"""serve's sandbox spawner: the process, forked at start, that spawns the
+sandboxed functions off the server's loop (lib/runtime/sandbox_spawner).
+
+The function stays the server's child (its limits are named as before),
+the spawner holds none of the server's sockets, and its death is survived:
+restarted once, then the server spawns on its loop."""
+import os
+import signal
+import time
+
+import pytest
+
+from krmtest import CLIENT_BIN, children_of, simple_rl
+
+from test_sandbox import function_config
+
+PY = "/usr/bin/python3"
+SPAWNER = "krm-spawner"
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def spawners(srv):
+    return [p for p in children_of(srv.pid) if comm(p) == SPAWNER]
+
+
+def serve(start_server, tmp_path, script, *flags, annotations=None):
+    functions = tmp_path / "functions"
+    functions.mkdir(exist_ok=True)
+    fn = functions / "fn"
+    fn.write_text(f"#!/bin/sh\n{script}\n")
+    fn.chmod(0o755)
+    cfg = function_config(tmp_path, annotations)
+    return start_server([], binary=CLIENT_BIN, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod", "--verbosity", "4", *flags])
+
+
+def wait_for(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.02)
+    return cond()
+
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+def test_sandboxed_functions_are_spawned_by_the_spawner(start_server, tmp_path, prespawn):
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", prespawn)
+    [spawner] = spawners(srv)
+    rl = simple_rl("x")
+    for _ in range(3):
+        assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    assert "started by the spawner" in srv.stderr()
+    assert "function asked of the spawner" in srv.stderr()
+    # it holds its socket, stdio and the two shared namespaces: none of the
+    # server's listeners, connections or files
+    fds = os.listdir(f"/proc/{spawner}/fd")
+    targets = [os.readlink(f"/proc/{spawner}/fd/{fd}") for fd in fds]
+    assert len(fds) <= 6, targets
+    assert sum(t.startswith("socket:") for t in targets) == 1, targets
+    assert "reaped orphan process" not in srv.stderr()   # its first children are told apart
+
+
+def test_no_spawner_with_the_sandbox_off(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "off", "--prespawn", "0")
+    rl = simple_rl("x")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    assert spawners(srv) == []
+    assert "sandbox spawner" not in srv.stderr() and "by the spawner" not in srv.stderr()
+
+
+def test_a_killed_spawner_is_restarted_once_then_the_loop_spawns(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", "0")
+    rl = simple_rl("x")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    [first] = spawners(srv)
+    os.kill(first, signal.SIGKILL)
+    srv.assert_logged([f"sandbox spawner {first} "])
+    assert "restarted as" in srv.stderr()
+    second = wait_for(lambda: [p for p in spawners(srv) if p != first])
+    assert len(second) == 1, second
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    os.kill(second[0], signal.SIGKILL)
+    srv.assert_logged([f"sandbox spawner {second[0]} "])
+    assert "sandboxed functions are spawned on the server's loop from now" in srv.stderr()
+    log_before = srv.stderr().count("started by the spawner")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    assert srv.stderr().count("started by the spawner") == log_before   # spawned here
+    assert wait_for(lambda: spawners(srv) == [])
+
+
+LIMITS = [
+    (["--sandbox-open-files", "20"], None,
+     "function exceeded its open files limit of 20 (--sandbox-open-files)"),
+    # a function's own settings cross to the spawner, which makes their variant
+    ([], {"fn.kpt.dev/sandbox-open-files": '"20"'},
+     "function exceeded its open files limit of 20 (fn.kpt.dev/sandbox-open-files)"),
+]
+
+
+@pytest.mark.parametrize("flags,annotations,words", LIMITS, ids=["flag", "annotation"])
+def test_a_limit_is_named_through_the_spawner(start_server, tmp_path, flags, annotations, words):
+    script = (f"cat >/dev/null\n"
+              f"exec {PY} -c 'import os; [os.open(\"/dev/null\", 0) for _ in range(100)]'")
+    srv = serve(start_server, tmp_path, script, "--sandbox", "auto", "--prespawn", "0", *flags,
+                annotations=annotations)
+    assert len(spawners(srv)) == 1
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert err.code().name == "INTERNAL"
+    assert words in err.details(), err.details()
+    assert "started by the spawner" in srv.stderr()
