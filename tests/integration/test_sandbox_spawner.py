@@ -12,18 +12,11 @@ import pytest
 
 from krmtest import CLIENT_BIN, children_of, simple_rl
 
+from test_pid1 import comm
 from test_sandbox import function_config
 
 PY = "/usr/bin/python3"
 SPAWNER = "krm-spawner"
-
-
-def comm(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except FileNotFoundError:
-        return ""
 
 
 def spawners(srv):
