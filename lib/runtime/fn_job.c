@@ -91,6 +91,7 @@ static const unsigned spawn_next[] = {
 };
 
 static size_t n_spawns_asked;   /* jobs in FN_JOB_SPAWN_ASKED */
+static int shutting_down;       /* fn_job_shutdown: answers only name the processes */
 
 static void fn_job_set_spawn(fn_job *job, fn_job_spawn_state next)
 {
@@ -443,12 +444,15 @@ static int fn_job_is_function(pid_t pid)
 }
 
 /* A job runs, for ownership, until finished: its group is killed then. A
- * waiting job (fn_prespawn) is no call: what it leaves behind has no owner. */
+ * waiting job (fn_prespawn) is no call: what it leaves behind has no owner.
+ * But a job whose spawn is asked owns what started since it was made: its
+ * process (and the spawner's first child) are ours before we know the pid. */
 static int64_t fn_job_oldest_call_ns(void)
 {
     int64_t oldest = INT64_MAX;
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (j->phase != FN_JOB_FINISHED && j->phase != FN_JOB_WAITING && j->boot_ns < oldest)
+        if (((j->phase != FN_JOB_FINISHED && j->phase != FN_JOB_WAITING) ||
+             j->spawn == FN_JOB_SPAWN_ASKED) && j->boot_ns < oldest)
             oldest = j->boot_ns;
     return oldest;
 }
@@ -912,6 +916,12 @@ void fn_job_spawned(fn_job *job, pid_t pid, const pid_t helpers[2], int err, con
         if (helpers[i] > 0 && !early_take(helpers[i], &e) && n_helpers_named < FN_JOB_EARLY_MAX)
             helpers_named[n_helpers_named++] = helpers[i];
     }
+    if (shutting_down) {   /* no callback: the jobs are being freed */
+        job->pid = err ? 0 : pid;
+        job->exited = err != 0;
+        fn_job_set_spawn(job, err ? FN_JOB_SPAWN_FAILED : FN_JOB_SPAWNED);
+        return;
+    }
     if (err) {
         fn_job_spawn_failed(job, err, step);
         early_flush();
@@ -1004,6 +1014,9 @@ size_t fn_job_live_count(void)
 void fn_job_shutdown(void)
 {
     loop_timer_disarm(look.loop, &look.timer);
+    shutting_down = 1;
+    if (spawner)   /* it forgets what it has not answered: those jobs are freed below */
+        spawner->drain(spawner->ctx);
     for (fn_job *j = live_jobs; j; j = j->next)
         if (j->phase != FN_JOB_FINISHED && j->spawn == FN_JOB_SPAWNED)
             kill(-j->pid, SIGKILL);

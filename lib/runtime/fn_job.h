@@ -171,6 +171,10 @@ typedef struct fn_job_spawner {
     int (*reaped)(void *ctx, pid_t pid, int wait_status);
     /* The spawner's own process, a child of ours that is no orphan; 0: none. */
     pid_t (*process)(void *ctx);
+    /* On shutdown: waits (a while) for the answers in flight, so that the
+     * processes spawned are known and killed with the rest; then forgets
+     * the jobs it has not answered (they are freed). */
+    void (*drain)(void *ctx);
     void *ctx;
 } fn_job_spawner;
 

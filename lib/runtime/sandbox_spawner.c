@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,6 +208,7 @@ static struct {
     size_t head, count;
     uint32_t next_seq;
     int restarted;              /* once */
+    int stopping;               /* the server's shutdown: no restart */
 } sp = {.fd = -1};
 
 static int spawner_fork(buf *why);
@@ -232,7 +234,7 @@ static void spawner_lost(const char *what, int reaped)
     for (; sp.count; sp.count--, sp.head = (sp.head + 1) % SPAWNER_MAX_IN_FLIGHT)
         failed[n++] = sp.asked[sp.head];
     buf why = {0};
-    int restarted = !sp.restarted && spawner_fork(&why) == 0;
+    int restarted = !sp.restarted && !sp.stopping && spawner_fork(&why) == 0;
     if (restarted)
         log_warn("sandbox spawner %d %s; %zu spawns in flight failed; restarted as %d", (int)pid,
                  what, n, (int)sp.pid);
@@ -381,8 +383,24 @@ static pid_t spawner_process(void *ctx)
     return sp.pid;
 }
 
+#define SPAWNER_DRAIN_MS 1000
+
+static void spawner_drain(void *ctx)
+{
+    (void)ctx;
+    sp.stopping = 1;
+    for (int waited = 0; sp.count && sp.fd >= 0 && waited < SPAWNER_DRAIN_MS; waited += 10) {
+        struct pollfd p = {.fd = sp.fd, .events = POLLIN};
+        if (poll(&p, 1, 10) > 0)
+            spawner_on_answer(sp.loop, sp.fd, 0, NULL);
+    }
+    if (sp.count)
+        log_warn("sandbox spawner: %zu spawns not answered at shutdown", sp.count);
+    sp.head = sp.count = 0;
+}
+
 static const fn_job_spawner spawner_ops = {.ask = spawner_ask, .reaped = spawner_reaped,
-                                           .process = spawner_process};
+                                           .process = spawner_process, .drain = spawner_drain};
 
 static int spawner_fork(buf *why)
 {
