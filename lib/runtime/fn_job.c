@@ -791,8 +791,11 @@ int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void
         (!asked && (fn_job_spoiled(job) || fn_job_died_unseen(job))))
         return -1;
     fn_job_set_phase(job, FN_JOB_RUNNING);
-    /* its call starts now: only processes started from now on are its own */
-    job->boot_ns = orphans_clock_ns();
+    /* its call starts now: only processes started from now on are its own;
+     * but one whose spawn is asked may have started since it was made,
+     * and must stay its own */
+    if (!asked)
+        job->boot_ns = orphans_clock_ns();
     job->done = done;
     job->ctx = ctx;
     job->started_ns = loop_now_ns();   /* the call's run starts now */

@@ -121,13 +121,18 @@ def test_a_limit_is_named_through_the_spawner(start_server, tmp_path, flags, ann
     assert "started by the spawner" in srv.stderr()
 
 
-def test_back_to_back_calls_lose_no_process_to_the_orphan_killer(start_server, tmp_path):
+@pytest.mark.parametrize("callers", [1, 8])
+def test_back_to_back_calls_lose_no_process_to_the_orphan_killer(start_server, tmp_path, callers):
     # The function's process is ours between the spawner's clone and its
     # answer, before we know its pid: the orphan killer must leave it alone
-    # (it once killed it as "left behind by a function", the call's output empty).
+    # (it once killed it as "left behind by a function", the call's output
+    # empty: one caller back to back; four, when a call took a pre-started
+    # process still being spawned, cloned before the call came).
     srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", "1")
     rl = simple_rl("x")
-    channel = srv.channel()
-    for _ in range(150):
-        assert srv.evaluate(rl, image="fn:v1", channel=channel).resource_list == rl
+    call = srv.evaluate_callable()
+    request = srv.pb.evaluator.EvaluateFunctionRequest(resource_list=rl, image="fn:v1")
+    for _ in range(240 // callers):   # callers calls in flight at a time
+        for f in [call.future(request, timeout=20) for _ in range(callers)]:
+            assert f.result().resource_list == rl
     assert "left behind by a function" not in srv.stderr()
