@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,6 +169,17 @@ static void spawner_main(int sock, sandbox *sb)
     }
 }
 
+/* close_range(2): glibc has a wrapper, musl (the static build) has not;
+ * its number is the same on every architecture (Linux 5.9). */
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+static int close_fds(unsigned from, unsigned to)
+{
+    return (int)syscall(SYS_close_range, from, to, 0u);
+}
+
 /* Closes every descriptor but those kept (its socket, stdio, the shared
  * namespaces the spawns join): what the server had open is not its. */
 static int close_others(int sock, const spawn_child_setup *setup)
@@ -187,11 +199,11 @@ static int close_others(int sock, const spawn_child_setup *setup)
     for (size_t i = 0; i < n; i++) {
         if (keep[i] < 0 || (unsigned)keep[i] < from)
             continue;
-        if ((unsigned)keep[i] > from && close_range(from, (unsigned)keep[i] - 1, 0) < 0)
+        if ((unsigned)keep[i] > from && close_fds(from, (unsigned)keep[i] - 1) < 0)
             return -1;
         from = (unsigned)keep[i] + 1;
     }
-    if (close_range(from, ~0u, 0) < 0)
+    if (close_fds(from, ~0u) < 0)
         return -1;
     return 0;
 }
