@@ -6,11 +6,12 @@ the spawner holds none of the server's sockets, and its death is survived:
 restarted once, then the server spawns on its loop."""
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 
-from krmtest import CLIENT_BIN, children_of, simple_rl
+from krmtest import CLIENT_BIN, children_of, process_gone, simple_rl
 
 from test_pid1 import comm
 from test_sandbox import function_config
@@ -97,6 +98,26 @@ def test_a_killed_spawner_is_restarted_once_then_the_loop_spawns(start_server, t
     assert srv.evaluate(rl, image="fn:v1").resource_list == rl
     assert srv.stderr().count("started by the spawner") == log_before   # spawned here
     assert wait_for(lambda: spawners(srv) == [])
+
+
+def test_the_spawner_dies_with_a_killed_server(tmp_path):
+    # started by hand: the launcher's servers must exit cleanly
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "fn").write_text("#!/bin/sh\nexec cat\n")
+    (tmp_path / "functions" / "fn").chmod(0o755)
+    cfg = function_config(tmp_path)
+    with open(tmp_path / "stderr", "wb") as err:
+        proc = subprocess.Popen([CLIENT_BIN, "serve", "--port", "0", "--function-config", str(cfg),
+                                 "--functions", str(tmp_path / "functions"),
+                                 "--disable-runtimes=pod", "--sandbox", "auto"],
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        found = wait_for(lambda: [p for p in children_of(proc.pid) if comm(p) == SPAWNER])
+        assert len(found) == 1, (tmp_path / "stderr").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert wait_for(lambda: process_gone(found[0], proc.pid)), "the spawner outlived its server"
 
 
 LIMITS = [
