@@ -120,6 +120,26 @@ def test_the_spawner_dies_with_a_killed_server(tmp_path):
     assert wait_for(lambda: process_gone(found[0], proc.pid)), "the spawner outlived its server"
 
 
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+def test_a_failed_spawn_is_told_as_on_the_loop(start_server, tmp_path, prespawn):
+    # an executable file the kernel cannot run: the spawner's exec fails
+    # (ENOEXEC), and the call says so in the words the loop's spawn used
+    texts = {}
+    for mode in ("auto", "off"):
+        d = tmp_path / mode
+        d.mkdir()
+        srv = serve(start_server, d, "", "--sandbox", mode, "--prespawn", prespawn)
+        (d / "functions" / "fn").write_bytes(b"\x00\x01 not a program\n")
+        err = srv.evaluate_error(simple_rl("x"), image="fn:v1")
+        assert err.code().name == "INTERNAL"
+        texts[mode] = err.details().replace(str(d), "DIR")
+        if mode == "auto":   # through the spawner
+            assert "function asked of the spawner" in srv.stderr()
+            assert "spawner: fork/exec" in srv.stderr()
+    assert "fork/exec DIR/functions/fn: exec format error" in texts["auto"], texts
+    assert texts["auto"] == texts["off"], texts
+
+
 LIMITS = [
     (["--sandbox-open-files", "20"], None,
      "function exceeded its open files limit of 20 (--sandbox-open-files)"),
@@ -157,3 +177,4 @@ def test_back_to_back_calls_lose_no_process_to_the_orphan_killer(start_server, t
         for f in [call.future(request, timeout=20) for _ in range(callers)]:
             assert f.result().resource_list == rl
     assert "left behind by a function" not in srv.stderr()
+    assert "started by the spawner" in srv.stderr()
