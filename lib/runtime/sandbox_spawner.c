@@ -421,6 +421,10 @@ static int spawner_fork(buf *why)
         buf_printf(why, "socketpair: %s", strerror(errno));
         return -1;
     }
+    /* A restart forks a server that may run an offload thread: the child
+     * still allocates (a function's settings, a log line), which glibc and
+     * musl (1.2.1 and later) keep working after fork in a threaded process
+     * by resetting malloc's and stdio's locks in the child. */
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
