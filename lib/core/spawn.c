@@ -145,6 +145,8 @@ static int child_main(void *arg)
      * Not a vfork: this child exits at once, and our caller waits for the
      * new one's exec itself (exec_tid), woken once instead of twice in a
      * row (the new child, then this one; 0.1-0.2 ms on a busy machine). */
+    /* With CLONE_PARENT the kernel gives the child our own exit signal
+     * (SIGCHLD: we were made with it), not the one asked here. */
     pid_t pid = clone(child_exec, a->exec_stack,
                       CLONE_VM | CLONE_PARENT | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID |
                           SIGCHLD | setup->clone_flags,
@@ -191,13 +193,15 @@ static void reap(pid_t pid)
     }
 }
 
-int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
-                         const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
-                         const char **step)
+/* spawn_in_group_setup; as_sibling: every process made is our parent's
+ * child (CLONE_PARENT), its reaping theirs, and *helpers (2) the pids of
+ * those that exit at once (0: none). */
+static int spawn_setup(const char *path, char *const *argv, char *const *envp, const int stdio[3],
+                       const spawn_child_setup *setup, int as_sibling, pid_t *pid,
+                       pid_t helpers[2], const char **step)
 {
     *step = NULL;
-    if (!setup)
-        return spawn_in_group(path, 0, argv, envp, stdio, pid);
+    helpers[0] = helpers[1] = 0;
     child_args a = {.path = path, .argv = argv, .envp = envp ? envp : setup->envp ? setup->envp : environ, .stdio = stdio,
                     .setup = setup, .exec_tid = -1};
     int two = setup->n_join_ns > 0;   /* a first child joins, a second execs */
@@ -214,7 +218,7 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
      * the spawn (5,000 open: 1.4-2.0 ms a spawn with it, 0.95-1.0 without,
      * measured). The second one copies the table, as a child must. */
     pid_t child = clone_masked(child_main, stack + size,
-                               CLONE_VM | CLONE_VFORK | SIGCHLD |
+                               CLONE_VM | CLONE_VFORK | SIGCHLD | (as_sibling ? CLONE_PARENT : 0) |
                                    (two ? CLONE_FILES : setup->clone_flags),
                                &a, &clone_err, two ? &a : NULL);
     int err = child < 0 ? clone_err : a.err;
@@ -226,16 +230,39 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
     }
     stack_unpoison(stack, size);
     munmap(stack, size);
-    if (child > 0 && (two || err))   /* it has exited: reaped here, as posix_spawn does */
-        reap(child);
-    if (two && a.pid > 0 && err)     /* the second one, ours by CLONE_PARENT */
-        reap(a.pid);
+    /* Those that have exited: reaped here, as posix_spawn does, or by our
+     * parent when they are its children. */
+    pid_t exited[2] = {child > 0 && (two || err) ? child : 0, two && a.pid > 0 && err ? a.pid : 0};
+    for (int i = 0; i < 2; i++) {
+        if (exited[i] && as_sibling)
+            helpers[i] = exited[i];
+        else if (exited[i])
+            reap(exited[i]);
+    }
     if (err) {
         *step = a.step;
         return err;
     }
     *pid = two ? a.pid : child;
     return 0;
+}
+
+int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
+                         const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
+                         const char **step)
+{
+    pid_t helpers[2];
+    *step = NULL;
+    if (!setup)
+        return spawn_in_group(path, 0, argv, envp, stdio, pid);
+    return spawn_setup(path, argv, envp, stdio, setup, 0, pid, helpers, step);
+}
+
+int spawn_in_group_as_sibling(const char *path, char *const *argv, char *const *envp,
+                              const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
+                              pid_t helpers[2], const char **step)
+{
+    return spawn_setup(path, argv, envp, stdio, setup, 1, pid, helpers, step);
 }
 
 typedef struct ns_args {

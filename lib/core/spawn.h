@@ -57,6 +57,16 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
                          const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
                          const char **step);
 
+/* spawn_in_group_setup (setup not NULL) for a process spawning on its
+ * parent's behalf (lib/runtime/sandbox_spawner): every process it makes is
+ * our parent's child (CLONE_PARENT), so the function is, and waits for
+ * its exit status there. helpers[0..1] are the pids of those that exited
+ * at once (the first child of a two-child spawn; a failed one's), which
+ * the parent reaps and ignores; 0: none. */
+int spawn_in_group_as_sibling(const char *path, char *const *argv, char *const *envp,
+                              const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
+                              pid_t helpers[2], const char **step);
+
 /* Runs fn(ctx) in a child made in new namespaces (clone_flags, CLONE_NEW*)
  * that shares our memory and descriptors (what it opens stays open here),
  * and waits for it. fn gets the same rules as a child setup's run: system

@@ -23,4 +23,14 @@ int spawn_with_pipes(const char *path, int search_path, char *const *argv, char 
                      const spawn_child_setup *setup, int with_stdin, int ours[3], pid_t *pid,
                      const char **step);
 
+/* The pipes alone, for a child started elsewhere (another process, sent
+ * them: lib/runtime/sandbox_spawner): theirs[0..2] the child's stdin,
+ * stdout and stderr, ours as spawn_with_pipes gives them; all close on
+ * exec. 0, or an errno with all closed (-1) and *step "pipe" or
+ * "/dev/null". */
+int spawn_pipes_make(int with_stdin, int theirs[3], int ours[3], const char **step);
+
+/* Closes the three (each -1 skipped) and sets them -1. */
+void spawn_pipes_close(int fds[3]);
+
 #endif

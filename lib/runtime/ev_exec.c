@@ -157,6 +157,14 @@ static void exec_judge_resume(loop *l, void *ctx)
 
 static void exec_judge(exec_call *c)
 {
+    if (c->job->spawn == FN_JOB_SPAWN_FAILED) {   /* the spawner could not start it */
+        fn_verdict_spawn_failed(c->image, c->job->spawn_error.data ? c->job->spawn_error.data : "",
+                                &c->verdict);
+        exec_set_failure(c, c->verdict.code, 0);
+        log_error("%s", c->verdict.message.data ? c->verdict.message.data : "out of memory");
+        c->done(&c->base, &c->res, c->ctx);
+        return;
+    }
     c->judging = fn_verdict_start(c->image, c->job);
     if (c->judging) {
         exec_judge_step(c);

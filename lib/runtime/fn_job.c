@@ -42,10 +42,16 @@
 
 static fn_job *live_jobs;   /* every job not yet freed */
 static const spawn_child_setup *child_setup;   /* fn_job_set_child_setup */
+static const fn_job_spawner *spawner;          /* fn_job_set_spawner */
 
 void fn_job_set_child_setup(const spawn_child_setup *setup)
 {
     child_setup = setup;
+}
+
+void fn_job_set_spawner(const fn_job_spawner *s)
+{
+    spawner = s;
 }
 
 /* ---- its phase ----------------------------------------------------------- */
@@ -69,6 +75,49 @@ static void fn_job_set_phase(fn_job *job, fn_job_phase next)
     assert(legal);
     (void)legal;   /* NDEBUG */
     job->phase = next;
+}
+
+/* ---- its process, when a spawner starts it ----------------------------------- */
+
+static const char *const spawn_names[] = {
+    [FN_JOB_SPAWNED] = "SPAWNED", [FN_JOB_SPAWN_ASKED] = "SPAWN_ASKED",
+    [FN_JOB_SPAWN_FAILED] = "SPAWN_FAILED",
+};
+
+static const unsigned spawn_next[] = {
+    [FN_JOB_SPAWNED] = 0,
+    [FN_JOB_SPAWN_ASKED] = STATE_BIT(FN_JOB_SPAWNED) | STATE_BIT(FN_JOB_SPAWN_FAILED),
+    [FN_JOB_SPAWN_FAILED] = 0,
+};
+
+static size_t n_spawns_asked;   /* jobs in FN_JOB_SPAWN_ASKED */
+static int shutting_down;       /* fn_job_shutdown: answers only name the processes */
+
+static void fn_job_set_spawn(fn_job *job, fn_job_spawn_state next)
+{
+    int legal = state_step(spawn_next, spawn_names, job->spawn, next, "function %d: spawn",
+                           (int)job->pid);
+    assert(legal);
+    (void)legal;   /* NDEBUG */
+    n_spawns_asked--;   /* every step is out of ASKED */
+    job->spawn = next;
+}
+
+/* sig to the job's process group; kept for when it is known while the
+ * spawn is asked (a kill(-0) would signal our own group). 0, or -1 with
+ * errno (ESRCH: no process). */
+static int fn_job_signal(fn_job *job, int sig)
+{
+    if (job->spawn == FN_JOB_SPAWN_ASKED) {
+        if (job->signal_pending != SIGKILL)
+            job->signal_pending = sig;
+        return 0;
+    }
+    if (job->pid <= 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    return kill(-job->pid, sig);
 }
 
 /* ---- spawning ---------------------------------------------------------- */
@@ -322,7 +371,7 @@ static void fn_job_on_stdout(loop *l, int fd, uint32_t events, void *ctx)
             break;
         if (job->out.len > job->spec.max_stdout) {
             job->output_too_large = 1;
-            kill(-job->pid, SIGKILL);
+            fn_job_signal(job, SIGKILL);
             break;
         }
     }
@@ -379,8 +428,15 @@ static void fn_job_on_stderr(loop *l, int fd, uint32_t events, void *ctx)
 
 /* ---- ownership, as orphans.c asks it --------------------------------------- */
 
+static pid_t fn_job_spawner_process(void)
+{
+    return spawner ? spawner->process(spawner->ctx) : 0;
+}
+
 static int fn_job_is_function(pid_t pid)
 {
+    if (pid == fn_job_spawner_process())
+        return 1;   /* no function, but ours all the same */
     for (fn_job *j = live_jobs; j; j = j->next)
         if (j->pid == pid && !j->exited)
             return 1;
@@ -388,12 +444,15 @@ static int fn_job_is_function(pid_t pid)
 }
 
 /* A job runs, for ownership, until finished: its group is killed then. A
- * waiting job (fn_prespawn) is no call: what it leaves behind has no owner. */
+ * waiting job (fn_prespawn) is no call: what it leaves behind has no owner.
+ * But a job whose spawn is asked owns what started since it was made: its
+ * process (and the spawner's first child) are ours before we know the pid. */
 static int64_t fn_job_oldest_call_ns(void)
 {
     int64_t oldest = INT64_MAX;
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (j->phase != FN_JOB_FINISHED && j->phase != FN_JOB_WAITING && j->boot_ns < oldest)
+        if (((j->phase != FN_JOB_FINISHED && j->phase != FN_JOB_WAITING) ||
+             j->spawn == FN_JOB_SPAWN_ASKED) && j->boot_ns < oldest)
             oldest = j->boot_ns;
     return oldest;
 }
@@ -402,7 +461,7 @@ static void fn_job_check_orphans(void)
 {
     orphans_owners owners = {
         .is_function = fn_job_is_function,
-        .functions = fn_job_live_count(),
+        .functions = fn_job_live_count() + (fn_job_spawner_process() > 0),
         .oldest_call_ns = fn_job_oldest_call_ns,
     };
     orphans_check(&owners);
@@ -475,7 +534,7 @@ static void fn_job_finish(fn_job *job)
     loop_timer_disarm(job->loop, &job->drain_timer);
     loop_timer_disarm(job->loop, &job->kill_timer);
     /* Whatever the function left behind in its group goes with it. */
-    if (kill(-job->pid, SIGKILL) == 0)
+    if (job->spawn == FN_JOB_SPAWNED && kill(-job->pid, SIGKILL) == 0)
         log_v(4, "function %d: killed leftover processes of its group", (int)job->pid);
     /* and whatever left the group, once no running call can own it */
     fn_job_check_orphans();
@@ -485,6 +544,7 @@ static void fn_job_finish(fn_job *job)
         fn_job_unlink(job);
         buf_free(&job->out);
         buf_free(&job->err);
+        buf_free(&job->spawn_error);
         free(job);
         if (gone)
             gone(gone_ctx);
@@ -511,7 +571,7 @@ static void fn_job_kill_expired(loop *l, void *ctx)
 {
     (void)l;
     fn_job *job = ctx;
-    if (kill(-job->pid, SIGKILL) == 0)
+    if (fn_job_signal(job, SIGKILL) == 0)
         log_v(3, "function %d: SIGKILL after the grace period", (int)job->pid);
 }
 
@@ -576,7 +636,19 @@ static void fn_job_set_input(fn_job *job, const fn_job_spec *spec)
         fn_job_close_pipe(job, &job->fd_in);
 }
 
-/* Spawns the process and links the job; its pipes are not watched yet. */
+/* Why a spawn failed, in the words Go's os/exec uses. */
+static void fn_job_spawn_why(int err, const char *step, const char *shown, buf *why)
+{
+    char text[256];
+    errno_text(err, text, sizeof text);
+    if (step && !strcmp(step, "pipe"))
+        buf_printf(why, "cannot create pipes: %s", text);
+    else
+        buf_printf(why, "fork/exec %s: %s%s%s", shown, step ? step : "", step ? ": " : "", text);
+}
+
+/* Spawns the process (or asks the spawner to) and links the job; its
+ * pipes are not watched yet. */
 static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx,
                             buf *why)
 {
@@ -592,18 +664,25 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
         return NULL;
     }
     job->boot_ns = orphans_clock_ns();   /* before: its processes start after it */
+    job->loop = l;   /* the spawner's answers come through it */
+    const spawn_child_setup *setup = spec->child_setup ? spec->child_setup : child_setup;
     const char *step;
-    int ours[3];
-    int rc = spawn_with_pipes(path, 0, spec->argv, NULL,
-                              spec->child_setup ? spec->child_setup : child_setup, 1, ours,
-                              &job->pid, &step);
-    if (rc) {
-        char text[256];
-        errno_text(rc, text, sizeof text);
-        if (step && !strcmp(step, "pipe"))
-            buf_printf(why, "cannot create pipes: %s", text);
+    int theirs[3], ours[3];
+    int rc = spawn_pipes_make(1, theirs, ours, &step);
+    if (!rc) {
+        if (setup && spawner && spawner->ask(spawner->ctx, job, path, spec->argv, setup, theirs) == 0) {
+            job->spawn = FN_JOB_SPAWN_ASKED;   /* its first */
+            n_spawns_asked++;
+        }
         else
-            buf_printf(why, "fork/exec %s: %s%s%s", shown, step ? step : "", step ? ": " : "", text);
+            rc = setup ? spawn_in_group_setup(path, spec->argv, NULL, theirs, setup, &job->pid, &step)
+                       : spawn_in_group(path, 0, spec->argv, NULL, theirs, &job->pid);
+        spawn_pipes_close(theirs);   /* the child's ends are its own (or the spawner's) now */
+        if (rc)
+            spawn_pipes_close(ours);
+    }
+    if (rc) {
+        fn_job_spawn_why(rc, step, shown, why);
         free(job);
         return NULL;
     }
@@ -621,7 +700,10 @@ static fn_job *fn_job_spawn(loop *l, const fn_job_spec *spec, fn_job_done_fn *do
     set_nonblocking(job->fd_err);
     job->next = live_jobs;
     live_jobs = job;
-    log_v(4, "function %d started: %s", (int)job->pid, shown);
+    if (job->spawn == FN_JOB_SPAWN_ASKED)
+        log_v(4, "function asked of the spawner: %s", shown);
+    else
+        log_v(4, "function %d started: %s", (int)job->pid, shown);
     return job;
 }
 
@@ -631,7 +713,7 @@ static void fn_job_abandon(fn_job *job, buf *why)
     fn_job_set_phase(job, FN_JOB_CANCELLED);
     job->spec.holds_slot = 0;   /* a failed start: the caller gives the slot back */
     fn_job_close_pipes(job);
-    kill(-job->pid, SIGKILL);
+    fn_job_signal(job, SIGKILL);
     buf_append_str(why, "cannot watch the function's pipes");
 }
 
@@ -660,6 +742,12 @@ fn_job *fn_job_start_waiting(loop *l, const fn_job_spec *spec, fn_job_done_fn *d
         return NULL;
     job->spec = argv_only;
     job->phase = FN_JOB_WAITING;   /* its first */
+    /* Asked of the spawner: watched once spawned, so that a failed spawn
+     * (the spawner closing the pipes) is not taken for a spoiled process */
+    if (job->spawn == FN_JOB_SPAWN_ASKED) {
+        job->watch_pending = 1;
+        return job;
+    }
     /* stdout and stderr are watched so that a process writing while it
      * waits is noticed (and dropped) before a call could read that */
     if (fn_job_watch_pipes(job) < 0) {
@@ -698,16 +786,29 @@ static int fn_job_died_unseen(const fn_job *job)
 
 int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void *ctx)
 {
-    if (job->phase != FN_JOB_WAITING || job->exited || job->fd_in < 0 || fn_job_spoiled(job) ||
-        fn_job_died_unseen(job))
+    int asked = job->spawn == FN_JOB_SPAWN_ASKED;   /* no process to look at yet */
+    if (job->phase != FN_JOB_WAITING || job->exited || job->fd_in < 0 ||
+        (!asked && (fn_job_spoiled(job) || fn_job_died_unseen(job))))
         return -1;
     fn_job_set_phase(job, FN_JOB_RUNNING);
-    /* its call starts now: only processes started from now on are its own */
-    job->boot_ns = orphans_clock_ns();
+    /* its call starts now: only processes started from now on are its own;
+     * but one whose spawn is asked may have started since it was made,
+     * and must stay its own */
+    if (!asked)
+        job->boot_ns = orphans_clock_ns();
     job->done = done;
     job->ctx = ctx;
     job->started_ns = loop_now_ns();   /* the call's run starts now */
     fn_job_set_input(job, spec);
+    if (job->watch_pending) {
+        job->watch_pending = 0;
+        if (fn_job_watch_pipes(job) < 0) {   /* cannot drive it: its call fails as a cut output */
+            log_error("function: cannot watch its pipes; killing it");
+            fn_job_close_pipes(job);
+            fn_job_signal(job, SIGKILL);
+        }
+        return 0;
+    }
     if (job->fd_in >= 0 && job->input_ready > 0)
         fn_job_on_stdin(job->loop, job->fd_in, LOOP_WRITE, job);
     return 0;
@@ -724,7 +825,7 @@ void fn_job_cancel(fn_job *job, int64_t grace_ns, fn_job_gone_fn *gone, void *go
     }
     fn_job_close_pipes(job);
     loop_timer_disarm(job->loop, &job->drain_timer);
-    if (kill(-job->pid, SIGTERM) < 0 && errno != ESRCH)
+    if (fn_job_signal(job, SIGTERM) < 0 && errno != ESRCH)
         log_error("kill(-%d, SIGTERM): %s", (int)job->pid, strerror(errno));
     loop_timer_arm(job->loop, &job->kill_timer, grace_ns);
 }
@@ -738,7 +839,139 @@ void fn_job_free(fn_job *job)
     loop_timer_disarm(job->loop, &job->kill_timer);
     buf_free(&job->out);
     buf_free(&job->err);
+    buf_free(&job->spawn_error);
     free(job);
+}
+
+/* ---- the spawner's answers, and what is reaped before them ------------------ */
+
+/* A spawned function may exit, and be reaped, before its spawner's answer
+ * is read (both arrive in the same round): its status waits here for the
+ * answer. So do the spawner's processes that exit at once (helpers), which
+ * are reaped and ignored, before or after their answer names them. Both
+ * are bounded by the requests in flight (the spawner's limit), and a pid
+ * they cannot hold is taken as a stray, as before there was a spawner. */
+#define FN_JOB_EARLY_MAX 128
+
+typedef struct early_exit {
+    pid_t pid;
+    int status;
+    int64_t cpu_ns;
+} early_exit;
+
+static early_exit early[FN_JOB_EARLY_MAX];   /* reaped, owner not known yet */
+static size_t n_early;
+static pid_t helpers_named[FN_JOB_EARLY_MAX];   /* answered, not reaped yet */
+static size_t n_helpers_named;
+
+static void fn_job_stray_reaped(pid_t pid)
+{
+    log_v(4, "reaped orphan process %d", (int)pid);
+    orphans_reaped(pid);
+}
+
+/* Takes pid's early exit out of the table: 1 and *e, or 0. */
+static int early_take(pid_t pid, early_exit *e)
+{
+    for (size_t i = 0; i < n_early; i++)
+        if (early[i].pid == pid) {
+            *e = early[i];
+            early[i] = early[--n_early];
+            return 1;
+        }
+    return 0;
+}
+
+/* With no spawn asked, what is left reaped early has no job: strays. */
+static void early_flush(void)
+{
+    if (n_spawns_asked || !n_early)
+        return;
+    while (n_early)
+        fn_job_stray_reaped(early[--n_early].pid);
+    fn_job_check_orphans();
+}
+
+/* A cancelled job's argv is its call's, gone with it: nothing is said. */
+static void fn_job_spawn_failed(fn_job *job, int err, const char *step)
+{
+    if (job->phase != FN_JOB_CANCELLED) {
+        fn_job_spawn_why(err, step, job->spec.argv[0], &job->spawn_error);
+        log_v(3, "spawner: %s", job->spawn_error.data ? job->spawn_error.data : "out of memory");
+    }
+    fn_job_set_spawn(job, FN_JOB_SPAWN_FAILED);
+    if (job->spec.holds_slot)
+        fn_slots_give_back();
+    job->spec.holds_slot = 0;
+    fn_job_close_pipes(job);
+    job->exited = 1;
+    job->wait_status = 127 << 8;   /* as a child whose exec failed */
+    if (job->phase == FN_JOB_WAITING)
+        job->done(job, job->ctx);   /* its owner sees spawn FAILED and cancels it */
+    else
+        fn_job_finish(job);
+}
+
+void fn_job_spawned(fn_job *job, pid_t pid, const pid_t helpers[2], int err, const char *step)
+{
+    for (int i = 0; i < 2; i++) {
+        early_exit e;
+        if (helpers[i] > 0 && !early_take(helpers[i], &e) && n_helpers_named < FN_JOB_EARLY_MAX)
+            helpers_named[n_helpers_named++] = helpers[i];
+    }
+    if (shutting_down) {   /* no callback: the jobs are being freed */
+        job->pid = err ? 0 : pid;
+        job->exited = err != 0;
+        fn_job_set_spawn(job, err ? FN_JOB_SPAWN_FAILED : FN_JOB_SPAWNED);
+        return;
+    }
+    if (err) {
+        fn_job_spawn_failed(job, err, step);
+        early_flush();
+        return;
+    }
+    job->pid = pid;
+    fn_job_set_spawn(job, FN_JOB_SPAWNED);
+    log_v(4, "function %d started by the spawner", (int)pid);
+    if (job->signal_pending)
+        kill(-pid, job->signal_pending);
+    job->signal_pending = 0;
+    if (job->watch_pending && job->phase == FN_JOB_WAITING) {
+        job->watch_pending = 0;
+        if (fn_job_watch_pipes(job) < 0) {   /* cannot tell when it spoils: drop it */
+            log_error("function %d: cannot watch its pipes; killing it", (int)pid);
+            kill(-pid, SIGKILL);
+            job->done(job, job->ctx);
+        } else {
+            fn_job_look_after(job->loop, FN_JOB_LOOK_FIRST_NS);
+        }
+    }
+    early_exit e;
+    if (early_take(pid, &e)) {
+        job->cpu_ns = e.cpu_ns;
+        metrics_function_exited(e.status);
+        fn_job_exited(job, e.status);
+    }
+    early_flush();
+}
+
+/* A reaped pid that is no job's: the spawner's own, a helper of its (named
+ * or still to be), or a stray. */
+static int fn_job_reaped_unknown(pid_t pid, int status, int64_t cpu_ns)
+{
+    if (spawner && spawner->reaped(spawner->ctx, pid, status))
+        return 0;
+    for (size_t i = 0; i < n_helpers_named; i++)
+        if (helpers_named[i] == pid) {
+            helpers_named[i] = helpers_named[--n_helpers_named];
+            return 0;
+        }
+    if (n_spawns_asked && n_early < FN_JOB_EARLY_MAX) {
+        early[n_early++] = (early_exit){.pid = pid, .status = status, .cpu_ns = cpu_ns};
+        return 0;
+    }
+    fn_job_stray_reaped(pid);
+    return 1;
 }
 
 int fn_job_reap(void)
@@ -754,19 +987,18 @@ int fn_job_reap(void)
             break;
         }
         reaped++;
+        int64_t cpu_ns = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000LL +
+                         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1000LL;
         fn_job *job = live_jobs;
-        while (job && (job->pid != pid || job->exited))
+        while (job && (job->pid != pid || job->exited || job->spawn != FN_JOB_SPAWNED))
             job = job->next;
         if (job) {
-            job->cpu_ns = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000LL +
-                          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1000LL;
+            job->cpu_ns = cpu_ns;
             metrics_function_exited(status);
             fn_job_exited(job, status);
         }
         else {
-            log_v(4, "reaped orphan process %d", (int)pid);
-            orphans_reaped(pid);
-            strays++;
+            strays += fn_job_reaped_unknown(pid, status, cpu_ns);
         }
     }
     if (strays)   /* their children are ours now */
@@ -785,13 +1017,17 @@ size_t fn_job_live_count(void)
 void fn_job_shutdown(void)
 {
     loop_timer_disarm(look.loop, &look.timer);
+    shutting_down = 1;
+    if (spawner)   /* it forgets what it has not answered: those jobs are freed below */
+        spawner->drain(spawner->ctx);
     for (fn_job *j = live_jobs; j; j = j->next)
-        if (j->phase != FN_JOB_FINISHED)
+        if (j->phase != FN_JOB_FINISHED && j->spawn == FN_JOB_SPAWNED)
             kill(-j->pid, SIGKILL);
     while (live_jobs) {
         fn_job *j = live_jobs;
         live_jobs = j->next;
-        if (!j->exited && waitpid(j->pid, &j->wait_status, 0) < 0 && errno != ECHILD)
+        if (!j->exited && j->spawn == FN_JOB_SPAWNED &&
+            waitpid(j->pid, &j->wait_status, 0) < 0 && errno != ECHILD)
             log_error("waitpid(%d): %s", (int)j->pid, strerror(errno));
         fn_job_close_pipes(j);
         loop_timer_disarm(j->loop, &j->drain_timer);
@@ -800,6 +1036,7 @@ void fn_job_shutdown(void)
         void *gone_ctx = j->gone_ctx;
         buf_free(&j->out);
         buf_free(&j->err);
+        buf_free(&j->spawn_error);
         free(j);
         if (gone)
             gone(gone_ctx);   /* reaped: whoever waited for it lets go */

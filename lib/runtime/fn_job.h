@@ -74,9 +74,21 @@ typedef enum fn_job_phase {
     FN_JOB_CANCELLED,   /* nobody wants its output: killed, freed once reaped */
 } fn_job_phase;
 
+/* Its process, when a spawner (fn_job_set_spawner) starts it: the job is
+ * made and its pipes are driven at once (input is written into the pipe
+ * before the process exists), its pid known when the spawner answers.
+ * Changes in fn_job_set_spawn only: ASKED -> SPAWNED or FAILED. */
+typedef enum fn_job_spawn_state {
+    FN_JOB_SPAWNED,         /* pid known (spawned here, or answered) */
+    FN_JOB_SPAWN_ASKED,     /* the spawner has the request; pid 0 */
+    FN_JOB_SPAWN_FAILED,    /* it could not: spawn_error says why; exited is set */
+} fn_job_spawn_state;
+
 struct fn_job {
-    pid_t pid;              /* also the process group id */
+    pid_t pid;              /* also the process group id; 0 while the spawn is asked */
     fn_job_phase phase;
+    fn_job_spawn_state spawn;
+    buf spawn_error;        /* FAILED: in fn_job_start's words */
     /* Wait status collected: the process's own fact beside the phase (a
      * waiting or cancelled job's process may be reaped or not yet; every
      * DRAINING and FINISHED one is). */
@@ -101,6 +113,8 @@ struct fn_job {
     void *ctx;
     loop_timer drain_timer; /* armed while exited with output pipes open */
     loop_timer kill_timer;  /* armed while cancelled and given its grace */
+    int signal_pending;     /* sent to its group once the pid is known (SIGKILL wins) */
+    int watch_pending;      /* waiting, spawn asked: its pipes are watched once spawned */
     fn_job_gone_fn *gone;   /* cancelled: told when the process is reaped */
     void *gone_ctx;
     fn_job *next;           /* in the table of live jobs */
@@ -142,6 +156,36 @@ int fn_job_give(fn_job *job, const fn_job_spec *spec, fn_job_done_fn *done, void
  * child before exec (lib/runtime/sandbox); NULL: none. setup must outlive
  * the jobs. */
 void fn_job_set_child_setup(const spawn_child_setup *setup);
+
+/* A process that spawns sandboxed functions for us (lib/runtime/
+ * sandbox_spawner), off the loop. NULL: every spawn is done here. */
+typedef struct fn_job_spawner {
+    /* Sends the request to start path (argv) with setup, stdio[0..2] its
+     * standard streams (the spawner has its own copies once this returns):
+     * 0, and fn_job_spawned is called with the answer, from the loop; -1:
+     * not sent (the spawner is gone or full), the job spawns here. */
+    int (*ask)(void *ctx, fn_job *job, const char *path, char *const *argv,
+               const spawn_child_setup *setup, const int stdio[3]);
+    /* A reaped pid none of ours: 1 when it was the spawner's own process
+     * (it handles its death), else 0. */
+    int (*reaped)(void *ctx, pid_t pid, int wait_status);
+    /* The spawner's own process, a child of ours that is no orphan; 0: none. */
+    pid_t (*process)(void *ctx);
+    /* On shutdown: waits (a while) for the answers in flight, so that the
+     * processes spawned are known and killed with the rest; then forgets
+     * the jobs it has not answered (they are freed). */
+    void (*drain)(void *ctx);
+    void *ctx;
+} fn_job_spawner;
+
+void fn_job_set_spawner(const fn_job_spawner *spawner);
+
+/* The spawner's answer for job: its pid, or err (an errno) with step (the
+ * setup step that failed, NULL: the spawn or exec). helpers[0..1]: pids
+ * the spawn made that exited at once, ours to reap and ignore (0: none).
+ * A job whose call failed with it gets done() as a finished job with
+ * spawn FN_JOB_SPAWN_FAILED. */
+void fn_job_spawned(fn_job *job, pid_t pid, const pid_t helpers[2], int err, const char *step);
 
 /* Whether argv0 can be run as fn_job_start would run it (found in PATH when
  * it has no '/', an executable file): 0, or -1 with why in the words

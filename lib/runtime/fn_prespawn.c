@@ -103,12 +103,20 @@ static void pool_release(size_t i)
 }
 
 static void prespawn_refill_soon(void);
+static void prespawn_retry_later(void);
 
 /* A waiting process exited or wrote (fn_job_start_waiting): drop it and its output. */
 static void prespawn_early(fn_job *job, void *ctx)
 {
     pool *p = ctx;
     pool_remove_job(p, job);
+    if (job->spawn == FN_JOB_SPAWN_FAILED) {   /* the spawner's: no strike, retried later */
+        log_v(3, "cannot pre-start %s: %s", pool_name(p),
+              job->spawn_error.data ? job->spawn_error.data : "out of memory");
+        fn_job_cancel(job, 0, NULL, NULL);
+        prespawn_retry_later();
+        return;
+    }
     if (job->exited)
         log_warn("pre-started function %d (%s) exited before it was given a call (wait status "
                  "%d); dropped", (int)job->pid, pool_name(p), job->wait_status);
@@ -195,6 +203,12 @@ static void prespawn_refill(loop *l, void *ctx)
         pre.retry_ns = PRESPAWN_RETRY_MIN_NS;
         return;
     }
+    prespawn_retry_later();
+}
+
+/* A start came short: the refill is tried again from the retry timer. */
+static void prespawn_retry_later(void)
+{
     if (loop_timer_armed(&pre.retry) || pre.stopped)
         return;
     loop_timer_arm(pre.loop, &pre.retry, pre.retry_ns);

@@ -809,6 +809,18 @@ const sandbox *sandbox_of_setup(const sandbox *sb, const spawn_child_setup *setu
     return NULL;
 }
 
+int sandbox_override_of(const sandbox *sb, const spawn_child_setup *setup, sandbox_override *o)
+{
+    const sandbox *v = sandbox_of_setup(sb, setup);
+    if (!v)
+        return -1;
+    *o = (sandbox_override){.allow_network = v == sb ? -1 : v->cfg.allow_network};
+    for (size_t i = 0; i < N_LIMITS; i++)
+        if (v->annotated >> i & 1)
+            *limit_ref(&o->limits, i) = *limit_ref((sandbox_limits *)&v->cfg.limits, i);
+    return 0;
+}
+
 unsigned sandbox_layers(const sandbox *sb)
 {
     return sb ? sb->layers : 0;

@@ -106,6 +106,12 @@ const spawn_child_setup *sandbox_setup_for(sandbox *sb, const sandbox_override *
  * belongs to (NULL for any other). */
 const sandbox *sandbox_of_setup(const sandbox *sb, const spawn_child_setup *setup);
 
+/* The settings that make setup (from sandbox_setup_for or
+ * sandbox_child_setup of sb) from sb, into *o: what sandbox_setup_for of
+ * a copy of sb (another process's) takes to make the same. 0, or -1 when
+ * setup is not sb's. */
+int sandbox_override_of(const sandbox *sb, const spawn_child_setup *setup, sandbox_override *o);
+
 /* The layers in use (enum sandbox_layer bits). */
 unsigned sandbox_layers(const sandbox *sb);
 

@@ -9,6 +9,7 @@
 #include "core/numparse.h"
 #include "grpc/metrics.h"
 #include "oci/docker_config.h"
+#include "runtime/sandbox_spawner.h"
 #include "core/term_text.h"
 
 /* The account token every pod has, where Kubernetes mounts it. */
@@ -208,5 +209,12 @@ sandbox *serve_sandbox_start(const char *command, const sandbox_config *cfg,
         return NULL;
     }
     publish_layers(sb, cfg->mode);
+    /* before the server opens its sockets: the spawner is forked with few
+     * descriptors (it closes all it does not need) */
+    if (!strcmp(command, "serve") && sandbox_spawner_start(sb, &why) < 0) {
+        log_warn("sandbox spawner: %s; sandboxed functions are spawned on the server's loop",
+                 why.data ? why.data : "out of memory");
+        buf_free(&why);
+    }
     return sb;
 }

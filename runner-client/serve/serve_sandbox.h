@@ -54,7 +54,9 @@ int serve_sandbox_parse(const char *command, const serve_sandbox_flags *f,
                         const char *functions_dir, sandbox_config *cfg);
 
 /* Starts the sandbox cfg describes. NULL after printing why (strict
- * lacking a layer or seeing a secret, a --sandbox-read path missing). */
+ * lacking a layer or seeing a secret, a --sandbox-read path missing).
+ * For serve it also forks the spawner (runtime/sandbox_spawner), before
+ * the server opens its sockets; eval spawns its one function itself. */
 sandbox *serve_sandbox_start(const char *command, const sandbox_config *cfg,
                              const serve_sandbox_secrets *secrets);
 

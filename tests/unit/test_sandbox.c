@@ -191,6 +191,62 @@ Test(spawn, a_second_childs_setup_failure_is_returned_and_both_reaped)
     close(ns);
 }
 
+/* What a process spawning as_sibling tells its parent (us). */
+typedef struct sibling_spawn {
+    int err;
+    pid_t pid, helpers[2];
+} sibling_spawn;
+
+/* A middle process (a spawner) spawns `sh -c 'exit 7'` with setup as our
+ * sibling, tells us the pids, and exits: the function and the helpers are
+ * ours to wait for. */
+static sibling_spawn spawn_through_a_middle_process(const spawn_child_setup *setup)
+{
+    int p[2];
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    pid_t middle = fork();
+    cr_assert_geq(middle, 0);
+    if (middle == 0) {
+        char *argv[] = {"sh", "-c", "exit 7", NULL};
+        sibling_spawn s = {0};
+        const char *step;
+        s.err = spawn_in_group_as_sibling("/bin/sh", argv, NULL, (int[3]){0, 1, 2}, setup,
+                                          &s.pid, s.helpers, &step);
+        _exit(write(p[1], &s, sizeof s) == (ssize_t)sizeof s ? 0 : 1);
+    }
+    close(p[1]);
+    sibling_spawn s;
+    cr_assert_eq(read(p[0], &s, sizeof s), (ssize_t)sizeof s);
+    close(p[0]);
+    int status;
+    cr_assert_eq(waitpid(middle, &status, 0), middle);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return s;
+}
+
+Test(spawn, as_sibling_every_process_is_our_parents_child)
+{
+    spawn_child_setup one = {.run = lower_open_files};
+    sibling_spawn s = spawn_through_a_middle_process(&one);
+    cr_assert_eq(s.err, 0, "%s", strerror(s.err));
+    cr_assert_eq(s.helpers[0], 0, "one child: no helper");
+    int status;
+    cr_assert_eq(waitpid(s.pid, &status, 0), s.pid, "the function is ours");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+
+    int ns = user_ns_to_join();
+    spawn_child_setup two = {.run = lower_open_files, .join_ns = {ns}, .n_join_ns = 1,
+                             .clone_flags = CLONE_NEWUSER | CLONE_NEWPID};
+    s = spawn_through_a_middle_process(&two);
+    cr_assert_eq(s.err, 0, "%s", strerror(s.err));
+    cr_assert_gt(s.helpers[0], 0, "the first child, which joined and cloned");
+    cr_assert_eq(waitpid(s.helpers[0], &status, 0), s.helpers[0], "the helper is ours");
+    cr_assert_eq(waitpid(s.pid, &status, 0), s.pid, "the function is ours");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+    cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child was left unreaped");
+    close(ns);
+}
+
 /* ---- sandbox_explain_exit ----------------------------------------------- */
 
 static sandbox *started(void)

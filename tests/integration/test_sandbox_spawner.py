@@ -1,0 +1,180 @@
+"""serve's sandbox spawner: the process, forked at start, that spawns the
+sandboxed functions off the server's loop (lib/runtime/sandbox_spawner).
+
+The function stays the server's child (its limits are named as before),
+the spawner holds none of the server's sockets, and its death is survived:
+restarted once, then the server spawns on its loop."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from krmtest import CLIENT_BIN, children_of, process_gone, simple_rl
+
+from test_pid1 import comm
+from test_sandbox import function_config
+
+PY = "/usr/bin/python3"
+SPAWNER = "krm-spawner"
+
+
+def spawners(srv):
+    return [p for p in children_of(srv.pid) if comm(p) == SPAWNER]
+
+
+def serve(start_server, tmp_path, script, *flags, annotations=None):
+    functions = tmp_path / "functions"
+    functions.mkdir(exist_ok=True)
+    fn = functions / "fn"
+    fn.write_text(f"#!/bin/sh\n{script}\n")
+    fn.chmod(0o755)
+    cfg = function_config(tmp_path, annotations)
+    return start_server([], binary=CLIENT_BIN, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod", "--verbosity", "4", *flags])
+
+
+def wait_for(cond, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.02)
+    return cond()
+
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+def test_sandboxed_functions_are_spawned_by_the_spawner(start_server, tmp_path, prespawn):
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", prespawn)
+    [spawner] = spawners(srv)
+    rl = simple_rl("x")
+    for _ in range(3):
+        assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    assert "started by the spawner" in srv.stderr()
+    assert "function asked of the spawner" in srv.stderr()
+    # it holds its socket, stdio and the two shared namespaces (and, while
+    # it spawns, the function's pipes and binary): none of the server's
+    # listeners, connections or files
+    targets = []
+    for fd in os.listdir(f"/proc/{spawner}/fd"):
+        try:
+            if int(fd) > 2:
+                targets.append(os.readlink(f"/proc/{spawner}/fd/{fd}"))
+        except FileNotFoundError:
+            pass   # a spawn's, closed meanwhile
+    assert sum(t.startswith("socket:") for t in targets) == 1, targets
+    binary = str(tmp_path / "functions" / "fn")
+    assert all(t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary
+               for t in targets), targets
+    assert "reaped orphan process" not in srv.stderr()   # its first children are told apart
+
+
+def test_no_spawner_with_the_sandbox_off(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "off", "--prespawn", "0")
+    rl = simple_rl("x")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    assert spawners(srv) == []
+    assert "sandbox spawner" not in srv.stderr() and "by the spawner" not in srv.stderr()
+
+
+def test_a_killed_spawner_is_restarted_once_then_the_loop_spawns(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", "0")
+    rl = simple_rl("x")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    [first] = spawners(srv)
+    os.kill(first, signal.SIGKILL)
+    srv.assert_logged([f"sandbox spawner {first} "])
+    assert "restarted as" in srv.stderr()
+    second = wait_for(lambda: [p for p in spawners(srv) if p != first])
+    assert len(second) == 1, second
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    os.kill(second[0], signal.SIGKILL)
+    srv.assert_logged([f"sandbox spawner {second[0]} "])
+    assert "sandboxed functions are spawned on the server's loop from now" in srv.stderr()
+    log_before = srv.stderr().count("started by the spawner")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    assert srv.stderr().count("started by the spawner") == log_before   # spawned here
+    assert wait_for(lambda: spawners(srv) == [])
+
+
+def test_the_spawner_dies_with_a_killed_server(tmp_path):
+    # started by hand: the launcher's servers must exit cleanly
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "fn").write_text("#!/bin/sh\nexec cat\n")
+    (tmp_path / "functions" / "fn").chmod(0o755)
+    cfg = function_config(tmp_path)
+    with open(tmp_path / "stderr", "wb") as err:
+        proc = subprocess.Popen([CLIENT_BIN, "serve", "--port", "0", "--function-config", str(cfg),
+                                 "--functions", str(tmp_path / "functions"),
+                                 "--disable-runtimes=pod", "--sandbox", "auto"],
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        found = wait_for(lambda: [p for p in children_of(proc.pid) if comm(p) == SPAWNER])
+        assert len(found) == 1, (tmp_path / "stderr").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert wait_for(lambda: process_gone(found[0], proc.pid)), "the spawner outlived its server"
+
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+def test_a_failed_spawn_is_told_as_on_the_loop(start_server, tmp_path, prespawn):
+    # an executable file the kernel cannot run: the spawner's exec fails
+    # (ENOEXEC), and the call says so in the words the loop's spawn used
+    texts = {}
+    for mode in ("auto", "off"):
+        d = tmp_path / mode
+        d.mkdir()
+        srv = serve(start_server, d, "", "--sandbox", mode, "--prespawn", prespawn)
+        (d / "functions" / "fn").write_bytes(b"\x00\x01 not a program\n")
+        err = srv.evaluate_error(simple_rl("x"), image="fn:v1")
+        assert err.code().name == "INTERNAL"
+        texts[mode] = err.details().replace(str(d), "DIR")
+        if mode == "auto":   # through the spawner
+            assert "function asked of the spawner" in srv.stderr()
+            assert "spawner: fork/exec" in srv.stderr()
+    assert "fork/exec DIR/functions/fn: exec format error" in texts["auto"], texts
+    assert texts["auto"] == texts["off"], texts
+
+
+LIMITS = [
+    (["--sandbox-open-files", "20"], None,
+     "function exceeded its open files limit of 20 (--sandbox-open-files)"),
+    # a function's own settings cross to the spawner, which makes their variant
+    ([], {"fn.kpt.dev/sandbox-open-files": '"20"'},
+     "function exceeded its open files limit of 20 (fn.kpt.dev/sandbox-open-files)"),
+]
+
+
+@pytest.mark.parametrize("flags,annotations,words", LIMITS, ids=["flag", "annotation"])
+def test_a_limit_is_named_through_the_spawner(start_server, tmp_path, flags, annotations, words):
+    script = (f"cat >/dev/null\n"
+              f"exec {PY} -c 'import os; [os.open(\"/dev/null\", 0) for _ in range(100)]'")
+    srv = serve(start_server, tmp_path, script, "--sandbox", "auto", "--prespawn", "0", *flags,
+                annotations=annotations)
+    assert len(spawners(srv)) == 1
+    err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
+    assert err.code().name == "INTERNAL"
+    assert words in err.details(), err.details()
+    assert "started by the spawner" in srv.stderr()
+
+
+@pytest.mark.parametrize("callers", [1, 8])
+def test_back_to_back_calls_lose_no_process_to_the_orphan_killer(start_server, tmp_path, callers):
+    # The function's process is ours between the spawner's clone and its
+    # answer, before we know its pid: the orphan killer must leave it alone
+    # (it once killed it as "left behind by a function", the call's output
+    # empty: one caller back to back; four, when a call took a pre-started
+    # process still being spawned, cloned before the call came).
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", "1")
+    rl = simple_rl("x")
+    call = srv.evaluate_callable()
+    request = srv.pb.evaluator.EvaluateFunctionRequest(resource_list=rl, image="fn:v1")
+    for _ in range(240 // callers):   # callers calls in flight at a time
+        for f in [call.future(request, timeout=20) for _ in range(callers)]:
+            assert f.result().resource_list == rl
+    assert "left behind by a function" not in srv.stderr()
+    assert "started by the spawner" in srv.stderr()
