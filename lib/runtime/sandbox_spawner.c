@@ -409,6 +409,21 @@ static void spawner_drain(void *ctx)
     if (sp.count)
         log_warn("sandbox spawner: %zu spawns not answered at shutdown", sp.count);
     sp.head = sp.count = 0;
+    /* It ends now, not with us: the shutdown then waits for each child of
+     * ours to exit, and waited its whole second for this one (at every stop
+     * of a sandboxed serve). */
+    if (sp.loop)
+        loop_unwatch(sp.loop, sp.fd);
+    sp.loop = NULL;
+    if (sp.fd >= 0)
+        close(sp.fd);
+    sp.fd = -1;
+    if (sp.pid > 0) {
+        kill(sp.pid, SIGKILL);
+        if (waitpid(sp.pid, NULL, 0) < 0 && errno != ECHILD)
+            log_error("sandbox spawner: waitpid(%d): %s", (int)sp.pid, strerror(errno));
+        sp.pid = 0;
+    }
 }
 
 static const fn_job_spawner spawner_ops = {.ask = spawner_ask, .reaped = spawner_reaped,
