@@ -5,6 +5,7 @@
  * ring and checks each answer's sequence number against the oldest. */
 #include "runtime/sandbox_spawner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -175,9 +176,51 @@ static void spawner_main(int sock, sandbox *sb)
 #define SYS_close_range 436
 #endif
 
+/* Without close_range (Linux before 5.9, or a container's seccomp profile
+ * older than the call, which answers EPERM), the descriptors open are
+ * listed and closed one by one: the spawner is a plain fork, so it may
+ * allocate. */
+static int close_listed(unsigned from, unsigned to)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int *open_fds = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char *end;
+        errno = 0;
+        unsigned long fd = strtoul(e->d_name, &end, 10);
+        if (*end || end == e->d_name || errno || fd < from || fd > to || (int)fd == dirfd(d))
+            continue;
+        if (n == cap) {
+            size_t grown = cap ? cap * 2 : 64;
+            int *bigger = realloc(open_fds, grown * sizeof *open_fds);
+            if (!bigger) {
+                free(open_fds);
+                closedir(d);
+                errno = ENOMEM;
+                return -1;
+            }
+            open_fds = bigger;
+            cap = grown;
+        }
+        open_fds[n++] = (int)fd;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        close(open_fds[i]);
+    free(open_fds);
+    return 0;
+}
+
 static int close_fds(unsigned from, unsigned to)
 {
-    return (int)syscall(SYS_close_range, from, to, 0u);
+    if (syscall(SYS_close_range, from, to, 0u) == 0)
+        return 0;
+    if (errno != ENOSYS && errno != EPERM)
+        return -1;
+    return close_listed(from, to);
 }
 
 /* Closes every descriptor but those kept (its socket, stdio, the shared
@@ -460,7 +503,7 @@ static int spawner_fork(buf *why)
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (close_others(sv[1], sandbox_child_setup(sp.sb)) < 0) {
-            log_error("sandbox spawner: close_range: %s", strerror(errno));
+            log_error("sandbox spawner: closing the server's descriptors: %s", strerror(errno));
             _exit(1);
         }
         spawner_main(sv[1], sp.sb);

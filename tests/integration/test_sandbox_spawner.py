@@ -55,9 +55,14 @@ def test_sandboxed_functions_are_spawned_by_the_spawner(start_server, tmp_path, 
         assert srv.evaluate(rl, image="fn:v1").resource_list == rl
     assert "started by the spawner" in srv.stderr()
     assert "function asked of the spawner" in srv.stderr()
-    # it holds its socket, stdio and the two shared namespaces (and, while
-    # it spawns, the function's pipes and binary): none of the server's
-    # listeners, connections or files
+    assert_holds_only_its_own(spawner, tmp_path)
+    assert "reaped orphan process" not in srv.stderr()   # its first children are told apart
+
+
+def assert_holds_only_its_own(spawner, tmp_path):
+    """It holds its socket, stdio and the two shared namespaces (and, while
+    it spawns, the function's pipes and binary): none of the server's
+    listeners, connections or files."""
     targets = []
     for fd in os.listdir(f"/proc/{spawner}/fd"):
         try:
@@ -69,7 +74,6 @@ def test_sandboxed_functions_are_spawned_by_the_spawner(start_server, tmp_path, 
     binary = str(tmp_path / "functions" / "fn")
     assert all(t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary
                for t in targets), targets
-    assert "reaped orphan process" not in srv.stderr()   # its first children are told apart
 
 
 def test_no_spawner_with_the_sandbox_off(start_server, tmp_path):
@@ -202,3 +206,40 @@ def test_the_spawner_does_not_hold_up_the_servers_stop(start_server, tmp_path):
         times[mode] = stop_time(srv)
         assert srv.proc.returncode == 0, srv.stderr()
     assert times["auto"] < times["off"] + 0.6, times
+
+
+# Runs argv with close_range(2) refused (EPERM), as a container's seccomp
+# profile older than the call refuses it: a BPF filter of four instructions.
+NO_CLOSE_RANGE = """
+import ctypes, os, struct, sys
+code = b"".join(struct.pack("HBBI", *i) for i in (
+    (0x20, 0, 0, 0),                   # load the call's number
+    (0x15, 0, 1, 436),                 # close_range?
+    (0x06, 0, 0, 0x00050000 | 1),      # then EPERM
+    (0x06, 0, 0, 0x7fff0000)))         # else allow
+buf = ctypes.create_string_buffer(code)
+prog = struct.pack("HxxxxxxQ", 4, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0                        # no_new_privs
+assert libc.prctl(22, 2, ctypes.c_char_p(prog), 0, 0) == 0     # the filter
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_the_spawner_closes_the_servers_descriptors_without_close_range(start_server, tmp_path):
+    wrapper = tmp_path / "no_close_range.py"
+    wrapper.write_text(NO_CLOSE_RANGE)
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "fn").write_text("#!/bin/sh\nexec cat\n")
+    (functions / "fn").chmod(0o755)
+    cfg = function_config(tmp_path)
+    srv = start_server([], binary=CLIENT_BIN, wrapper=[PY, str(wrapper)], argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions",
+        str(functions), "--disable-runtimes=pod", "--sandbox", "auto", "--prespawn", "0"])
+    rl = simple_rl("x")
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    [spawner] = spawners(srv)
+    assert_holds_only_its_own(spawner, tmp_path)
+    assert "closing the server's descriptors" not in srv.stderr(), srv.stderr()
+    assert "on the server's loop from now" not in srv.stderr(), srv.stderr()
