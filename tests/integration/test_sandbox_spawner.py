@@ -243,3 +243,31 @@ def test_the_spawner_closes_the_servers_descriptors_without_close_range(start_se
     assert_holds_only_its_own(spawner, tmp_path)
     assert "closing the server's descriptors" not in srv.stderr(), srv.stderr()
     assert "on the server's loop from now" not in srv.stderr(), srv.stderr()
+
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+def test_calls_cancelled_while_their_spawn_is_asked_leave_nothing(start_server, tmp_path, prespawn):
+    """Deadlines of a few ms end calls at every point of a spawn the spawner
+    has not answered yet (asked, cloned, answered after the call went): the
+    server keeps serving, and no process of theirs is left behind."""
+    srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", prespawn)
+    rl = simple_rl("x")
+    call = srv.evaluate_callable()
+    request = srv.pb.evaluator.EvaluateFunctionRequest(resource_list=rl, image="fn:v1")
+    codes = set()
+    for round_ in range(30):
+        futures = [call.future(request, timeout=0.0005 * (1 + (round_ + i) % 8)) for i in range(8)]
+        for f in futures:
+            try:
+                codes.add(f.result().resource_list == rl)
+            except Exception as e:   # grpc.RpcError: its code is what we look at
+                codes.add(e.code().name)
+    assert "DEADLINE_EXCEEDED" in codes, codes
+    assert codes <= {True, "DEADLINE_EXCEEDED", "CANCELLED"}, codes
+    assert srv.evaluate(rl, image="fn:v1").resource_list == rl
+    # what remains: the spawner and, with --prespawn 1, one waiting process
+    # (the function, its sandbox's first child gone)
+    want = 1 + int(prespawn)
+    assert wait_for(lambda: len(children_of(srv.pid)) == want), \
+        [(p, comm(p)) for p in children_of(srv.pid)]
+    assert "left behind by a function" not in srv.stderr()
