@@ -249,6 +249,7 @@ Test(evaluator, multi_asks_the_next_runtime_at_once_when_one_declines_at_start)
     cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
     cr_assert_str_eq(o.out, RL);
     ev_destroy(m);
+    log_capture_end();
 }
 
 Test(evaluator, multi_other_errors_are_final)
