@@ -19,6 +19,7 @@
 #include "cli/call_opts.h"
 #include "commands.h"
 #include "cli/flags.h"
+#include "cli/verbosity.h"
 #include "eval/fn_call.h"
 #include "eval/eval_output.h"
 #include "eval/eval_run.h"
@@ -71,6 +72,9 @@ static const char eval_usage[] =
     "                       run --exec's function in serve's sandbox (see serve --help),\n"
     "                       with these limits; without any, it runs as a plain child\n"
     "                       (as kpt's); one of them alone means --sandbox auto\n"
+    "  --verbosity N, --log-level N  log lines on stderr: 2 normal, 3 details (--exec:\n"
+    "                       each run's time), 4 debugging (--exec: each start), 0-10\n"
+    "                       (default 2)\n"
     "\n"
     "Progress goes to stderr, per function: [RUNNING] \"IMG\", then [PASS] or [FAIL]\n"
     "\"IMG\" in TIME, its results, its stderr and, on failure, the error. A function\n"
@@ -97,7 +101,8 @@ static const char render_usage[] =
     "\n"
     "  -o, --output OUT     stdout, unwrap or a new directory instead of in place\n"
     "  --results-dir DIR    write the functions' results to DIR/results.yaml\n"
-    "  --truncate-output[=false], --timeout DUR, --max-message BYTES   as for eval\n"
+    "  --truncate-output[=false], --timeout DUR, --max-message BYTES,\n"
+    "  --verbosity N        as for eval\n"
     "\n"
     "Exit status: 0 success, 1 a function failed or the output could not be\n"
     "written, 2 bad usage or input (a Kptfile kpt would refuse: an unknown field\n"
@@ -193,6 +198,7 @@ static int build_pipeline(const eval_args *a, const char *kptfile, size_t max, p
 
 typedef struct eval_opts {
     const char *addr, *image, *timeout, *max_text, *kptfile, *input, *fn_config, *exec;
+    verbosity_flags verbosity;
     serve_sandbox_flags sandbox;   /* --exec's */
     eval_cli_out out;
     gc_unary_opts call;
@@ -238,6 +244,7 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int ren
                        {"--timeout", &o->timeout}, {"--max-message", &o->max_text},
                        {"--pipeline", &o->kptfile}, {"--fn-config", &o->fn_config},
                        {"--exec", &o->exec}, EVAL_CLI_OUT_FLAGS(&o->out),
+                       VERBOSITY_FLAG_DEFS(&o->verbosity),
                        SERVE_SANDBOX_FLAG_DEFS(&o->sandbox), {0}};
     int n_pos, help;
     if (split_args(argc, argv, defs, a, err) < 0 ||
@@ -268,6 +275,8 @@ static int parse_eval(int argc, char **argv, eval_args *a, eval_opts *o, int ren
         buf_printf(err, "give the functionConfig either with --fn-config or as KEY=VALUE "
                     "arguments after --, not both");
     else if (call_opts_timeouts(o->timeout, CALL_EVAL_TIMEOUT_NS, &o->call, err) < 0)
+        ;
+    else if (verbosity_set(&o->verbosity, err) < 0)
         ;
     else if (o->image && *o->image && image_ref_check(o->image, err) < 0)
         ;

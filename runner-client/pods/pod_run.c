@@ -33,6 +33,7 @@
 #include "cli/flags.h"
 #include "pkg/pipeline.h"
 #include "cli/registry_flags.h"
+#include "cli/verbosity.h"
 #include "pkg/rl_input.h"
 #include "core/term_text.h"
 
@@ -59,6 +60,8 @@ static const char eval_kube_usage[] =
     "  -o, --output OUT, --results-dir DIR, --truncate-output[=false]   as for eval\n"
     "  --fn-config FILE, -- KEY=VALUE...   the functionConfig, as for eval\n"
     REGISTRY_FLAGS_HELP
+    VERBOSITY_FLAGS_HELP
+    "                               (3: each API request and the pod's states)\n"
     "The input, output and progress are eval's (see eval --help): the input is the\n"
     "current directory when none is given, a DIR is updated in place, FILE and -\n"
     "(stdin) print the answer; the pod's progress also goes to stderr.\n"
@@ -68,16 +71,19 @@ static const char pod_create_usage[] =
     "Usage: runner-client pod create --image IMG [--kubeconfig F] [--context C]\n"
     "           [--namespace NS] [--dial service|pod] [--wrapper-server-image W]\n"
     "           [--ready-timeout DUR] [--docker-config F] [--insecure-registry H]...\n"
-    "           [--platform OS/ARCH]\n"
+    "           [--platform OS/ARCH] [--verbosity N]\n"
     "Finds or creates IMG's function pod and its Service, waits until it can be\n"
     "dialed (--dial service: Ready and listed by the Service's endpoints; --dial\n"
     "pod: its wrapper answers health SERVING, Ready or not), and prints\n"
-    "\"pod NAME\", \"uid UID\" and \"address HOST:PORT\" on stdout.\n"
+    "\"pod NAME\", \"uid UID\" and \"address HOST:PORT\" on stdout. Its log lines go\n"
+    "to stderr: --verbosity (or --log-level) 2 normal, 3 details (each API request\n"
+    "and the pod's states), 4 debugging, 0-10 (default 2).\n"
     "Exit status: 0, 1 failure, 2 bad usage.\n";
 
 typedef struct kube_cli {
     const char *kubeconfig, *context, *ns, *dial, *wrapper, *image, *timeout, *ready_timeout;
     const char *max_text, *input, *fn_config;
+    verbosity_flags verbosity;
     char **fn_args;          /* eval: the KEY=VALUE arguments after `--` */
     int n_fn_args;
     int kube;
@@ -129,7 +135,7 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
                        {"--wrapper-server-image", &k->wrapper}, {"--image", &k->image}, {"-i", &k->image},
                        {"--timeout", &k->timeout}, {"--ready-timeout", &k->ready_timeout},
                        {"--max-message", &k->max_text}, {"--fn-config", &k->fn_config},
-                       EVAL_CLI_OUT_FLAGS(&k->out), {0}};
+                       EVAL_CLI_OUT_FLAGS(&k->out), VERBOSITY_FLAG_DEFS(&k->verbosity), {0}};
     int n_pos = 0;
     int is_eval = !strcmp(cmd, "eval");
     int rc = flags_parse(n, rest, defs, &k->input, is_eval ? 1 : 0, &n_pos, help, err);
@@ -154,7 +160,7 @@ static int parse(const char *cmd, int argc, char **argv, kube_cli *k, int *help,
                         "init container's image, as Porch's)");
     if (image_ref_check(k->wrapper, err) < 0)
         return -1;
-    return 0;
+    return verbosity_set(&k->verbosity, err);
 }
 
 static void run_close(pod_run *r)
