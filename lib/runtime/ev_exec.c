@@ -8,6 +8,11 @@
  * exec_path), so a symlink swapped between the lookup and the exec cannot
  * redirect it. The run waits for a function slot (fn_slots) first.
  *
+ * An image the lookup does not have is declined at start (ev_call.declined):
+ * ev_multi then cancels the call and asks the next runtime, so the NOT_FOUND
+ * message is written only when it is delivered (exec_answer_missing), for
+ * the last runtime of a chain, not for every call of a pod-served image.
+ *
  * Judging a large output takes libyaml a while (about 30 ns a byte, far
  * more for hostile nesting), so it is done in steps (fn_verdict_step): the
  * first at once, which is all a small output needs, the rest each from a
@@ -61,6 +66,8 @@ typedef struct exec_call {
     fn_judging *judging;       /* the output being judged, in steps */
     loop_defer judge_next;     /* the next judging step, after the loop's other events */
     buf path;                  /* lookup mode: the binary */
+    buf missing_why;           /* lookup mode, no binary: the lookup's reason, until the
+                                * NOT_FOUND message is written (exec_answer_missing) */
     int exec_fd;               /* lookup mode: that binary, opened; -1 none */
     char exec_path[32];        /* "/proc/self/fd/<exec_fd>" */
     char *argv[2];
@@ -99,11 +106,34 @@ static void exec_set_failure(exec_call *c, int code, int not_found)
                          .message = c->verdict.message.data ? c->verdict.message.data : ""};
 }
 
+/* A call for an image the lookup does not have is answered: its message,
+ * `function "IMG" not found` and why, written now that it is used. */
+static void exec_answer_missing(exec_call *c)
+{
+    const exec_ev *e = (const exec_ev *)c->base.ev;
+    buf_append_str(&c->verdict.message, "function ");
+    go_quote(c->image, &c->verdict.message);
+    buf_append_str(&c->verdict.message, " not found");
+    if (c->missing_why.len)
+        buf_append(&c->verdict.message, c->missing_why.data, c->missing_why.len);
+    if (e->cfg.describe_missing)
+        e->cfg.describe_missing(e->cfg.lookup_ctx, c->image, c->tag, &c->verdict.message);
+    exec_set_failure(c, GRPC_NOT_FOUND, 1);
+}
+
+/* An immediate failure (and the one after a slot was waited for) to the
+ * caller. */
+static void exec_answer_failure(exec_call *c)
+{
+    if (c->res.not_found)
+        exec_answer_missing(c);
+    c->done(&c->base, &c->res, c->ctx);
+}
+
 static void exec_deliver_deferred(loop *l, void *ctx)
 {
     (void)l;
-    exec_call *c = ctx;
-    c->done(&c->base, &c->res, c->ctx);
+    exec_answer_failure(ctx);
 }
 
 /* The runtime's reason, when it has one, after Porch's words (which tools
@@ -221,13 +251,9 @@ static char *const *exec_resolve(exec_ev *e, exec_call *c)
         exec_set_failure(c, GRPC_FAILED_PRECONDITION, 0);
         return NULL;
     }
-    buf_append_str(&c->verdict.message, "function ");
-    go_quote(c->image, &c->verdict.message);
-    buf_append_str(&c->verdict.message, " not found");
-    if (why.len)
-        buf_append(&c->verdict.message, why.data, why.len);
-    buf_free(&why);
-    exec_set_failure(c, GRPC_NOT_FOUND, 1);
+    buf_free(&c->missing_why);   /* looked up again after a wait for a slot */
+    c->missing_why = why;        /* the message is written when it is answered */
+    c->res = (ev_result){.code = GRPC_NOT_FOUND, .not_found = 1};
     return NULL;
 }
 
@@ -314,7 +340,7 @@ static void exec_slot_granted(fn_slot_wait *w)
     exec_call *c = w->ctx;
     log_v(3, "function for \"%s\" starts after waiting for a slot", c->image);
     if (exec_run((exec_ev *)c->base.ev, c) < 0)
-        c->done(&c->base, &c->res, c->ctx);
+        exec_answer_failure(c);
 }
 
 static void exec_refuse_busy(exec_call *c)
@@ -421,6 +447,7 @@ static void exec_free_call(ev_call *base)
     exec_close_binary(c);
     fn_verdict_free(&c->verdict);
     buf_free(&c->path);
+    buf_free(&c->missing_why);
     free(c->image);
     free(c->tag);
     free(c);

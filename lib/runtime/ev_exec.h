@@ -29,7 +29,8 @@
  *       after the lookup changes what runs;
  *    0  no binary for this image: NOT_FOUND, ev_multi tries the next runtime;
  *       what why holds then is added to the message `function "IMG" not
- *       found` (e.g. "; configured: ..." to show what would have matched);
+ *       found` (e.g. "; Tag: ..." to say why the Tag matched none), then
+ *       what describe_missing adds;
  *   -1  there is one, but it may not or cannot run: why says so, and the
  *       call fails FAILED_PRECONDITION.
  * *setup (NULL when the lookup leaves it) is the function's own child
@@ -50,6 +51,12 @@ typedef struct ev_exec_config {
     char *const *argv;         /* fixed mode: run this (argv[0] NULL: no entrypoint) */
     ev_exec_lookup_fn *lookup; /* lookup mode, when argv is NULL */
     void *lookup_ctx;
+    /* Optional, lookup mode: appends to why what the NOT_FOUND message adds
+     * after the lookup's reason (e.g. "; configured: ..." to show what would
+     * have matched), with lookup_ctx. Asked only when that message is
+     * delivered: not for a call ev_multi passes on to the next runtime at
+     * once, which every call of a pod-served image is. */
+    void (*describe_missing)(void *ctx, const char *image, const char *tag, buf *why);
     /* When set, asked why a run failed (a sandbox limit it reached): 1 with
      * a sentence in out, added to the call's message; 0 for nothing. */
     int (*explain_failure)(void *ctx, const fn_job *job, buf *out);

@@ -19,7 +19,8 @@
 #include "log_capture.h"
 
 /* opened: hand over an open descriptor of this file, named path, as the
- * runner's lookup does; a path "refuse:WHY" is a binary that may not run. */
+ * runner's lookup does; a path "refuse:WHY" is a binary that may not run,
+ * "missing:WHY" none, for the reason WHY (as a Tag that matches no tag). */
 typedef struct known { const char *image, *path, *opened; } known;
 
 static int table_lookup(void *ctx, const char *image, const char *tag, buf *path, int *fd,
@@ -32,6 +33,8 @@ static int table_lookup(void *ctx, const char *image, const char *tag, buf *path
             continue;
         if (!strncmp(k->path, "refuse:", 7))
             return buf_append_str(why, k->path + 7), -1;
+        if (!strncmp(k->path, "missing:", 8))
+            return buf_append_str(why, k->path + 8), 0;
         if (k->opened)
             cr_assert_geq(*fd = open(k->opened, O_PATH), 0, "open %s: %s", k->opened, strerror(errno));
         return buf_append_str(path, k->path) == 0;
@@ -273,6 +276,74 @@ Test(evaluator, multi_all_not_found_reports_the_last)
     evaluate(m, "zzz", &o);
     cr_assert_eq(o.code, GRPC_NOT_FOUND);
     cr_assert_str_eq(o.message, "function \"zzz\" not found");
+    ev_destroy(m);
+    log_capture_end();
+}
+
+/* describe_missing: counts its calls, adds what serve adds. */
+static int described;
+
+static void describe_configured(void *ctx, const char *image, const char *tag, buf *why)
+{
+    (void)ctx;
+    (void)image;
+    (void)tag;
+    described++;
+    buf_append_str(why, "; configured: b, x");
+}
+
+static evaluator *exec_describing(const known *table)
+{
+    ev_exec_config cfg = {.loop = lp, .max_stdout = 1 << 20, .max_stderr = 1 << 16,
+                          .kill_grace_ns = 100000000, .lookup = table_lookup,
+                          .lookup_ctx = (void *)table, .describe_missing = describe_configured};
+    return ev_exec_new(&cfg);
+}
+
+/* Every call of a pod-served image passes the exec runtime first: its
+ * NOT_FOUND, dropped by ev_multi, is never written (it was, for each call,
+ * with what the runner's configuration would have matched). */
+Test(evaluator, exec_declined_in_a_chain_writes_no_message)
+{
+    static const known TAGGED[] = {{"a", "missing:; no binaryExecutor tag satisfies Tag \"v9\""},
+                                   {NULL, NULL}};
+    described = 0;
+    evaluator *evs[] = {exec_describing(TAGGED), exec_describing(FALSE), exec_with(CAT)};
+    evaluator *m = ev_multi_new(lp, evs, 3);
+    for (int i = 0; i < 3; i++) {
+        outcome o = {0};
+        evaluate(m, "a", &o);
+        cr_assert_eq(o.code, GRPC_OK, "%s", o.message);
+    }
+    cr_assert_eq(described, 0, "the NOT_FOUND message of a declined call was written %d times",
+                 described);
+    ev_destroy(m);
+    log_capture_end();
+}
+
+/* The last runtime's NOT_FOUND is the answer: written once, word for word
+ * as before (the lookup's reason, then what describe_missing adds). */
+Test(evaluator, exec_not_found_answered_keeps_its_message)
+{
+    static const known TAGGED[] = {{"t", "missing:; Tag: invalid constraint"}, {NULL, NULL}};
+    described = 0;
+    evaluator *evs[] = {exec_describing(FALSE), exec_describing(TAGGED)};
+    evaluator *m = ev_multi_new(lp, evs, 2);
+    outcome o = {0};
+    evaluate(m, "zzz", &o);
+    cr_assert_eq(o.code, GRPC_NOT_FOUND);
+    cr_assert(o.not_found);
+    cr_assert_str_eq(o.message, "function \"zzz\" not found; configured: b, x");
+    cr_assert_eq(described, 1, "described %d times", described);
+    outcome t = {0};
+    evaluate(m, "t", &t);
+    cr_assert_str_eq(t.message, "function \"t\" not found; Tag: invalid constraint; configured: b, x");
+    cr_assert_eq(described, 2, "described %d times", described);
+    outcome alone = {0};
+    evaluator *e = exec_with(CAT);
+    evaluate(e, "q\"uote", &alone);
+    cr_assert_str_eq(alone.message, "function \"q\\\"uote\" not found");
+    ev_destroy(e);
     ev_destroy(m);
     log_capture_end();
 }
