@@ -145,6 +145,20 @@ static void run_loop(void)
     cr_assert_lt(loop_now_ns(), deadline, "the loop ran for 10 s");
 }
 
+/* The spawner answers (from the loop); the loop runs until done or gone. */
+static void answer_and_run(void)
+{
+    loop_timer_add(lp, 0, ts_answer, NULL);
+    run_loop();
+}
+
+/* The spawner's next answer: err at step (as the sandbox's setup fails). */
+static void spawns_fail(int err, const char *step)
+{
+    ts.fail_err = err;
+    ts.fail_step = step;
+}
+
 static int open_fds(void)
 {
     int n = 0;
@@ -223,8 +237,7 @@ Test(fn_job, spawned_by_the_spawner_runs_as_any)
 {
     outcome o = {0};
     fn_job *job = start(cat_argv, &o);
-    loop_timer_add(lp, 0, ts_answer, NULL);
-    run_loop();
+    answer_and_run();
     cr_assert_eq(o.done, 1);
     cr_assert_eq(o.spawn, FN_JOB_SPAWNED);
     cr_assert_eq(job->pid, ts.pid, "the answer's pid is the job's");
@@ -240,11 +253,9 @@ Test(fn_job, spawned_by_the_spawner_runs_as_any)
 Test(fn_job, a_spawn_the_spawner_fails_fails_the_job_with_its_reason)
 {
     outcome o = {0};
-    ts.fail_err = EPERM;
-    ts.fail_step = "landlock";
+    spawns_fail(EPERM, "landlock");
     fn_job *job = start(cat_argv, &o);
-    loop_timer_add(lp, 0, ts_answer, NULL);
-    run_loop();
+    answer_and_run();
     cr_assert_eq(o.done, 1);
     cr_assert_eq(o.spawn, FN_JOB_SPAWN_FAILED);
     cr_assert(o.exited);
@@ -268,8 +279,7 @@ Test(fn_job, a_spawn_answered_after_its_call_was_cancelled_leaves_nothing)
     cr_assert_eq(o.gone, 0, "gone before the process was known");
     cr_assert_eq(fn_job_live_count(), 1);
     int64_t t0 = loop_now_ns();
-    loop_timer_add(lp, 0, ts_answer, NULL);
-    run_loop();
+    answer_and_run();
     cr_assert_gt(ts.pid, 0);
     cr_assert_lt(loop_now_ns() - t0, 2000000000LL, "gone after %.1f s: the SIGTERM asked before the "
                  "pid was known was not sent", (double)(loop_now_ns() - t0) / 1e9);
@@ -283,12 +293,10 @@ Test(fn_job, a_spawn_answered_after_its_call_was_cancelled_leaves_nothing)
 Test(fn_job, a_spawn_failed_after_its_call_was_cancelled_leaves_nothing)
 {
     outcome o = {0};
-    ts.fail_err = ENOMEM;
-    ts.fail_step = "clone";
+    spawns_fail(ENOMEM, "clone");
     fn_job *job = start(cat_argv, &o);
     fn_job_cancel(job, 5000000000LL, on_gone, &o);
-    loop_timer_add(lp, 0, ts_answer, NULL);
-    run_loop();
+    answer_and_run();
     cr_assert_eq(o.gone, 1);
     cr_assert_eq(o.done, 0, "a cancelled job's done ran");
     assert_nothing_left();
