@@ -49,6 +49,7 @@
 #include "commands.h"
 #include "serve/cluster_configs.h"
 #include "cli/flags.h"
+#include "cli/verbosity.h"
 #include "serve/offload.h"
 #include "serve/porch_flags.h"
 #include "serve/serve_pod.h"
@@ -100,11 +101,12 @@ static const char serve_usage[] =
     SERVE_SANDBOX_FLAGS_HELP
     SERVE_POD_FLAGS_HELP
     PORCH_FLAGS_HELP
-    "  --log-level N, --verbosity N 2 normal, 3 details, 4 debugging (default 2)\n";
+    VERBOSITY_FLAGS_HELP;
 
 typedef struct serve_opts {
     const char *port, *also_port, *address, *config, *config_source, *functions, *prefix, *disable, *max_message, *max_streams;
-    const char *idle, *grace, *log_level;
+    const char *idle, *grace;
+    verbosity_flags verbosity;
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
     int warm_up;
@@ -475,8 +477,11 @@ static void runner_warm_up(const runner *r)
 /* What NOT_FOUND adds to `function "IMG" not found`: the images the exec
  * runtime serves, at most SERVE_LIST_MAX of them, then "and N more". */
 #define SERVE_LIST_MAX 5
-static void runner_describe_configured(const runner *r, buf *why)
+static void runner_describe_configured(void *ctx, const char *image, const char *tag, buf *why)
 {
+    const runner *r = ctx;
+    (void)image;
+    (void)tag;
     size_t total = 0;
     for (size_t i = 0; i < r->cfg.n; i++)
         if (r->cfg.entries[i].binary.present)
@@ -541,10 +546,8 @@ static int runner_lookup(void *ctx, const char *image, const char *tag, buf *pat
     else if (fnconfig_resolve_image(r->prefix, image, &resolved) == 0 && resolved.data)
         e = fnconfig_match_binary(&r->cfg, resolved.data, r->prefix, NULL);
     buf_free(&resolved);
-    if (!e) {
-        runner_describe_configured(r, why);
-        return 0;
-    }
+    if (!e)
+        return 0;   /* ev_exec adds runner_describe_configured if it answers NOT_FOUND */
     if (buf_append_str(path, e->binary.path) < 0) {
         buf_append_str(why, "out of memory");
         return -1;
@@ -695,7 +698,7 @@ static int parse_uint_flag(const char *flag, const char *text, unsigned long lon
 
 static int serve_configure(runner *r, const serve_opts *o)
 {
-    unsigned long long port = 9445, also_port = 0, max_msg = 6291456, streams = 1000, level = 2;
+    unsigned long long port = 9445, also_port = 0, max_msg = 6291456, streams = 1000;
     unsigned long long functions = 0, waiting = RPC_LIMIT_DEFAULT, pending = 0, pending_conn = 0;
     unsigned long long prespawn = 1, prespawn_total = SERVE_PRESPAWN_TOTAL;
     int64_t idle = 5LL * 60 * 1000000000, grace = 10LL * 1000000000, stall = 0;
@@ -704,7 +707,6 @@ static int serve_configure(runner *r, const serve_opts *o)
         parse_uint_flag("--pod-evaluator-port", o->also_port, 0, 65535, &also_port) < 0 ||
         parse_uint_flag("--max-request-body-size", o->max_message, 1, 2147483647ULL, &max_msg) < 0 ||
         parse_uint_flag("--max-concurrent-streams", o->max_streams, 1, 100000, &streams) < 0 ||
-        parse_uint_flag("--log-level", o->log_level, 0, 10, &level) < 0 ||
         parse_uint_flag("--max-concurrent-functions", o->max_functions, 1, 100000, &functions) < 0 ||
         parse_uint_flag("--max-waiting-calls", o->max_waiting, 0, 1000000, &waiting) < 0 ||
         parse_uint_flag("--max-pending-request-bytes", o->max_pending, 1, SIZE_MAX, &pending) < 0 ||
@@ -725,7 +727,8 @@ static int serve_configure(runner *r, const serve_opts *o)
         return -1;
     }
     buf perr = {0};
-    if (o->address && rpc_server_address_check(o->address, &perr) < 0) {
+    if (verbosity_set(&o->verbosity, &perr) < 0 ||
+        (o->address && rpc_server_address_check(o->address, &perr) < 0)) {
         term_line(stderr, "runner-client serve: %s\n", perr.data ? perr.data : "out of memory");
         buf_free(&perr);
         return -1;
@@ -737,7 +740,6 @@ static int serve_configure(runner *r, const serve_opts *o)
     }
     r->pod_flags = &o->pod;
     r->warm_up = o->warm_up;
-    log_verbosity = (int)level;
     r->config_path = o->config;
     if (serve_config_source(r, o) < 0)
         return -1;
@@ -780,6 +782,7 @@ static evaluator *serve_runtimes(runner *r, loop *l)
         ev_exec_config exec = {
             .loop = l, .max_stdout = r->server.max_message, .max_stderr = EV_EXEC_MAX_STDERR,
             .kill_grace_ns = rpc_server_kill_grace_ns(), .lookup = runner_lookup, .lookup_ctx = r,
+            .describe_missing = runner_describe_configured,
             .explain_failure = runner_explain_failure, .explain_ctx = r,
         };
         if (!(evs[n++] = ev_exec_new(&exec)))
@@ -953,8 +956,8 @@ int cmd_serve(int argc, char **argv)
         {"--function-config-source", &o.config_source}, {"--functions", &o.functions},
         {"--default-image-prefix", &o.prefix}, {"--disable-runtimes", &o.disable},
         {"--max-request-body-size", &o.max_message}, {"--max-concurrent-streams", &o.max_streams},
-        {"--idle-timeout", &o.idle}, {"--shutdown-grace", &o.grace}, {"--log-level", &o.log_level},
-        {"--verbosity", &o.log_level}, {"--address", &o.address},
+        {"--idle-timeout", &o.idle}, {"--shutdown-grace", &o.grace}, VERBOSITY_FLAG_DEFS(&o.verbosity),
+        {"--address", &o.address},
         {"--max-concurrent-functions", &o.max_functions}, {"--max-waiting-calls", &o.max_waiting},
         {"--max-pending-request-bytes", &o.max_pending},
         {"--max-pending-request-bytes-per-connection", &o.max_pending_conn},

@@ -83,6 +83,19 @@ def test_eval_both_spellings_is_a_usage_error(tmp_path):
                                    "give one\n")
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--verbosity", "loud"], 'invalid value "loud" for --verbosity: want a whole number 0-10'),
+    (["--log-level", "11"], 'invalid value "11" for --log-level: want a whole number 0-10'),
+    (["--verbosity", "3", "--log-level", "3"], "--verbosity and --log-level are one setting: give one"),
+])
+def test_serve_reads_the_flag_with_the_same_parser(flags, message):
+    """serve names the spelling given (it said --log-level for both) and
+    refuses both at once, as eval does."""
+    res = krmtest.run_cli([CLIENT_BIN, "serve", "--port", "0", *flags])
+    assert res.returncode == 2 and res.stdout == b"", res
+    assert res.stderr.decode() == f"runner-client serve: {message}\n"
+
+
 FAILING = {"phase": "Pending", "containerStatuses": [
     {"name": "function", "state": {"waiting": {"reason": "ErrImagePull", "message": "no such image"}}}]}
 
