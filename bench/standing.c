@@ -31,7 +31,7 @@
  *
  *   bench-standing --cmd PROG --input FILE [--expect FILE] [--calls N]
  *                  [--rounds N] [--modes abcde] [--layers host|per-call]
- *                  [--reset empty|remount]
+ *                  [--reset empty|remount] [--ahead vfork|fork]
  *
  * --layers host (the default): the host takes no_new_privs, the Landlock
  * ruleset, the rlimits and the seccomp filter itself once set up, and the
@@ -40,11 +40,16 @@
  * host made, rlimits, the filter's load). --reset empty (the default):
  * /tmp emptied after a call; remount: a new tmpfs, and a new ruleset for
  * it (with --layers per-call only: a confined host may not mount).
+ * --ahead fork: d's processes started with fork, the host not held until
+ * their exec as by vfork (with --layers host).
  *
  * Modes alternate in rounds (--calls per mode over --rounds rounds). One
  * line per mode: mode=X calls=N errors=N p50_us p90_us mean_us, and for c
- * and d the host's reset (p50/p90) and the caller's time from a status to
- * its next request (the reset is off the call's path when shorter). Exit
+ * and d the host's reset (p50/p90), the caller's time from a status to
+ * its next request (the reset is off the call's path when shorter), the
+ * relay (from the host's waitpid to the caller having the status) and, for
+ * d, how many statuses the host had just after starting the next process
+ * (they waited behind that spawn). Exit
  * status 0 when every call gave the expected output and exit 0. */
 #include <dirent.h>
 #include <errno.h>
@@ -97,6 +102,8 @@ typedef struct host_reply {
     int32_t status;        /* the function's wait status; -1: not spawned */
     int32_t err;           /* the spawn's errno */
     int64_t reset_ns;      /* the previous call's reset */
+    int64_t reaped_ns;     /* when the host had the status (CLOCK_MONOTONIC) */
+    int64_t spawned_ns;    /* when the host's spawn for this request returned */
 } host_reply;
 
 typedef struct host_state {
@@ -107,6 +114,7 @@ typedef struct host_state {
     struct sock_fprog bpf;
     int confined;          /* the host took the layers itself: its children inherit them */
     int remount;           /* reset: a new tmpfs on /tmp (else emptied) */
+    int fork_ahead;        /* d's processes started with fork, not vfork */
 } host_state;
 
 static int write_file(const char *path, const char *text)
@@ -313,6 +321,30 @@ static void wait_for(pid_t pid, int *status)
             die("host: waitpid");
 }
 
+/* The process for the next call, started with fork (the host goes on at
+ * once: it is not held until the exec, as by vfork) when the host has taken
+ * the layers itself. 0 or an errno. */
+static int fork_exec(const host_state *h, const int fds[3], pid_t *pid)
+{
+    if (!h->confined)
+        return EINVAL;
+    *pid = fork();
+    if (*pid < 0)
+        return errno;
+    if (*pid == 0) {
+        setpgid(0, 0);
+        for (int i = 0; i < 3; i++)
+            if (dup2(fds[i], i) < 0)
+                _exit(127);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(h->path, h->argv);
+        _exit(127);
+    }
+    return 0;
+}
+
 static void host_loop(int sock, host_state *h) __attribute__((noreturn));
 static void host_loop(int sock, host_state *h)
 {
@@ -329,11 +361,13 @@ static void host_loop(int sock, host_state *h)
         pid_t pid = 0, ended;
         const char *step;
         if (kind != 'e') {
-            r.err = h->confined
+            r.err = kind == 'd' && h->fork_ahead ? fork_exec(h, fds, &pid)
+                    : h->confined
                         ? spawn_in_group(h->path, 0, h->argv, NULL, fds, &pid)
                         : spawn_in_group_setup(h->path, h->argv, NULL, fds, &setup, &pid, &step);
             for (int i = 0; i < 3; i++)
                 close(fds[i]);
+            r.spawned_ns = now_ns();
         }
         if (kind == 'c') {
             ended = r.err ? 0 : pid;
@@ -347,6 +381,7 @@ static void host_loop(int sock, host_state *h)
         }
         if (ended)
             wait_for(ended, &r.status);
+        r.reaped_ns = now_ns();
         if (send(sock, &r, sizeof r, MSG_NOSIGNAL) != sizeof r)
             _exit(0);
         int64_t t0 = now_ns();
@@ -359,7 +394,8 @@ static void host_loop(int sock, host_state *h)
 /* The host: PID 1 of new user, mount, PID and IPC namespaces below a user
  * namespace that owns a new (empty) network namespace. Returns the socket
  * to it. */
-static int start_host(const char *path, char *const *argv, int confined, int remount)
+static int start_host(const char *path, char *const *argv, int confined, int remount,
+                      int fork_ahead)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -426,6 +462,7 @@ static int start_host(const char *path, char *const *argv, int confined, int rem
     }
     h.confined = confined;
     h.remount = remount && !confined;   /* a confined host may not mount */
+    h.fork_ahead = fork_ahead && confined;
     if (confined && (err = confine(&h, &step))) {
         errno = err;
         die(step);
@@ -440,6 +477,7 @@ typedef struct opts {
     unsigned long long calls, rounds;
     int per_call_layers;   /* --layers per-call: each function's child takes them */
     int remount;           /* --reset remount */
+    int fork_ahead;        /* --ahead fork */
 } opts;
 
 typedef struct call_io {   /* our ends, and the function's three */
@@ -519,9 +557,10 @@ static int wait_status(pid_t pid)
 }
 
 typedef struct mode_stats {
-    int64_t *lat, *reset, *gap;
-    size_t n, n_reset, n_gap;
+    int64_t *lat, *reset, *gap, *relay;
+    size_t n, n_reset, n_gap, n_relay;
     unsigned long long errors;
+    unsigned long long behind_spawn;   /* statuses had just after the host's spawn (d) */
 } mode_stats;
 
 static int64_t last_status_ns;   /* when the caller last had a host's status */
@@ -533,6 +572,10 @@ static void note_reply(mode_stats *m, const host_reply *r, int64_t asked_ns)
     if (last_status_ns)
         m->gap[m->n_gap++] = asked_ns - last_status_ns;
     last_status_ns = now_ns();
+    m->relay[m->n_relay++] = last_status_ns - r->reaped_ns;
+    /* reaped within 20 us of the spawn's end: the process had ended while
+     * the host was starting the next one, its status waited */
+    m->behind_spawn += r->spawned_ns && r->reaped_ns - r->spawned_ns < 20000;
 }
 
 /* One call of mode a, b or c; its time, and ok. */
@@ -653,8 +696,10 @@ static void report(char mode, mode_stats *m)
            m->errors, at(m->lat, m->n, 0.5), at(m->lat, m->n, 0.9),
            m->n ? sum / (double)m->n / 1e3 : 0.0);
     if (m->n_reset)
-        printf(" reset_p50_us=%.1f reset_p90_us=%.1f next_ask_p50_us=%.1f", at(m->reset, m->n_reset, 0.5),
-               at(m->reset, m->n_reset, 0.9), at(m->gap, m->n_gap, 0.5));
+        printf(" reset_p50_us=%.1f reset_p90_us=%.1f next_ask_p50_us=%.1f relay_p50_us=%.1f "
+               "relay_p90_us=%.1f behind_spawn=%llu", at(m->reset, m->n_reset, 0.5),
+               at(m->reset, m->n_reset, 0.9), at(m->gap, m->n_gap, 0.5),
+               at(m->relay, m->n_relay, 0.5), at(m->relay, m->n_relay, 0.9), m->behind_spawn);
     printf("\n");
 }
 
@@ -677,6 +722,8 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(name, "--layers") &&
                    (!strcmp(value, "per-call") || !strcmp(value, "host"))) {
             o->per_call_layers = !strcmp(value, "per-call");
+        } else if (!strcmp(name, "--ahead") && (!strcmp(value, "fork") || !strcmp(value, "vfork"))) {
+            o->fork_ahead = !strcmp(value, "fork");
         } else if (!strcmp(name, "--reset") &&
                    (!strcmp(value, "remount") || !strcmp(value, "empty"))) {
             o->remount = !strcmp(value, "remount");
@@ -741,14 +788,15 @@ int main(int argc, char **argv)
         }
     }
     if (strpbrk(o.modes, "cd"))
-        host = start_host(fn_path, fn_argv, !o.per_call_layers, o.remount);
+        host = start_host(fn_path, fn_argv, !o.per_call_layers, o.remount, o.fork_ahead);
     size_t n_modes = strlen(o.modes);
     mode_stats *stats = calloc(n_modes, sizeof *stats);
     for (size_t k = 0; stats && k < n_modes; k++) {
         stats[k].lat = calloc(o.calls + o.rounds * 2, sizeof(int64_t));
         stats[k].reset = calloc(o.calls + o.rounds * 4, sizeof(int64_t));
         stats[k].gap = calloc(o.calls + o.rounds * 4, sizeof(int64_t));
-        if (!stats[k].lat || !stats[k].reset || !stats[k].gap)
+        stats[k].relay = calloc(o.calls + o.rounds * 4, sizeof(int64_t));
+        if (!stats[k].lat || !stats[k].reset || !stats[k].gap || !stats[k].relay)
             stats = NULL;
     }
     if (!stats)
