@@ -32,6 +32,7 @@
  *   bench-standing --cmd PROG --input FILE [--expect FILE] [--calls N]
  *                  [--rounds N] [--modes abcde] [--layers host|per-call]
  *                  [--reset empty|remount] [--ahead vfork|fork]
+ *                  [--own-domain no|yes]
  *
  * --layers host (the default): the host takes no_new_privs, the Landlock
  * ruleset, the rlimits and the seccomp filter itself once set up, and the
@@ -41,7 +42,9 @@
  * /tmp emptied after a call; remount: a new tmpfs, and a new ruleset for
  * it (with --layers per-call only: a confined host may not mount).
  * --ahead fork: d's processes started with fork, the host not held until
- * their exec as by vfork (with --layers host).
+ * their exec as by vfork (with --layers host). --own-domain yes: with
+ * --layers host, each call's child takes one more Landlock layer of its
+ * own (own_domain), so that calls are apart as today.
  *
  * Modes alternate in rounds (--calls per mode over --rounds rounds). One
  * line per mode: mode=X calls=N errors=N p50_us p90_us mean_us, and for c
@@ -54,6 +57,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/landlock.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -68,6 +72,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +120,7 @@ typedef struct host_state {
     int confined;          /* the host took the layers itself: its children inherit them */
     int remount;           /* reset: a new tmpfs on /tmp (else emptied) */
     int fork_ahead;        /* d's processes started with fork, not vfork */
+    int own_domain;        /* a confined host's calls each take one more, empty, layer */
 } host_state;
 
 static int write_file(const char *path, const char *text)
@@ -180,6 +186,25 @@ static int confine(const host_state *h, const char **step)
             return errno;
     *step = "seccomp";
     return sandbox_seccomp_apply(&h->bpf);
+}
+
+/* In the function's child of a confined host (--own-domain): one more
+ * Landlock layer, which refuses nothing a function needs (making block
+ * devices), so that each call is a domain of its own: a sibling domain
+ * may not ptrace it or open its /proc/PID/fd, as the next call's process,
+ * started ahead, could be otherwise. */
+static int own_domain(const void *ctx, const char *path, const char **step)
+{
+    (void)ctx;
+    (void)path;
+    struct landlock_ruleset_attr attr = {.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK};
+    *step = "landlock: landlock_create_ruleset";
+    int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr.handled_access_fs, 0);
+    if (ruleset < 0)
+        return errno;
+    int err = sandbox_landlock_restrict(ruleset, step);
+    close(ruleset);
+    return err;
 }
 
 /* In the function's child, when the host is not confined itself. */
@@ -348,7 +373,7 @@ static int fork_exec(const host_state *h, const int fds[3], pid_t *pid)
 static void host_loop(int sock, host_state *h) __attribute__((noreturn));
 static void host_loop(int sock, host_state *h)
 {
-    spawn_child_setup setup = {.run = function_setup, .ctx = h};
+    spawn_child_setup setup = {.run = h->confined ? own_domain : function_setup, .ctx = h};
     int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (tmp < 0)
         die("open /tmp");
@@ -362,7 +387,7 @@ static void host_loop(int sock, host_state *h)
         const char *step;
         if (kind != 'e') {
             r.err = kind == 'd' && h->fork_ahead ? fork_exec(h, fds, &pid)
-                    : h->confined
+                    : h->confined && !h->own_domain
                         ? spawn_in_group(h->path, 0, h->argv, NULL, fds, &pid)
                         : spawn_in_group_setup(h->path, h->argv, NULL, fds, &setup, &pid, &step);
             for (int i = 0; i < 3; i++)
@@ -395,7 +420,7 @@ static void host_loop(int sock, host_state *h)
  * namespace that owns a new (empty) network namespace. Returns the socket
  * to it. */
 static int start_host(const char *path, char *const *argv, int confined, int remount,
-                      int fork_ahead)
+                      int fork_ahead, int own)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -463,6 +488,7 @@ static int start_host(const char *path, char *const *argv, int confined, int rem
     h.confined = confined;
     h.remount = remount && !confined;   /* a confined host may not mount */
     h.fork_ahead = fork_ahead && confined;
+    h.own_domain = own && confined;
     if (confined && (err = confine(&h, &step))) {
         errno = err;
         die(step);
@@ -478,6 +504,7 @@ typedef struct opts {
     int per_call_layers;   /* --layers per-call: each function's child takes them */
     int remount;           /* --reset remount */
     int fork_ahead;        /* --ahead fork */
+    int own_domain;        /* --own-domain yes */
 } opts;
 
 typedef struct call_io {   /* our ends, and the function's three */
@@ -722,6 +749,8 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(name, "--layers") &&
                    (!strcmp(value, "per-call") || !strcmp(value, "host"))) {
             o->per_call_layers = !strcmp(value, "per-call");
+        } else if (!strcmp(name, "--own-domain") && (!strcmp(value, "yes") || !strcmp(value, "no"))) {
+            o->own_domain = !strcmp(value, "yes");
         } else if (!strcmp(name, "--ahead") && (!strcmp(value, "fork") || !strcmp(value, "vfork"))) {
             o->fork_ahead = !strcmp(value, "fork");
         } else if (!strcmp(name, "--reset") &&
@@ -760,7 +789,8 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) < 0) {
         fprintf(stderr, "usage: bench-standing --cmd PROG --input FILE [--expect FILE] "
                         "[--calls N] [--rounds N (<= calls)] [--modes abcde] "
-                        "[--layers host|per-call] [--reset empty|remount]\n");
+                        "[--layers host|per-call] [--reset empty|remount] [--ahead vfork|fork] "
+                        "[--own-domain no|yes]\n");
         return 2;
     }
     static char *path;
@@ -788,7 +818,8 @@ int main(int argc, char **argv)
         }
     }
     if (strpbrk(o.modes, "cd"))
-        host = start_host(fn_path, fn_argv, !o.per_call_layers, o.remount, o.fork_ahead);
+        host = start_host(fn_path, fn_argv, !o.per_call_layers, o.remount, o.fork_ahead,
+                          o.own_domain);
     size_t n_modes = strlen(o.modes);
     mode_stats *stats = calloc(n_modes, sizeof *stats);
     for (size_t k = 0; stats && k < n_modes; k++) {
