@@ -176,6 +176,9 @@ $(BUILD)/bin/bench-%: $(BUILD)/obj/bench/%.o $(BUILD)/lib.a
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench-standing times the functions' sandbox (lib/runtime), which links libseccomp.
+$(BUILD)/bin/bench-standing: LDLIBS += $(RC_LDLIBS)
+
 # The benchmarks' Go function, built as the catalog's functions are (static,
 # CGO off) from Debian's Go and yaml.v3, offline: GOPATH mode over Debian's
 # /usr/share/gocode, nothing fetched.

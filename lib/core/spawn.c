@@ -204,6 +204,9 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
     helpers[0] = helpers[1] = 0;
     child_args a = {.path = path, .argv = argv, .envp = envp ? envp : setup->envp ? setup->envp : environ, .stdio = stdio,
                     .setup = setup, .exec_tid = -1};
+    int prepared = setup->prepare ? setup->prepare(setup->ctx, step) : 0;
+    if (prepared)
+        return prepared;
     int two = setup->n_join_ns > 0;   /* a first child joins, a second execs */
     size_t size = (two ? 2 : 1) * CHILD_STACK_SIZE;
     char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,

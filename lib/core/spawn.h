@@ -40,6 +40,11 @@ typedef struct spawn_child_setup {
      * directly (its CLONE_CHILD_CLEARTID), not through the first. */
     int join_ns[2];
     int n_join_ns;
+    /* Runs here before the child is made (NULL: nothing to): what run
+     * needs that is the same for every spawn and costs to make (the
+     * Landlock roots' descriptors), made at the first and kept. Returns 0,
+     * or an errno with *step. */
+    int (*prepare)(const void *ctx, const char **step);
     /* Runs in the child once its stdio and process group are set, with the
      * file about to be executed. Returns 0, or an errno with *step naming
      * what failed (a string constant). */

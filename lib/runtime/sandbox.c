@@ -280,6 +280,13 @@ static int child_rlimits(const sandbox_limits *lim, const char **step)
     return 0;
 }
 
+/* In the spawning process: Landlock's roots opened, once. */
+static int prepare_child(const void *ctx, const char **step)
+{
+    const sandbox *sb = ctx;
+    return sb->layers & SANDBOX_LANDLOCK ? sandbox_landlock_prepare(&sb->ll, step) : 0;
+}
+
 static int child_setup(const void *ctx, const char *path, const char **step)
 {
     const sandbox *sb = ctx;
@@ -607,6 +614,8 @@ static int probe(sandbox *sb, unsigned *missing, buf *notes)
             sb->layers &= ~(unsigned)SANDBOX_PROC;   /* its /proc is the namespaces' */
             *missing |= SANDBOX_PROC;
         }
+        sb->ll.own_proc = (sb->layers & SANDBOX_PROC) != 0;
+        sandbox_landlock_paths_forget(sb->ll.held);   /* which roots are held may change */
         pid_t pid;
         const char *step;
         int err = spawn_in_group_setup("/proc/self/exe", argv, NULL,
@@ -657,8 +666,12 @@ sandbox *sandbox_start(const sandbox_config *cfg, buf *why)
         missing |= SANDBOX_LANDLOCK;
     }
     sb->ll.abi = abi;
-    sb->setup = (spawn_child_setup){.run = child_setup, .ctx = sb};
+    sb->setup = (spawn_child_setup){.prepare = prepare_child, .run = child_setup, .ctx = sb};
     buf notes = {0};
+    if (!(sb->ll.held = sandbox_landlock_paths_new())) {
+        buf_append_str(why, "out of memory");
+        goto fail;
+    }
     if (prepare(sb, why) < 0)
         goto fail;
     if (sandbox_seccomp_build(sb->cfg.allow_network, &sb->bpf, &notes) < 0) {
@@ -942,6 +955,7 @@ void sandbox_free(sandbox *sb)
     if (sb->tmp_dir[0])
         rmdir(sb->tmp_dir);   /* what functions left there stays, and so does it */
     close_shared_ns(sb);
+    sandbox_landlock_paths_free(sb->ll.held);
     free(sb->bpf.filter);
     free(sb->envp);
     free(sb->read_copy);

@@ -72,9 +72,54 @@ def assert_holds_only_its_own(spawner, tmp_path):
             pass   # a spawn's, closed meanwhile
     assert sum(t.startswith("socket:") for t in targets) == 1, targets
     binary = str(tmp_path / "functions" / "fn")
-    assert all(t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary
-               for t in targets), targets
+    assert all(t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary or
+               t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") for t in targets), targets
 
+
+# The roots the spawner opens once for every spawn's Landlock rules (those
+# that exist here), beside --functions.
+LANDLOCK_ROOTS = {os.path.realpath(p) for p in
+                  ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+                   "/proc", "/sys", "/dev") if os.path.exists(p)}
+
+
+def fd_numbers(pid):
+    """{descriptor: what it is} of process pid."""
+    held = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            pass   # a spawn's, closed meanwhile
+    return held
+
+
+@pytest.mark.parametrize("prespawn", ["0", "1"])
+def test_landlocks_roots_are_opened_once_and_no_function_holds_them(start_server, tmp_path,
+                                                                     prespawn):
+    """The spawner opens the Landlock roots that are the same for every
+    spawn (/usr, /etc, --functions, ...) at its first spawn and keeps them
+    for the next, so that a function's child does not open them again; the
+    function, whose rules were made from them before its exec, holds none
+    (its descriptors listed by itself: its stdio and the script's)."""
+    srv = serve(start_server, tmp_path, 'ls -l /proc/$$/fd >&2; exec cat', "--sandbox", "auto",
+                "--prespawn", prespawn)
+    if "landlock" not in srv.stderr():
+        pytest.skip("no Landlock here")
+    [spawner] = spawners(srv)
+    rl = simple_rl("x")
+    held = []
+    for _ in range(4):
+        resp = srv.evaluate(rl, image="fn:v1")
+        assert resp.resource_list == rl
+        log = resp.log.decode()
+        assert " 0 -> " in log and " 2 -> " in log, log
+        assert not any(f"-> {root}\n" in log for root in LANDLOCK_ROOTS), log
+        assert "anon_inode" not in log and "/functions\n" not in log, log
+        now = {fd: t for fd, t in fd_numbers(spawner).items() if t in LANDLOCK_ROOTS}
+        assert not held or now == held, (held, now)   # the same ones, not opened again
+        held = now
+    assert "/usr" in held.values() and "/etc" in held.values(), held
 
 def test_no_spawner_with_the_sandbox_off(start_server, tmp_path):
     srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "off", "--prespawn", "0")
