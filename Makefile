@@ -52,6 +52,8 @@ endif
 ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
+# each unit test's body followed by a leak check (tests/unit/leak_check.c)
+UNIT_LDFLAGS := -Wl,--wrap=criterion_internal_test_main
 endif
 
 PROTOS    := evaluator health reflection
@@ -195,7 +197,7 @@ $(BUILD)/tests/unit: $(call obj,$(UNIT_SRCS)) $(WS_OBJS) $(RC_OBJS) \
                      $(call obj,$(filter-out copier/main.c,$(COPIER_SRCS))) $(BUILD)/lib.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS) -lcriterion
+	$(Q)$(CC) $(LDFLAGS) $(UNIT_LDFLAGS) -o $@ $^ $(LDLIBS) $(RC_LDLIBS) -lcriterion
 
 unit: deps $(BUILD)/tests/unit
 	$(BUILD)/tests/unit --jobs 2
