@@ -17,7 +17,9 @@
 #include <criterion/criterion.h>
 
 #ifdef __SANITIZE_ADDRESS__
+#include <fcntl.h>
 #include <sanitizer/lsan_interface.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,17 @@ void __wrap_criterion_internal_test_main(void (*fn)(void));
 
 static void (*test_body)(void);
 static int leak_reported;
+static int real_stderr = STDERR_FILENO;   /* fd 2 as the process started */
+
+/* Some tests leave fd 2 sent to a pipe or file of theirs (cr_redirect_stderr,
+ * test_log.c, log_capture): the report goes to the stderr the process
+ * started with, kept from before any test ran. */
+__attribute__((constructor)) static void keep_real_stderr(void)
+{
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd >= 0)
+        real_stderr = fd;
+}
 
 /* The report printed, the same leaks would be reported again at exit and
  * taken for the teardown's: the process ends first. Registered before the
@@ -43,7 +56,10 @@ static void end_before_second_report(void)
 
 static void check_for_leaks(void)
 {
-    if (__lsan_do_recoverable_leak_check()) {
+    __sanitizer_set_report_fd((void *)(intptr_t)real_stderr);
+    int leaked = __lsan_do_recoverable_leak_check();
+    __sanitizer_set_report_fd((void *)(intptr_t)STDERR_FILENO);   /* the default again */
+    if (leaked) {
         leak_reported = 1;
         cr_assert_fail("memory leaked: LeakSanitizer's report is above");
     }
