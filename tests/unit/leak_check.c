@@ -42,8 +42,8 @@ __attribute__((constructor)) static void keep_real_stderr(void)
         real_stderr = fd;
 }
 
-/* The report printed, the same leaks would be reported again at exit and
- * taken for the teardown's: the process ends first. Registered before the
+/* Once the report is printed, the check at exit would print the same leaks
+ * again, as a crash in the teardown: the process ends before it. Registered before the
  * body runs, so it runs after the exit handlers the body registers
  * (log_capture's) and before LeakSanitizer's, registered at start. */
 static void end_before_second_report(void)
