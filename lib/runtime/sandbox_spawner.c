@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "runtime/fn_job.h"
+#include "runtime/sandbox_host.h"
 
 #define SPAWNER_MAGIC 0x6b726d73u   /* "krms" */
 #define SPAWNER_MAX_ARGS 1024
@@ -119,8 +120,20 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
             err = ENOMEM;
             step = "sandbox settings";
         } else {
-            pid_t pid = 0, helpers[2];
-            err = spawn_in_group_as_sibling(path, argv, NULL, fds, setup, &pid, helpers, &step);
+            pid_t pid = 0, helpers[2] = {0, 0};
+            err = sandbox_hosts_enabled()
+                      ? sandbox_hosts_spawn(sandbox_of_setup(sb, setup), path,
+                                            rq.has_binary_fd ? fds[3] : -1, argv, fds, &pid,
+                                            helpers, &step)
+                      : 1;
+            size_t n_helpers = (helpers[0] > 0) + (helpers[1] > 0);
+            if (err == 1) {   /* no host: a fresh sandbox, its helpers after the host's */
+                pid_t fresh[2];
+                err = spawn_in_group_as_sibling(path, argv, NULL, fds, setup, &pid, fresh, &step);
+                for (int i = 0; i < 2; i++)   /* a third (both failed) is reaped as a stray */
+                    if (fresh[i] > 0 && n_helpers < 2)
+                        helpers[n_helpers++] = fresh[i];
+            }
             a.pid = err ? 0 : pid;
             a.helpers[0] = helpers[0];
             a.helpers[1] = helpers[1];
@@ -138,7 +151,19 @@ static void spawner_main(int sock, sandbox *sb) __attribute__((noreturn));
 static void spawner_main(int sock, sandbox *sb)
 {
     static char msg[SPAWNER_MAX_REQUEST];
+    static struct pollfd polled[1 + 2 * SANDBOX_HOSTS_MAX];
     for (;;) {
+        /* the kept sandboxes' hosts and functions first: a call's exit
+         * frees its host for the request that follows it */
+        polled[0] = (struct pollfd){.fd = sock, .events = POLLIN};
+        size_t n_polled = 1 + sandbox_hosts_pollfds(polled + 1, 2 * SANDBOX_HOSTS_MAX);
+        if (n_polled > 1 || sandbox_hosts_timeout_ms() >= 0) {
+            if (poll(polled, n_polled, sandbox_hosts_timeout_ms()) < 0 && errno != EINTR)
+                _exit(1);
+            sandbox_hosts_events(polled + 1, n_polled - 1);
+            if (!polled[0].revents)
+                continue;
+        }
         union {
             char buf[CMSG_SPACE(4 * sizeof(int))];
             struct cmsghdr align;
@@ -214,7 +239,7 @@ static int close_listed(unsigned from, unsigned to)
     return 0;
 }
 
-static int close_fds(unsigned from, unsigned to)
+int sandbox_spawner_close_fds(unsigned from, unsigned to)
 {
     if (syscall(SYS_close_range, from, to, 0u) == 0)
         return 0;
@@ -242,11 +267,11 @@ static int close_others(int sock, const spawn_child_setup *setup)
     for (size_t i = 0; i < n; i++) {
         if (keep[i] < 0 || (unsigned)keep[i] < from)
             continue;
-        if ((unsigned)keep[i] > from && close_fds(from, (unsigned)keep[i] - 1) < 0)
+        if ((unsigned)keep[i] > from && sandbox_spawner_close_fds(from, (unsigned)keep[i] - 1) < 0)
             return -1;
         from = (unsigned)keep[i] + 1;
     }
-    if (close_fds(from, ~0u) < 0)
+    if (sandbox_spawner_close_fds(from, ~0u) < 0)
         return -1;
     return 0;
 }

@@ -1,0 +1,174 @@
+"""serve --sandbox-keep: a sandbox kept per function (lib/runtime/sandbox_host).
+
+A host process per function variant holds the namespaces its calls join;
+after each call it is reset: the next call sees none of the last one's
+files or processes. Functions report what they see on stderr (the call's
+log)."""
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from krmtest import CLIENT_BIN, process_gone, simple_rl
+
+from test_pid1 import comm
+from test_sandbox_spawner import spawners, wait_for
+
+HOST = "krm-sbx-host"
+
+# What a call sees: its PID namespace, /tmp (where only the parents of
+# --functions' bind are, beneath /tmp in tests), the sleepers running (the
+# last call's), then it leaves a file and a setsid'd sleeper behind.
+SEES = """#!/bin/sh
+echo "ns=$(readlink /proc/self/ns/pid)" >&2
+echo "tmp=[$(ls -A /tmp | tr '\\n' ' ')]" >&2
+echo "sleepers=$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep$')" >&2
+{extra}
+touch /tmp/left-by-$$
+(setsid sleep 4242 &)
+exec cat
+"""
+
+
+def config(tmp_path, names):
+    docs = []
+    for name in names:
+        docs.append("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\n"
+                    f"metadata:\n  name: {name}\nspec:\n  image: {name}\n  binaryExecutor:\n"
+                    f"    path: {name}\n    tags: [v1]\n")
+    cfg = tmp_path / "fc.yaml"
+    cfg.write_text("---\n".join(docs))
+    return cfg
+
+
+def serve(start_server, tmp_path, *flags, names=("fn",), extra=""):
+    functions = tmp_path / "functions"
+    functions.mkdir(exist_ok=True)
+    for name in names:
+        fn = functions / name
+        fn.write_text(SEES.format(extra=extra))
+        fn.chmod(0o755)
+    cfg = config(tmp_path, names)
+    return start_server([], binary=CLIENT_BIN, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod", "--sandbox", "auto", "--prespawn", "0", "--verbosity", "3",
+        *flags])
+
+
+def seen(resp):
+    log = resp.log.decode()
+    out = {}
+    for line in log.splitlines():
+        key, _, value = line.partition("=")
+        out[key] = value
+    assert "ns" in out, log
+    return out
+
+
+def call(srv, image="fn:v1"):
+    rl = simple_rl("x")
+    resp = srv.evaluate(rl, image=image)
+    assert resp.resource_list == rl
+    return seen(resp)
+
+
+def hosts(srv):
+    found = []
+    for spawner in spawners(srv):
+        found += [int(p) for p in open(f"/proc/{spawner}/task/{spawner}/children").read().split()
+                  if comm(int(p)) == HOST]
+    return found
+
+
+def test_the_next_call_sees_none_of_the_last_ones_files_or_processes(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep")
+    first = call(srv)
+    assert "left-by" not in first["tmp"] and first["sleepers"] == "0", first
+    [host] = hosts(srv)
+    second = call(srv)
+    assert hosts(srv) == [host]
+    assert second["ns"] == first["ns"], "the second call should run in the first one's host"
+    assert second["tmp"] == first["tmp"], second   # the first's file is gone
+    assert second["sleepers"] == "0", second  # and so is its setsid'd sleeper
+
+
+def test_without_keep_each_call_has_its_namespace(start_server, tmp_path):
+    srv = serve(start_server, tmp_path)
+    assert call(srv)["ns"] != call(srv)["ns"]
+    assert hosts(srv) == []
+
+
+def test_a_killed_host_is_replaced(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep")
+    first = call(srv)
+    [host] = hosts(srv)
+    os.kill(host, signal.SIGKILL)
+    assert wait_for(lambda: host not in hosts(srv))
+    second = call(srv)
+    assert second["ns"] != first["ns"]
+    assert "left-by" not in second["tmp"], second
+    [again] = hosts(srv)
+    assert again != host
+    # its death is seen, or its reset (after the first call) is not answered
+    assert (f"host {host} exited unasked" in srv.stderr() or
+            f"host {host} ended: it did not answer its reset" in srv.stderr()), srv.stderr()
+
+
+def test_two_functions_never_share_a_host(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep", names=("fn", "fn2"))
+    a, b = call(srv, "fn:v1"), call(srv, "fn2:v1")
+    assert a["ns"] != b["ns"]
+    assert call(srv, "fn:v1")["ns"] == a["ns"]
+    assert call(srv, "fn2:v1")["ns"] == b["ns"]
+    assert len(hosts(srv)) == 2
+
+
+def test_calls_in_flight_at_once_get_a_host_each(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra="sleep 1")
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(call(srv))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2
+    assert got[0]["ns"] != got[1]["ns"]
+    assert len(hosts(srv)) == 2
+
+
+def test_idle_hosts_are_ended(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--prespawn-idle", "1s")
+    call(srv)
+    [host] = hosts(srv)
+    assert wait_for(lambda: process_gone(host, srv.pid), timeout=5)
+    assert "left-by" not in call(srv)["tmp"]
+
+
+def sleeping_functions():
+    """The processes running `sleep 30` (the function's), by pid."""
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and open(f"/proc/{p}/cmdline").read() == "sleep\x0030\x00":
+                found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
+def test_nothing_is_left_after_sigterm(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--shutdown-grace", "1s",
+                extra="sleep 30")
+    rl = simple_rl("x")
+    pending = threading.Thread(target=lambda: srv.evaluate_error(rl, image="fn:v1"))
+    pending.start()
+    assert wait_for(sleeping_functions)
+    left = hosts(srv) + sleeping_functions()
+    assert len(left) == 2, left
+    srv.terminate()
+    assert srv.wait() is not None
+    pending.join()
+    for pid in left:
+        assert wait_for(lambda: process_gone(pid, srv.pid), timeout=5), pid
