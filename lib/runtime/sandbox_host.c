@@ -71,6 +71,16 @@ int sandbox_hosts_enabled(void)
     return keep.max_hosts > 0;
 }
 
+size_t sandbox_hosts_max(void)
+{
+    return keep.max_hosts;
+}
+
+int64_t sandbox_hosts_idle_ns(void)
+{
+    return keep.idle_ns;
+}
+
 /* ---- the host process ------------------------------------------------------ */
 
 static int send_msg(int sock, const host_msg *m, const int *fds, size_t n_fds)

@@ -44,8 +44,10 @@ typedef struct sandbox_keep_config {
 /* Set in serve before the spawner is forked (which inherits it). */
 void sandbox_hosts_configure(const sandbox_keep_config *cfg);
 
-/* Whether hosts are kept (max_hosts > 0). */
+/* Whether hosts are kept (max_hosts > 0), and the configuration's figures. */
 int sandbox_hosts_enabled(void);
+size_t sandbox_hosts_max(void);
+int64_t sandbox_hosts_idle_ns(void);
 
 /* In the spawner: spawns path (binary_fd, the file it names, or -1) on a
  * free host of v's, made when none is. 0: spawned (*pid; helpers[] the

@@ -22,6 +22,7 @@
 
 #include "core/log.h"
 #include "core/loop.h"
+#include "grpc/metrics.h"
 #include "runtime/fn_job.h"
 #include "runtime/sandbox_host.h"
 
@@ -48,6 +49,7 @@ typedef struct spawn_answer {
     int32_t err;                 /* 0, or the errno */
     int32_t pid;                 /* the function's, when err is 0 */
     int32_t helpers[2];          /* processes of the spawn that exited: ours to reap */
+    uint32_t hosts;              /* the kept sandboxes' hosts alive (sandbox_host.h) */
     char step[SPAWNER_STEP_MAX]; /* the failed setup step, "" when none */
 } spawn_answer;
 
@@ -141,6 +143,7 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
         buf_free(&why);
     }
     close_all(fds, n_fds);
+    a.hosts = (uint32_t)sandbox_hosts_count();
     a.err = err;
     if (err && step)
         snprintf(a.step, sizeof a.step, "%s", step);
@@ -287,6 +290,7 @@ static struct {
     fn_job *asked[SPAWNER_MAX_IN_FLIGHT];   /* a ring, oldest at head */
     size_t head, count;
     uint32_t next_seq;
+    uint32_t hosts;             /* the kept sandboxes' hosts, as of its last answer */
     int restarted;              /* once */
     int stopping;               /* the server's shutdown: no restart */
 } sp = {.fd = -1};
@@ -309,6 +313,7 @@ static void spawner_lost(const char *what, int reaped)
         sp.lost[sp.lost[0] ? 1 : 0] = pid;
     }
     sp.pid = 0;
+    sp.hosts = 0;   /* they died with it */
     fn_job *failed[SPAWNER_MAX_IN_FLIGHT];
     size_t n = 0;
     for (; sp.count; sp.count--, sp.head = (sp.head + 1) % SPAWNER_MAX_IN_FLIGHT)
@@ -352,6 +357,7 @@ static void spawner_on_answer(loop *l, int fd, uint32_t events, void *ctx)
             return;
         }
         fn_job *job = sp.asked[sp.head];
+        sp.hosts = a.hosts;
         sp.head = (sp.head + 1) % SPAWNER_MAX_IN_FLIGHT;
         sp.count--;
         a.step[sizeof a.step - 1] = '\0';
@@ -542,10 +548,31 @@ static int spawner_fork(buf *why)
     return 0;
 }
 
+static size_t kept_hosts(void)
+{
+    return sp.hosts;
+}
+
+static size_t kept_hosts_max(void)
+{
+    return sandbox_hosts_max();
+}
+
 int sandbox_spawner_start(sandbox *sb, buf *why)
 {
     if (!sandbox_child_setup(sb))
         return 0;   /* no layer: spawns are plain and cheap */
+    if (sandbox_hosts_enabled()) {
+        metrics_gauge("krm_sandbox_kept_hosts", "",
+                      "Hosts of sandboxes kept per function (--sandbox-keep) alive, as of the "
+                      "spawner's last answer.", kept_hosts);
+        metrics_gauge("krm_sandbox_kept_hosts_max", "",
+                      "Most hosts of kept sandboxes (--prespawn-total plus "
+                      "--max-concurrent-functions); past it a call gets a fresh sandbox.",
+                      kept_hosts_max);
+        log_v(3, "sandbox keep: at most %zu hosts, ended after %lld ms idle",
+              sandbox_hosts_max(), (long long)(sandbox_hosts_idle_ns() / 1000000));
+    }
     sp.sb = sb;
     if (spawner_fork(why) < 0)
         return -1;

@@ -92,6 +92,10 @@ def test_the_next_call_sees_none_of_the_last_ones_files_or_processes(start_serve
     assert second["ns"] == first["ns"], "the second call should run in the first one's host"
     assert second["tmp"] == first["tmp"], second   # the first's file is gone
     assert second["sleepers"] == "0", second  # and so is its setsid'd sleeper
+    from test_observability import curl
+    code, text = curl(srv.port, "/metrics")
+    assert "\nkrm_sandbox_kept_hosts 1\n" in text, text
+    assert "\nkrm_sandbox_kept_hosts_max " in text, text
 
 
 def test_without_keep_each_call_has_its_namespace(start_server, tmp_path):
