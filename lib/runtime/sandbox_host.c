@@ -389,7 +389,7 @@ typedef struct host {
     pid_t pid;
     int pidfd;                  /* the host's, polled for its death */
     int sock;
-    int tmp_fd, proc_fd;        /* its /tmp and /proc, for the ruleset */
+    int tmp_fd, proc_fd;        /* its /tmp and /proc, until the ruleset is made */
     int ruleset;                /* -1 without Landlock */
     int ns[HOST_NS_MAX];
     int n_ns;
@@ -617,6 +617,8 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         h->ruleset = -1;
         goto fail;
     }
+    close_if(&h->tmp_fd);   /* in the ruleset now: fewer descriptors a host */
+    close_if(&h->proc_fd);
     /* the shared namespaces first (a user namespace, then what it owns),
      * then the host's: its user namespace, then those it owns */
     h->setup = (spawn_child_setup){.run = call_confine, .ctx = h, .envp = setup->envp};
@@ -667,7 +669,7 @@ int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char 
 {
     helpers[0] = helpers[1] = 0;
     struct stat st;
-    if ((binary_fd >= 0 ? fstat(binary_fd, &st) : stat(path, &st)) < 0)
+    if (!v || (binary_fd >= 0 ? fstat(binary_fd, &st) : stat(path, &st)) < 0)
         return 1;   /* the fresh spawn says why */
     host *h = NULL;
     for (size_t i = 0; i < n_hosts && !h; i++)

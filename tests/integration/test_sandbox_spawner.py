@@ -84,10 +84,10 @@ def assert_holds_only_its_own(spawner, tmp_path):
                 targets.append(os.readlink(f"/proc/{spawner}/fd/{fd}"))
         except FileNotFoundError:
             pass   # a spawn's, closed meanwhile
-    # with --sandbox-keep also, per host: its socket, namespaces, pidfd,
-    # /tmp and /proc, and the Landlock ruleset of its calls
+    # with --sandbox-keep also, per host: its socket, namespaces, pidfd and
+    # the Landlock ruleset of its calls
     hosts = [p for p in children_of(spawner) if comm(p) == "krm-sbx-host"]
-    kept = ("mnt:", "ipc:", "pid:", "anon_inode:[pidfd]", "anon_inode:[landlock-ruleset]", "/tmp")
+    kept = ("mnt:", "ipc:", "pid:", "anon_inode:[pidfd]", "anon_inode:[landlock-ruleset]")
     assert sum(t.startswith("socket:") for t in targets) == 1 + len(hosts), targets
     binary = str(tmp_path / "functions" / "fn")
     unexpected = [t for t in targets if not (
