@@ -18,11 +18,13 @@ from test_sandbox_spawner import spawners, wait_for
 
 HOST = "krm-sbx-host"
 
-# What a call sees: its PID namespace, /tmp (where only the parents of
+# What a call sees: its PID namespace and its pid there (1 in a fresh
+# sandbox, whose PID namespace is the call's own; not on a host), /tmp (where only the parents of
 # --functions' bind are, beneath /tmp in tests), the sleepers running (the
 # last call's), then it leaves a file and a setsid'd sleeper behind.
 SEES = """#!/bin/sh
 echo "ns=$(readlink /proc/self/ns/pid)" >&2
+echo "pid=$$" >&2
 echo "tmp=[$(ls -A /tmp | tr '\\n' ' ')]" >&2
 echo "sleepers=$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep$')" >&2
 {extra}
@@ -90,6 +92,7 @@ def test_the_next_call_sees_none_of_the_last_ones_files_or_processes(start_serve
     second = call(srv)
     assert hosts(srv) == [host]
     assert second["ns"] == first["ns"], "the second call should run in the first one's host"
+    assert first["pid"] != "1" and second["pid"] != "1"   # the host is PID 1
     assert second["tmp"] == first["tmp"], second   # the first's file is gone
     assert second["sleepers"] == "0", second  # and so is its setsid'd sleeper
     from test_observability import curl
@@ -99,19 +102,20 @@ def test_the_next_call_sees_none_of_the_last_ones_files_or_processes(start_serve
 
 
 def test_without_keep_each_call_has_its_namespace(start_server, tmp_path):
+    """The default: no host, each call PID 1 of a namespace of its own."""
     srv = serve(start_server, tmp_path)
-    assert call(srv)["ns"] != call(srv)["ns"]
+    assert call(srv)["pid"] == call(srv)["pid"] == "1"
     assert hosts(srv) == []
 
 
 def test_a_killed_host_is_replaced(start_server, tmp_path):
     srv = serve(start_server, tmp_path, "--sandbox-keep")
-    first = call(srv)
+    assert call(srv)["pid"] != "1"
     [host] = hosts(srv)
     os.kill(host, signal.SIGKILL)
     assert wait_for(lambda: host not in hosts(srv))
     second = call(srv)
-    assert second["ns"] != first["ns"]
+    assert second["pid"] != "1"   # on a host again
     assert "left-by" not in second["tmp"], second
     [again] = hosts(srv)
     assert again != host
@@ -176,3 +180,26 @@ def test_nothing_is_left_after_sigterm(start_server, tmp_path):
     pending.join()
     for pid in left:
         assert wait_for(lambda: process_gone(pid, srv.pid), timeout=5), pid
+
+
+def test_a_host_that_cannot_be_made_gives_fresh_sandboxes(start_server, tmp_path):
+    """pidfd_open refused (EPERM, by a seccomp filter in front of serve, as
+    an old container profile would): no host can be watched, so none is
+    kept, the failure is said once, and every call runs in a fresh sandbox
+    of its own (its PID namespace differs each time), answered as ever."""
+    from test_sandbox_spawner import NO_CLOSE_RANGE
+    wrapper = tmp_path / "no_pidfd_open.py"
+    wrapper.write_text(NO_CLOSE_RANGE.replace("436", "434").replace("close_range", "pidfd_open"))
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "fn").write_text(SEES.format(extra=""))
+    (functions / "fn").chmod(0o755)
+    cfg = config(tmp_path, ["fn"])
+    srv = start_server([], binary=CLIENT_BIN, wrapper=["/usr/bin/python3", str(wrapper)], argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions",
+        str(functions), "--disable-runtimes=pod", "--sandbox", "auto", "--prespawn", "0",
+        "--sandbox-keep"])
+    assert [call(srv)["pid"] for _ in range(3)] == ["1"] * 3   # each its own namespace
+    assert hosts(srv) == []
+    assert srv.stderr().count("cannot make a host") == 1, srv.stderr()
+    assert "pidfd_open: Operation not permitted" in srv.stderr(), srv.stderr()
