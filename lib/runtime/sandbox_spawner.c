@@ -123,12 +123,14 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
             step = "sandbox settings";
         } else {
             pid_t pid = 0, helpers[2] = {0, 0};
+            int64_t started = loop_now_ns();
             err = sandbox_hosts_enabled()
                       ? sandbox_hosts_spawn(sandbox_of_setup(sb, setup), path,
                                             rq.has_binary_fd ? fds[3] : -1, argv, fds, &pid,
                                             helpers, &step)
                       : 1;
             size_t n_helpers = (helpers[0] > 0) + (helpers[1] > 0);
+            const char *how = err == 1 ? "in a fresh sandbox" : "on a kept sandbox's host";
             if (err == 1) {   /* no host: a fresh sandbox, its helpers after the host's */
                 pid_t fresh[2];
                 err = spawn_in_group_as_sibling(path, argv, NULL, fds, setup, &pid, fresh, &step);
@@ -137,6 +139,9 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
                         helpers[n_helpers++] = fresh[i];
             }
             a.pid = err ? 0 : pid;
+            if (!err)   /* until its exec: what the spawn costs, fresh or joined */
+                log_v(4, "spawner: %s spawned %s in %lld us", argv[0], how,
+                      (long long)((loop_now_ns() - started) / 1000));
             a.helpers[0] = helpers[0];
             a.helpers[1] = helpers[1];
         }
