@@ -203,3 +203,29 @@ def test_a_host_that_cannot_be_made_gives_fresh_sandboxes(start_server, tmp_path
     assert hosts(srv) == []
     assert srv.stderr().count("cannot make a host") == 1, srv.stderr()
     assert "pidfd_open: Operation not permitted" in srv.stderr(), srv.stderr()
+
+
+def test_the_reset_empties_a_deep_tree_and_follows_no_link(start_server, tmp_path):
+    """The reset walks /tmp without recursion or paths: 1,000 nested
+    directories go, and so do links to a directory functions may write
+    (--sandbox-write, bound into /tmp) without what they point to being
+    touched; that directory, a mount of ours, keeps its files."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "precious").write_text("x")
+    extra = (f"if [ ! -e {kept}/made-by-call ]; then touch {kept}/made-by-call; "
+             "( cd /tmp && i=0; while [ $i -lt 1000 ]; do mkdir d && cd d || exit 1; "
+             "i=$((i+1)); done; touch deep-file ); "
+             f"ln -s {kept} /tmp/link-to-kept; ln -s / /tmp/link-to-root; fi; "
+             "echo \"made=$(ls -A /tmp | tr '\\n' ' ')\" >&2; "
+             "echo \"deep=$(find /tmp/d -type d 2>/dev/null | wc -l)\" >&2")
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--sandbox-write", str(kept), extra=extra)
+    first = call(srv)
+    assert first["deep"] == "1000" and "link-to-kept" in first["made"], first
+    [host] = hosts(srv)
+    second = call(srv)
+    assert second["deep"] == "0", second
+    assert hosts(srv) == [host], srv.stderr()   # its reset succeeded
+    assert second["tmp"] == first["tmp"], (first, second)   # no d, no links
+    assert (kept / "precious").read_text() == "x"
+    assert (kept / "made-by-call").exists()
