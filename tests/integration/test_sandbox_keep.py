@@ -229,3 +229,21 @@ def test_the_reset_empties_a_deep_tree_and_follows_no_link(start_server, tmp_pat
     assert second["tmp"] == first["tmp"], (first, second)   # no d, no links
     assert (kept / "precious").read_text() == "x"
     assert (kept / "made-by-call").exists()
+
+
+def test_the_next_call_sees_none_of_the_last_ones_ipc_objects(start_server, tmp_path):
+    """System V objects one call made (a message queue, a semaphore set,
+    shared memory) are gone for the next. (POSIX message queues are removed
+    too, but a sandboxed function cannot make one: Landlock refuses the
+    open of the mqueue filesystem's file, EACCES.)"""
+    count = ('$(tail -q -n +2 /proc/sysvipc/msg /proc/sysvipc/sem /proc/sysvipc/shm | wc -l)')
+    extra = (f'echo "sysv={count}" >&2; '
+             "ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && ipcmk -M 4096 >/dev/null; "
+             f'echo "made={count}" >&2')
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first = call(srv)
+    assert first["sysv"] == "0" and first["made"] == "3", first
+    [host] = hosts(srv)
+    second = call(srv)
+    assert hosts(srv) == [host]
+    assert second["sysv"] == "0" and second["made"] == "3", second
