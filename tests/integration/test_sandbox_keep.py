@@ -21,12 +21,14 @@ HOST = "krm-sbx-host"
 # What a call sees: its PID namespace and its pid there (1 in a fresh
 # sandbox, whose PID namespace is the call's own; not on a host), /tmp (where only the parents of
 # --functions' bind are, beneath /tmp in tests), the sleepers running (the
-# last call's), then it leaves a file and a setsid'd sleeper behind.
+# last call's), the processes waiting in `cat` (another call's, started
+# ahead), then it leaves a file and a setsid'd sleeper behind.
 SEES = """#!/bin/sh
 echo "ns=$(readlink /proc/self/ns/pid)" >&2
 echo "pid=$$" >&2
 echo "tmp=[$(ls -A /tmp | tr '\\n' ' ')]" >&2
 echo "sleepers=$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep$')" >&2
+echo "cats=$(grep -h '^cat$' /proc/[0-9]*/comm 2>/dev/null | wc -l)" >&2
 {extra}
 touch /tmp/left-by-$$
 (setsid sleep 4242 &)
@@ -106,6 +108,16 @@ def test_without_keep_each_call_has_its_namespace(start_server, tmp_path):
     srv = serve(start_server, tmp_path)
     assert call(srv)["pid"] == call(srv)["pid"] == "1"
     assert hosts(srv) == []
+
+
+def test_a_prestarted_process_has_a_host_of_its_own(start_server, tmp_path):
+    """With --prespawn 1 the process started for the next call waits (in
+    `cat`) in a host of its own: no call sees it, and two hosts take turns."""
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--prespawn", "1")
+    got = [call(srv) for _ in range(4)]
+    assert [g["cats"] for g in got] == ["0"] * 4, got
+    assert all(g["pid"] != "1" and "left-by" not in g["tmp"] for g in got), got
+    assert wait_for(lambda: len(hosts(srv)) == 2), hosts(srv)
 
 
 def test_a_killed_host_is_replaced(start_server, tmp_path):
