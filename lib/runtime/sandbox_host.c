@@ -40,6 +40,9 @@
 
 #define HOST_STEP_MAX 48
 #define HOST_ANSWER_MS 2000        /* a host's set-up or reset, at most */
+#define HOST_RESET_WAIT_MS 5       /* a spawn waits this long for its host's reset, then
+                                      makes another host: a function whose leftovers
+                                      take long to clear holds up no other spawn */
 #define HOST_STACK_SIZE (256 * 1024)
 #define HOST_KEPT_DIRS_MAX 256     /* directories of /tmp a reset cannot empty (our binds') */
 #define HOST_NS_MAX 5              /* user, net, mnt, ipc, pid */
@@ -380,7 +383,9 @@ static int host_main(void *arg)
 
 /* ---- the spawner's side ------------------------------------------------------ */
 
-typedef enum { HOST_FREE, HOST_BUSY, HOST_DYING } host_state;
+/* FREE -> BUSY (a call's function runs) -> RESETTING (asked, not yet
+ * answered) -> FREE; DYING: killed, until its pidfd says it exited. */
+typedef enum { HOST_FREE, HOST_BUSY, HOST_RESETTING, HOST_DYING } host_state;
 
 typedef struct host {
     const sandbox *v;
@@ -397,6 +402,7 @@ typedef struct host {
     host_state state;
     int fn_pidfd;               /* HOST_BUSY: the function's */
     int64_t idle_since_ns;
+    int64_t reset_deadline_ns;  /* HOST_RESETTING: ended if not answered by then */
 } host;
 
 static host *hosts[SANDBOX_HOSTS_MAX];
@@ -642,16 +648,27 @@ fail:
     return NULL;
 }
 
-/* After its call: RESET, answered in time, or the host is ended. */
-static void host_free_again(host *h)
+/* After its call: RESET asked; the spawner's loop reads the answer
+ * (host_reset_done) while it serves other spawns. */
+static void host_reset_ask(host *h)
 {
     close_if(&h->fn_pidfd);
     char ask = ASK_RESET;
+    if (send(h->sock, &ask, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+        host_kill(h, "its reset cannot be asked");
+        return;
+    }
+    h->state = HOST_RESETTING;
+    h->reset_deadline_ns = now_ns() + (int64_t)HOST_ANSWER_MS * 1000000;
+}
+
+/* Its socket is readable: the reset's answer, or the host is ended. */
+static void host_reset_done(host *h)
+{
     host_msg m;
     size_t n_fds;
-    if (send(h->sock, &ask, 1, MSG_NOSIGNAL) != 1 || host_recv(h->sock, &m, NULL, 0, &n_fds) < 0 ||
-        m.kind != MSG_RESET_DONE) {
-        host_kill(h, "it did not answer its reset");
+    if (host_recv(h->sock, &m, NULL, 0, &n_fds) < 0 || m.kind != MSG_RESET_DONE) {
+        host_kill(h, "it answered its reset wrongly");
         return;
     }
     if (m.err) {
@@ -664,6 +681,29 @@ static void host_free_again(host *h)
     h->idle_since_ns = now_ns();
 }
 
+/* A free host of v's for the binary (dev, ino): one free now, or one
+ * whose reset is answered within HOST_RESET_WAIT_MS. NULL: none. */
+static host *host_take(const sandbox *v, dev_t dev, ino_t ino)
+{
+    host *resetting = NULL;
+    for (size_t i = 0; i < n_hosts; i++) {
+        host *h = hosts[i];
+        if (h->v != v || h->dev != dev || h->ino != ino)
+            continue;
+        if (h->state == HOST_FREE)
+            return h;
+        if (h->state == HOST_RESETTING && !resetting)
+            resetting = h;
+    }
+    if (!resetting)
+        return NULL;
+    struct pollfd p = {.fd = resetting->sock, .events = POLLIN};
+    if (poll(&p, 1, HOST_RESET_WAIT_MS) <= 0)
+        return NULL;
+    host_reset_done(resetting);
+    return resetting->state == HOST_FREE ? resetting : NULL;
+}
+
 int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char *const *argv,
                         const int stdio[3], pid_t *pid, pid_t helpers[2], const char **step)
 {
@@ -671,11 +711,7 @@ int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char 
     struct stat st;
     if (!v || (binary_fd >= 0 ? fstat(binary_fd, &st) : stat(path, &st)) < 0)
         return 1;   /* the fresh spawn says why */
-    host *h = NULL;
-    for (size_t i = 0; i < n_hosts && !h; i++)
-        if (hosts[i]->state == HOST_FREE && hosts[i]->v == v && hosts[i]->dev == st.st_dev &&
-            hosts[i]->ino == st.st_ino)
-            h = hosts[i];
+    host *h = host_take(v, st.st_dev, st.st_ino);
     if (!h) {
         if (sandbox_hosts_count() >= keep.max_hosts || n_hosts == SANDBOX_HOSTS_MAX) {
             log_v(3, "sandbox keep: all %zu hosts taken; %s spawned in a fresh sandbox",
@@ -706,7 +742,7 @@ int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char 
     if (err || fn_pidfd < 0) {
         if (!err)
             close_if(&fn_pidfd);
-        host_free_again(h);   /* what the failed spawn left, if anything */
+        host_reset_ask(h);   /* what the failed spawn left, if anything */
         return err ? err : 1;
     }
     h->state = HOST_BUSY;
@@ -719,7 +755,9 @@ size_t sandbox_hosts_pollfds(struct pollfd *p, size_t room)
     size_t n = 0;
     for (size_t i = 0; i < n_hosts && n + 2 <= room; i++) {
         p[n++] = (struct pollfd){.fd = hosts[i]->pidfd, .events = POLLIN};
-        p[n++] = (struct pollfd){.fd = hosts[i]->state == HOST_BUSY ? hosts[i]->fn_pidfd : -1,
+        const host *h = hosts[i];
+        p[n++] = (struct pollfd){.fd = h->state == HOST_BUSY ? h->fn_pidfd
+                                       : h->state == HOST_RESETTING ? h->sock : -1,
                                  .events = POLLIN};
     }
     return n;
@@ -752,11 +790,15 @@ void sandbox_hosts_events(const struct pollfd *p, size_t n)
             continue;
         }
         if (ended[i] && h->state == HOST_BUSY)
-            host_free_again(h);
+            host_reset_ask(h);   /* its function exited */
+        else if (ended[i] && h->state == HOST_RESETTING)
+            host_reset_done(h);
     }
     int64_t now = now_ns();
     for (size_t i = 0; i < n_hosts; i++) {
         host *h = hosts[i];
+        if (h->state == HOST_RESETTING && now >= h->reset_deadline_ns)
+            host_kill(h, "it did not answer its reset");
         if (h->state == HOST_FREE && keep.idle_ns > 0 && now - h->idle_since_ns >= keep.idle_ns) {
             char ask = ASK_EXIT;
             (void)send(h->sock, &ask, 1, MSG_NOSIGNAL);
@@ -768,10 +810,15 @@ void sandbox_hosts_events(const struct pollfd *p, size_t n)
 int sandbox_hosts_timeout_ms(void)
 {
     int64_t next = -1, now = now_ns();
-    for (size_t i = 0; i < n_hosts && keep.idle_ns > 0; i++) {
-        if (hosts[i]->state != HOST_FREE)
+    for (size_t i = 0; i < n_hosts; i++) {
+        int64_t at = hosts[i]->state == HOST_RESETTING ? hosts[i]->reset_deadline_ns
+                     : hosts[i]->state == HOST_FREE && keep.idle_ns > 0
+                         ? (keep.idle_ns > INT64_MAX - hosts[i]->idle_since_ns
+                                ? INT64_MAX : hosts[i]->idle_since_ns + keep.idle_ns)
+                         : -1;
+        if (at < 0)
             continue;
-        int64_t left = hosts[i]->idle_since_ns + keep.idle_ns - now;
+        int64_t left = at - now;
         if (left < 0)
             left = 0;
         if (next < 0 || left < next)

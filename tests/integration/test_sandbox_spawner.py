@@ -268,7 +268,8 @@ def test_the_spawner_does_not_hold_up_the_servers_stop(start_server, tmp_path):
         srv = serve(start_server, sub, "exec cat", "--sandbox", mode, "--prespawn", "1")
         rl = simple_rl("x")
         assert srv.evaluate(rl, image="fn:v1").resource_list == rl
-        assert len(spawners(srv)) == (mode == "auto")
+        # (a spawn's first child, named as the spawner, lives a moment)
+        assert wait_for(lambda: len(spawners(srv)) == (mode == "auto")), spawners(srv)
         times[mode] = stop_time(srv)
         assert srv.proc.returncode == 0, srv.stderr()
     assert times["auto"] < times["off"] + 0.6, times
