@@ -938,6 +938,8 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
         sandbox_hosts_configure(&(sandbox_keep_config){
             .max_hosts = o->sandbox_keep ? r.prespawn_total + r.server.max_functions : 0,
             .idle_ns = r.prespawn_idle_ns});
+        if (o->sandbox_keep && sandboxing.mode == SANDBOX_OFF)
+            log_warn("--sandbox-keep: no effect with --sandbox off (there is no sandbox to keep)");
         if (!(sb = serve_sandbox_start("serve", &sandboxing, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)

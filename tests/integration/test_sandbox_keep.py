@@ -276,3 +276,9 @@ def test_the_next_call_sees_none_of_the_last_ones_ipc_objects(start_server, tmp_
     second = call(srv)
     assert hosts(srv) == [host]
     assert second["sysv"] == "0" and second["made"] == "3", second
+
+
+def test_keep_with_the_sandbox_off_is_said_to_do_nothing(start_server, tmp_path):
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--sandbox", "off")
+    assert wait_for(lambda: "--sandbox-keep: no effect with --sandbox off" in srv.stderr())
+    assert spawners(srv) == []
