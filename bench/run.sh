@@ -381,25 +381,26 @@ bench_prespawn() {
 }
 
 # bench_sandbox LABEL EXPECT: the 2 KiB call through $SRV_FN run by
-# runner-client serve as an exec function, sandboxed (--sandbox auto) and not
-# (off), each with --prespawn 1 and 0: four servers side by side, in
-# interleaved rounds with spawning the function from C. Medians (us) in
-# SB_AUTO1, SB_OFF1, SB_AUTO0, SB_OFF0 and SB_SPAWN.
+# runner-client serve as an exec function, sandboxed (--sandbox auto), kept
+# per function (--sandbox auto --sandbox-keep) and not (off), each with
+# --prespawn 1 and 0: six servers side by side, in interleaved rounds with
+# spawning the function from C. Medians (us) in SB_AUTO1, SB_OFF1, SB_AUTO0,
+# SB_OFF0, SB_KEEP1, SB_KEEP0 and SB_SPAWN.
 bench_sandbox() {
-    local i k mode pre pids=() ports=() runs=("" "" "" "") sp=""
+    local i k mode pre keep pids=() ports=() runs=("" "" "" "" "" "") sp=""
     local args=(--input "$TMP/rl-2k.yaml" --expect "$2" --calls "$SMALL_CALLS" --warmup 5
                 --image fn:v1)
-    local setups=("auto 1" "off 1" "auto 0" "off 0")
-    for k in 0 1 2 3; do
-        read -r mode pre <<<"${setups[$k]}"
-        start_serve --sandbox "$mode" --prespawn "$pre"
+    local setups=("auto 1" "off 1" "auto 0" "off 0" "auto 1 --sandbox-keep" "auto 0 --sandbox-keep")
+    for k in 0 1 2 3 4 5; do
+        read -r mode pre keep <<<"${setups[$k]}"
+        start_serve --sandbox "$mode" --prespawn "$pre" $keep
         pids[$k]=$SRV_PID
         ports[$k]=$SRV_PORT
     done
     for i in $(seq "$ROUNDS"); do
         tool pipefloor --cmd "$SRV_FN" "${args[@]:0:8}"
         sp="$sp $(get median_us "$LINE")"
-        for k in 0 1 2 3; do
+        for k in 0 1 2 3 4 5; do
             SRV_PID=${pids[$k]} SRV_PORT=${ports[$k]}
             eval_calls "${args[@]}"
             runs[$k]="${runs[$k]} $(get median_us "$LINE")"
@@ -409,15 +410,17 @@ bench_sandbox() {
     SB_OFF1=$(median ${runs[1]})
     SB_AUTO0=$(median ${runs[2]})
     SB_OFF0=$(median ${runs[3]})
+    SB_KEEP1=$(median ${runs[4]})
+    SB_KEEP0=$(median ${runs[5]})
     SB_SPAWN=$(median $sp)
     CPU_US=0
     CPU_CALLS=0
-    for k in 0 1 2 3; do
+    for k in 0 1 2 3 4 5; do
         SRV_PID=${pids[$k]}
         stop_server
     done
-    say "   $1: sandboxed $SB_AUTO1 / $SB_AUTO0 us, not $SB_OFF1 / $SB_OFF0 us (--prespawn 1 / 0)," \
-        "spawning it $SB_SPAWN us"
+    say "   $1: sandboxed $SB_AUTO1 / $SB_AUTO0 us, kept $SB_KEEP1 / $SB_KEEP0 us," \
+        "not $SB_OFF1 / $SB_OFF0 us (--prespawn 1 / 0), spawning it $SB_SPAWN us"
 }
 
 # The sandbox's cost (runner-client serve, exec runtime): cat and the Go function.
@@ -437,6 +440,12 @@ bench_sandbox_rows() {
         row 8 "2 KiB call p50, $fn, serve --sandbox auto, --prespawn 0" "$(ms "$SB_AUTO0") ms" \
             "$(ms "$SB_SPAWN") ms spawn it + pipes" "$(calc "$SB_AUTO0/$SB_SPAWN")x" "<= 1.2x" \
             "$(verdict "$SB_AUTO0 / $SB_SPAWN <= 1.2")"
+        row 8 "2 KiB call p50, $fn, serve --sandbox auto --sandbox-keep, --prespawn 1" \
+            "$(ms "$SB_KEEP1") ms" "$(ms "$SB_OFF1") ms --sandbox off" \
+            "$(calc "$SB_KEEP1/$SB_OFF1")x" "<= 1.05x" "$(verdict "$SB_KEEP1 / $SB_OFF1 <= 1.05")"
+        row 8 "2 KiB call p50, $fn, serve --sandbox auto --sandbox-keep, --prespawn 0" \
+            "$(ms "$SB_KEEP0") ms" "$(ms "$SB_SPAWN") ms spawn it + pipes" \
+            "$(calc "$SB_KEEP0/$SB_SPAWN")x" "<= 1.2x" "$(verdict "$SB_KEEP0 / $SB_SPAWN <= 1.2")"
         note "(--sandbox off, --prespawn 0: $(ms "$SB_OFF0") ms, $(calc "$SB_OFF0/$SB_SPAWN")x" \
              "of spawning it; the sandbox's own share at --prespawn 0:" \
              "$(calc "$SB_AUTO0/$SB_OFF0")x)"

@@ -16,6 +16,12 @@
 #ifndef FUTEX_WAIT
 #define FUTEX_WAIT 0
 #endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 /* Under AddressSanitizer the child's frames poison the shadow of its stack
  * (redzones), and nothing clears that when the stack is unmapped: the next
@@ -87,6 +93,8 @@ typedef struct child_args {
                            (the kernel stores it: CLONE_PARENT_SETTID) */
     pid_t exec_tid;     /* -1 until that child execs or exits: the kernel
                            clears it then and wakes us (CLONE_CHILD_CLEARTID) */
+    int want_pidfd;     /* the second child made with CLONE_PIDFD ... */
+    int pidfd;          /* ... which the kernel stores here (our table: CLONE_FILES) */
 } child_args;
 
 #define CHILD_STACK_SIZE (256 * 1024)   /* the setup's frames; ASan's are larger */
@@ -147,15 +155,19 @@ static int child_main(void *arg)
      * row (the new child, then this one; 0.1-0.2 ms on a busy machine). */
     /* With CLONE_PARENT the kernel gives the child our own exit signal
      * (SIGCHLD: we were made with it), not the one asked here. */
+    /* CLONE_PIDFD stores the pidfd where CLONE_PARENT_SETTID would store
+     * the pid (the two exclude each other): the pid is then stored here */
     pid_t pid = clone(child_exec, a->exec_stack,
-                      CLONE_VM | CLONE_PARENT | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID |
-                          SIGCHLD | setup->clone_flags,
-                      a, &a->pid, NULL, &a->exec_tid);
+                      CLONE_VM | CLONE_PARENT | (a->want_pidfd ? CLONE_PIDFD : CLONE_PARENT_SETTID) |
+                          CLONE_CHILD_CLEARTID | SIGCHLD | setup->clone_flags,
+                      a, a->want_pidfd ? (void *)&a->pidfd : (void *)&a->pid, NULL, &a->exec_tid);
     if (pid < 0) {
         a->err = errno;
         a->step = "clone";
         _exit(127);
     }
+    if (a->want_pidfd)
+        __atomic_store_n(&a->pid, pid, __ATOMIC_RELEASE);
     _exit(0);
 }
 
@@ -198,12 +210,14 @@ static void reap(pid_t pid)
  * those that exit at once (0: none). */
 static int spawn_setup(const char *path, char *const *argv, char *const *envp, const int stdio[3],
                        const spawn_child_setup *setup, int as_sibling, pid_t *pid,
-                       pid_t helpers[2], const char **step)
+                       pid_t helpers[2], int *pidfd, const char **step)
 {
     *step = NULL;
     helpers[0] = helpers[1] = 0;
+    if (pidfd)
+        *pidfd = -1;
     child_args a = {.path = path, .argv = argv, .envp = envp ? envp : setup->envp ? setup->envp : environ, .stdio = stdio,
-                    .setup = setup, .exec_tid = -1};
+                    .setup = setup, .exec_tid = -1, .want_pidfd = pidfd != NULL, .pidfd = -1};
     int prepared = setup->prepare ? setup->prepare(setup->ctx, step) : 0;
     if (prepared)
         return prepared;
@@ -243,10 +257,14 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
             reap(exited[i]);
     }
     if (err) {
+        if (a.pidfd >= 0)
+            close(a.pidfd);
         *step = a.step;
         return err;
     }
     *pid = two ? a.pid : child;
+    if (pidfd)
+        *pidfd = a.pidfd >= 0 ? a.pidfd : (int)syscall(SYS_pidfd_open, *pid, 0);
     return 0;
 }
 
@@ -258,14 +276,21 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
     *step = NULL;
     if (!setup)
         return spawn_in_group(path, 0, argv, envp, stdio, pid);
-    return spawn_setup(path, argv, envp, stdio, setup, 0, pid, helpers, step);
+    return spawn_setup(path, argv, envp, stdio, setup, 0, pid, helpers, NULL, step);
 }
 
 int spawn_in_group_as_sibling(const char *path, char *const *argv, char *const *envp,
                               const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
                               pid_t helpers[2], const char **step)
 {
-    return spawn_setup(path, argv, envp, stdio, setup, 1, pid, helpers, step);
+    return spawn_setup(path, argv, envp, stdio, setup, 1, pid, helpers, NULL, step);
+}
+
+int spawn_in_group_as_sibling_pidfd(const char *path, char *const *argv, char *const *envp,
+                                    const int stdio[3], const spawn_child_setup *setup,
+                                    pid_t *pid, pid_t helpers[2], int *pidfd, const char **step)
+{
+    return spawn_setup(path, argv, envp, stdio, setup, 1, pid, helpers, pidfd, step);
 }
 
 typedef struct ns_args {

@@ -23,6 +23,10 @@
 int spawn_in_group(const char *path, int search_path, char *const *argv, char *const *envp,
                    const int stdio[3], pid_t *pid);
 
+/* Namespaces a spawn may join: the shared user and network ones, then a
+ * kept sandbox's user, network, mount, IPC and PID ones. */
+#define SPAWN_MAX_JOIN_NS 7
+
 /* What a caller adds to the child between fork and exec (the functions'
  * sandbox, lib/runtime/sandbox). The child shares our memory until it
  * execs (as posix_spawn's does) and must do nothing but system calls: no
@@ -38,7 +42,7 @@ typedef struct spawn_child_setup {
      * them and makes the one that execs (with CLONE_PARENT: still ours),
      * then exits; *pid is the second's. We wait for the second's exec
      * directly (its CLONE_CHILD_CLEARTID), not through the first. */
-    int join_ns[2];
+    int join_ns[SPAWN_MAX_JOIN_NS];
     int n_join_ns;
     /* Runs here before the child is made (NULL: nothing to): what run
      * needs that is the same for every spawn and costs to make (the
@@ -71,6 +75,15 @@ int spawn_in_group_setup(const char *path, char *const *argv, char *const *envp,
 int spawn_in_group_as_sibling(const char *path, char *const *argv, char *const *envp,
                               const int stdio[3], const spawn_child_setup *setup, pid_t *pid,
                               pid_t helpers[2], const char **step);
+
+/* spawn_in_group_as_sibling, and *pidfd a pidfd of the function (close-on-
+ * exec) made by the clone itself: its exit can be watched from here
+ * although it is our parent's child, with no window in which our parent
+ * could reap it and its pid be reused. Needs a two-child setup
+ * (n_join_ns > 0); otherwise *pidfd is pidfd_open's, or -1. */
+int spawn_in_group_as_sibling_pidfd(const char *path, char *const *argv, char *const *envp,
+                                    const int stdio[3], const spawn_child_setup *setup,
+                                    pid_t *pid, pid_t helpers[2], int *pidfd, const char **step);
 
 /* Runs fn(ctx) in a child made in new namespaces (clone_flags, CLONE_NEW*)
  * that shares our memory and descriptors (what it opens stays open here),

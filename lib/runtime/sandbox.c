@@ -287,15 +287,16 @@ static int prepare_child(const void *ctx, const char **step)
     return sb->layers & SANDBOX_LANDLOCK ? sandbox_landlock_prepare(&sb->ll, step) : 0;
 }
 
-static int child_setup(const void *ctx, const char *path, const char **step)
+/* The layers after the namespaces: Landlock's from the ruleset given (a
+ * kept sandbox's, made once), or made here from path (ruleset -1). */
+static int child_confine(const sandbox *sb, const char *path, int ruleset, const char **step)
 {
-    const sandbox *sb = ctx;
     int err;
-    if ((sb->layers & SANDBOX_NAMESPACES) && (err = child_namespaces(sb, step)))
-        return err;
     if (sb->layers & (SANDBOX_NO_NEW_PRIVS | SANDBOX_LANDLOCK | SANDBOX_SECCOMP))
         FAIL_IF(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0, "no_new_privs: prctl");
-    if ((sb->layers & SANDBOX_LANDLOCK) && (err = sandbox_landlock_apply(&sb->ll, path, step)))
+    if ((sb->layers & SANDBOX_LANDLOCK) &&
+        (err = ruleset >= 0 ? sandbox_landlock_restrict(ruleset, step)
+                            : sandbox_landlock_apply(&sb->ll, path, step)))
         return err;
     /* after Landlock's opens: until exec the child holds a copy of all our
      * descriptors, which can be more than the function may open */
@@ -306,6 +307,36 @@ static int child_setup(const void *ctx, const char *path, const char **step)
         return err;
     }
     return 0;
+}
+
+static int child_setup(const void *ctx, const char *path, const char **step)
+{
+    const sandbox *sb = ctx;
+    int err;
+    if ((sb->layers & SANDBOX_NAMESPACES) && (err = child_namespaces(sb, step)))
+        return err;
+    return child_confine(sb, path, -1, step);
+}
+
+int sandbox_host_mounts(const sandbox *sb, const char **step)
+{
+    return child_namespaces(sb, step);
+}
+
+int sandbox_confine_call(const sandbox *sb, int ruleset, const char **step)
+{
+    return child_confine(sb, NULL, ruleset, step);
+}
+
+int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,
+                         const char **step)
+{
+    if (!(sb->layers & SANDBOX_LANDLOCK))
+        return -1;
+    int err = sandbox_landlock_prepare(&sb->ll, step);
+    if (err)
+        return -err;
+    return sandbox_landlock_ruleset_fds(&sb->ll, binary, tmp_fd, proc_fd, step);
 }
 
 /* ---- at start ------------------------------------------------------------ */

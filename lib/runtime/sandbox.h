@@ -146,6 +146,27 @@ int sandbox_check_hidden(const sandbox *sb, const char *path, const char *what, 
 int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, const char *err,
                          size_t err_len, buf *out);
 
+/* ---- for a sandbox kept per function (sandbox_host.h) ------------------- */
+
+/* In the host, a process made with sb's setup's clone_flags after joining
+ * its join_ns: the id maps, the mounts (/ private, the tmpfs /tmp and what
+ * is bound back into it) and the namespace's /proc with its pid_max, as a
+ * call's child makes them. System calls only. 0, or an errno with *step. */
+int sandbox_host_mounts(const sandbox *sb, const char **step);
+
+/* In the spawner: the Landlock ruleset of sb's calls run on a host, made
+ * once: the held roots, the host's /proc (proc_fd, O_PATH; -1 without the
+ * proc layer) and /tmp (tmp_fd), and binary. Its descriptor, -1 without
+ * Landlock, or -errno with *step. */
+int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,
+                         const char **step);
+
+/* In a call's child on a host, with the host's namespaces joined: what a
+ * fresh sandbox's child adds after its namespaces (no_new_privs, Landlock
+ * restricted by ruleset (a domain of the call's own), the rlimits, the
+ * seccomp filter). 0, or an errno with *step. */
+int sandbox_confine_call(const sandbox *sb, int ruleset, const char **step);
+
 void sandbox_free(sandbox *sb);
 
 #endif

@@ -153,6 +153,12 @@ int sandbox_landlock_prepare(const sandbox_landlock *ll, const char **step)
 
 int sandbox_landlock_ruleset(const sandbox_landlock *ll, const char *binary, const char **step)
 {
+    return sandbox_landlock_ruleset_fds(ll, binary, -1, -1, step);
+}
+
+int sandbox_landlock_ruleset_fds(const sandbox_landlock *ll, const char *binary, int writable_fd,
+                                 int proc_fd, const char **step)
+{
     uint64_t fs = fs_handled(ll->abi);
     ll_ruleset_attr attr = {.handled_access_fs = fs};
     size_t attr_size = sizeof attr.handled_access_fs;
@@ -175,9 +181,9 @@ int sandbox_landlock_ruleset(const sandbox_landlock *ll, const char *binary, con
         if (held->fd[i] >= 0)
             err = add_rule(ruleset, held->fd[i], held->access[i]);
     if (!err && ll->own_proc)
-        err = add_path(ruleset, "/proc", LL_READ, 0);
+        err = proc_fd >= 0 ? add_rule(ruleset, proc_fd, LL_READ) : add_path(ruleset, "/proc", LL_READ, 0);
     if (!err && ll->writable)
-        err = add_path(ruleset, ll->writable, fs, 0);
+        err = writable_fd >= 0 ? add_rule(ruleset, writable_fd, fs) : add_path(ruleset, ll->writable, fs, 0);
     if (!err && binary)   /* the binary, wherever it is */
         err = add_path(ruleset, binary, LL_READ, 1);
     if (err) {

@@ -56,6 +56,12 @@ int sandbox_landlock_prepare(const sandbox_landlock *ll, const char **step);
  * a negative errno with *step naming the call that failed. */
 int sandbox_landlock_ruleset(const sandbox_landlock *ll, const char *binary, const char **step);
 
+/* sandbox_landlock_ruleset with the writable directory's and /proc's
+ * rules on descriptors held (O_PATH; -1: opened by path): a kept
+ * sandbox's, whose /tmp and /proc are mounts of its host's namespace. */
+int sandbox_landlock_ruleset_fds(const sandbox_landlock *ll, const char *binary, int writable_fd,
+                                 int proc_fd, const char **step);
+
 /* ruleset applied to this process (no_new_privs must be set). 0, or an
  * errno with *step. */
 int sandbox_landlock_restrict(int ruleset, const char **step);

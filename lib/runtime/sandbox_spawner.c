@@ -22,7 +22,9 @@
 
 #include "core/log.h"
 #include "core/loop.h"
+#include "grpc/metrics.h"
 #include "runtime/fn_job.h"
+#include "runtime/sandbox_host.h"
 
 #define SPAWNER_MAGIC 0x6b726d73u   /* "krms" */
 #define SPAWNER_MAX_ARGS 1024
@@ -47,6 +49,7 @@ typedef struct spawn_answer {
     int32_t err;                 /* 0, or the errno */
     int32_t pid;                 /* the function's, when err is 0 */
     int32_t helpers[2];          /* processes of the spawn that exited: ours to reap */
+    uint32_t hosts;              /* the kept sandboxes' hosts alive (sandbox_host.h) */
     char step[SPAWNER_STEP_MAX]; /* the failed setup step, "" when none */
 } spawn_answer;
 
@@ -119,15 +122,33 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
             err = ENOMEM;
             step = "sandbox settings";
         } else {
-            pid_t pid = 0, helpers[2];
-            err = spawn_in_group_as_sibling(path, argv, NULL, fds, setup, &pid, helpers, &step);
+            pid_t pid = 0, helpers[2] = {0, 0};
+            int64_t started = loop_now_ns();
+            err = sandbox_hosts_enabled()
+                      ? sandbox_hosts_spawn(sandbox_of_setup(sb, setup), path,
+                                            rq.has_binary_fd ? fds[3] : -1, argv, fds, &pid,
+                                            helpers, &step)
+                      : 1;
+            size_t n_helpers = (helpers[0] > 0) + (helpers[1] > 0);
+            const char *how = err == 1 ? "in a fresh sandbox" : "on a kept sandbox's host";
+            if (err == 1) {   /* no host: a fresh sandbox, its helpers after the host's */
+                pid_t fresh[2];
+                err = spawn_in_group_as_sibling(path, argv, NULL, fds, setup, &pid, fresh, &step);
+                for (int i = 0; i < 2; i++)   /* a third (both failed) is reaped as a stray */
+                    if (fresh[i] > 0 && n_helpers < 2)
+                        helpers[n_helpers++] = fresh[i];
+            }
             a.pid = err ? 0 : pid;
+            if (!err)   /* until its exec: what the spawn costs, fresh or joined */
+                log_v(4, "spawner: %s spawned %s in %lld us", argv[0], how,
+                      (long long)((loop_now_ns() - started) / 1000));
             a.helpers[0] = helpers[0];
             a.helpers[1] = helpers[1];
         }
         buf_free(&why);
     }
     close_all(fds, n_fds);
+    a.hosts = (uint32_t)sandbox_hosts_count();
     a.err = err;
     if (err && step)
         snprintf(a.step, sizeof a.step, "%s", step);
@@ -138,7 +159,19 @@ static void spawner_main(int sock, sandbox *sb) __attribute__((noreturn));
 static void spawner_main(int sock, sandbox *sb)
 {
     static char msg[SPAWNER_MAX_REQUEST];
+    static struct pollfd polled[1 + 2 * SANDBOX_HOSTS_MAX];
     for (;;) {
+        /* the kept sandboxes' hosts and functions first: a call's exit
+         * frees its host for the request that follows it */
+        polled[0] = (struct pollfd){.fd = sock, .events = POLLIN};
+        size_t n_polled = 1 + sandbox_hosts_pollfds(polled + 1, 2 * SANDBOX_HOSTS_MAX);
+        if (n_polled > 1 || sandbox_hosts_timeout_ms() >= 0) {
+            if (poll(polled, n_polled, sandbox_hosts_timeout_ms()) < 0 && errno != EINTR)
+                _exit(1);
+            sandbox_hosts_events(polled + 1, n_polled - 1);
+            if (!polled[0].revents)
+                continue;
+        }
         union {
             char buf[CMSG_SPACE(4 * sizeof(int))];
             struct cmsghdr align;
@@ -214,7 +247,7 @@ static int close_listed(unsigned from, unsigned to)
     return 0;
 }
 
-static int close_fds(unsigned from, unsigned to)
+int sandbox_spawner_close_fds(unsigned from, unsigned to)
 {
     if (syscall(SYS_close_range, from, to, 0u) == 0)
         return 0;
@@ -242,11 +275,11 @@ static int close_others(int sock, const spawn_child_setup *setup)
     for (size_t i = 0; i < n; i++) {
         if (keep[i] < 0 || (unsigned)keep[i] < from)
             continue;
-        if ((unsigned)keep[i] > from && close_fds(from, (unsigned)keep[i] - 1) < 0)
+        if ((unsigned)keep[i] > from && sandbox_spawner_close_fds(from, (unsigned)keep[i] - 1) < 0)
             return -1;
         from = (unsigned)keep[i] + 1;
     }
-    if (close_fds(from, ~0u) < 0)
+    if (sandbox_spawner_close_fds(from, ~0u) < 0)
         return -1;
     return 0;
 }
@@ -262,6 +295,7 @@ static struct {
     fn_job *asked[SPAWNER_MAX_IN_FLIGHT];   /* a ring, oldest at head */
     size_t head, count;
     uint32_t next_seq;
+    uint32_t hosts;             /* the kept sandboxes' hosts, as of its last answer */
     int restarted;              /* once */
     int stopping;               /* the server's shutdown: no restart */
 } sp = {.fd = -1};
@@ -284,6 +318,7 @@ static void spawner_lost(const char *what, int reaped)
         sp.lost[sp.lost[0] ? 1 : 0] = pid;
     }
     sp.pid = 0;
+    sp.hosts = 0;   /* they died with it */
     fn_job *failed[SPAWNER_MAX_IN_FLIGHT];
     size_t n = 0;
     for (; sp.count; sp.count--, sp.head = (sp.head + 1) % SPAWNER_MAX_IN_FLIGHT)
@@ -327,6 +362,7 @@ static void spawner_on_answer(loop *l, int fd, uint32_t events, void *ctx)
             return;
         }
         fn_job *job = sp.asked[sp.head];
+        sp.hosts = a.hosts;
         sp.head = (sp.head + 1) % SPAWNER_MAX_IN_FLIGHT;
         sp.count--;
         a.step[sizeof a.step - 1] = '\0';
@@ -517,10 +553,31 @@ static int spawner_fork(buf *why)
     return 0;
 }
 
+static size_t kept_hosts(void)
+{
+    return sp.hosts;
+}
+
+static size_t kept_hosts_max(void)
+{
+    return sandbox_hosts_max();
+}
+
 int sandbox_spawner_start(sandbox *sb, buf *why)
 {
     if (!sandbox_child_setup(sb))
         return 0;   /* no layer: spawns are plain and cheap */
+    if (sandbox_hosts_enabled()) {
+        metrics_gauge("krm_sandbox_kept_hosts", "",
+                      "Hosts of sandboxes kept per function (--sandbox-keep) alive, as of the "
+                      "spawner's last answer.", kept_hosts);
+        metrics_gauge("krm_sandbox_kept_hosts_max", "",
+                      "Most hosts of kept sandboxes (--prespawn-total plus "
+                      "--max-concurrent-functions); past it a call gets a fresh sandbox.",
+                      kept_hosts_max);
+        log_v(3, "sandbox keep: at most %zu hosts, ended after %lld ms idle",
+              sandbox_hosts_max(), (long long)(sandbox_hosts_idle_ns() / 1000000));
+    }
     sp.sb = sb;
     if (spawner_fork(why) < 0)
         return -1;

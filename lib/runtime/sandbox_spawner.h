@@ -42,6 +42,10 @@
  * server then spawns on its loop). With no layer used, nothing is started. */
 int sandbox_spawner_start(sandbox *sb, buf *why);
 
+/* Closes our descriptors from..to (close_range, or one by one where it is
+ * refused); the spawner's and its hosts'. 0, or -1 with errno. */
+int sandbox_spawner_close_fds(unsigned from, unsigned to);
+
 /* The spawner's pid, 0 when none runs. */
 pid_t sandbox_spawner_pid(void);
 

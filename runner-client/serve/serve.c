@@ -46,6 +46,7 @@
 #include "runtime/fn_job.h"
 #include "runtime/fn_prespawn.h"
 #include "runtime/fn_server.h"
+#include "runtime/sandbox_host.h"
 #include "commands.h"
 #include "serve/cluster_configs.h"
 #include "cli/flags.h"
@@ -99,6 +100,9 @@ static const char serve_usage[] =
     "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
     "                               processes; 0 never (default 1m)\n"
     SERVE_SANDBOX_FLAGS_HELP
+    "  --sandbox-keep               keep a sandbox per function and reuse it for its calls,\n"
+    "                               reset between them (a host per call in flight, ended\n"
+    "                               after --prespawn-idle unused; default off)\n"
     SERVE_POD_FLAGS_HELP
     PORCH_FLAGS_HELP
     VERBOSITY_FLAGS_HELP;
@@ -110,6 +114,7 @@ typedef struct serve_opts {
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
     int warm_up;
+    int sandbox_keep;                 /* --sandbox-keep */
     serve_pod_flags pod;
     const char *pod_ns, *pod_ready;   /* Porch's --pod-namespace, --pod-ready-timeout */
     serve_sandbox_flags sandbox;
@@ -928,6 +933,13 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
                                          .registry_auth = o->pod.private_registries <= 0 ? NULL
                                              : o->pod.auth_secret_path ? o->pod.auth_secret_path
                                              : SERVE_POD_AUTH_PATH};
+        /* a host per function variant and call in flight: as many as the
+         * pre-started processes and the functions running at once */
+        sandbox_hosts_configure(&(sandbox_keep_config){
+            .max_hosts = o->sandbox_keep ? r.prespawn_total + r.server.max_functions : 0,
+            .idle_ns = r.prespawn_idle_ns});
+        if (o->sandbox_keep && sandboxing.mode == SANDBOX_OFF)
+            log_warn("--sandbox-keep: no effect with --sandbox off (there is no sandbox to keep)");
         if (!(sb = serve_sandbox_start("serve", &sandboxing, &secrets))) {
             fnconfig_free(&r.cfg);
             if (r.functions_fd >= 0)
@@ -974,6 +986,7 @@ int cmd_serve(int argc, char **argv)
         {"--replica-name", &o.pod.replica}, {"--lease-duration", &o.pod.lease},
         {"--min-ready-pods", &o.pod.min_ready},
         {"--warm-up-pod-cache", NULL, &o.warm_up},
+        {"--sandbox-keep", NULL, &o.sandbox_keep},
         SERVE_SANDBOX_FLAG_DEFS(&o.sandbox),
         PORCH_FLAG_DEFS(o.porch),
         {0},

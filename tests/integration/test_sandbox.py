@@ -18,6 +18,9 @@ import pytest
 from krmtest import CLIENT_BIN, simple_rl
 
 MODES = ["auto", "strict", "off"]
+# The attacks run also on a sandbox kept per function (serve --sandbox-keep):
+# "auto+keep" is --sandbox auto --sandbox-keep.
+HOSTILE = MODES + ["auto+keep", "strict+keep"]
 PY = "/usr/bin/python3"   # not a pyenv shim under /root, which functions cannot read
 
 # The function: the attack in a subshell, its output on stderr, then its
@@ -42,6 +45,9 @@ def function_config(tmp_path, annotations=None):
 
 
 def serve(start_server, tmp_path, mode, attack, *flags, env=None, annotations=None, wrapper=None):
+    mode, _, keep = mode.partition("+")
+    if keep:
+        flags = (*flags, "--sandbox-keep")
     functions = tmp_path / "functions"
     functions.mkdir(exist_ok=True)
     fn = functions / "fn"
@@ -85,7 +91,7 @@ def victim():
     proc.wait()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_reads_the_service_account_token(start_server, tmp_path, mode):
     sa = tmp_path / "var" / "run" / "secrets" / "kubernetes.io" / "serviceaccount"
     sa.mkdir(parents=True)
@@ -95,7 +101,7 @@ def test_reads_the_service_account_token(start_server, tmp_path, mode):
     assert ("FAKE-SA-TOKEN" in log) == (mode == "off")
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_a_prestarted_function_is_sandboxed_too(start_server, tmp_path, mode):
     """The second call is served by a process started before it (--prespawn)."""
     (tmp_path / "token").write_text("FAKE-SA-TOKEN")
@@ -104,7 +110,7 @@ def test_a_prestarted_function_is_sandboxed_too(start_server, tmp_path, mode):
     expect(mode, worked, log)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_reads_the_runners_docker_config(start_server, tmp_path, mode):
     docker = tmp_path / "docker"
     docker.mkdir()
@@ -115,7 +121,7 @@ def test_reads_the_runners_docker_config(start_server, tmp_path, mode):
     assert ("FAKE-REGISTRY-AUTH" in log) == (mode == "off")
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_connects_to_a_loopback_port(start_server, tmp_path, mode):
     """The API server's address or any other service on loopback."""
     with socket.socket() as listener:
@@ -127,7 +133,7 @@ def test_connects_to_a_loopback_port(start_server, tmp_path, mode):
     expect(mode, worked, log)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_writes_outside_its_temporary_directory(start_server, tmp_path, mode):
     target = tmp_path / "outside.txt"
     worked, log = attack(start_server, tmp_path, mode, f"echo pwned > {target}")
@@ -139,7 +145,7 @@ def test_writes_outside_its_temporary_directory(start_server, tmp_path, mode):
     assert target.exists() == (mode == "off"), log
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_a_granted_directory_with_a_mount_beneath_it(start_server, tmp_path, mode):
     """A directory granted with --sandbox-read that has a mount beneath it
     (a volume in a pod, a test's tmpfs): in the function's user namespace
@@ -165,7 +171,7 @@ def test_a_granted_directory_with_a_mount_beneath_it(start_server, tmp_path, mod
     assert f'krm_sandbox_layer{{layer="namespaces"}} {0 if mode == "off" else 1}\n' in text, text
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_escapes_the_call_with_setsid_and_a_double_fork(start_server, tmp_path, mode):
     """A process that left the function's group and parent outlives the call
     without the sandbox (re-parented to the system's init, out of serve's
@@ -180,7 +186,7 @@ def test_escapes_the_call_with_setsid_and_a_double_fork(start_server, tmp_path, 
     assert marker.exists() == (mode == "off"), "off: the escape should work; else: it should not"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_fork_bomb_is_bounded(start_server, tmp_path, mode):
     """10,000 children (exiting at once, never reaped: each holds a PID);
     under the sandbox --sandbox-processes 300 stops them."""
@@ -195,7 +201,7 @@ def test_fork_bomb_is_bounded(start_server, tmp_path, mode):
         assert 200 < forked < 300, log
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_allocates_4_gib(start_server, tmp_path, mode):
     """Private memory (malloc, a Go heap): RLIMIT_DATA does not count shared
     mappings (docs/sandbox.md says so)."""
@@ -204,7 +210,7 @@ def test_allocates_4_gib(start_server, tmp_path, mode):
     expect(mode, worked, log)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_ptraces_a_process_outside(start_server, tmp_path, mode, victim):
     script = (f"{PY} -c \"import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
               f"ok = libc.ptrace(16, {victim}, 0, 0) == 0\n"
@@ -213,7 +219,7 @@ def test_ptraces_a_process_outside(start_server, tmp_path, mode, victim):
     expect(mode, worked, log)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_reads_another_process_environ(start_server, tmp_path, mode, victim):
     """Another process's /proc/PID/environ; and /proc/1 is the function itself."""
     worked, log = attack(start_server, tmp_path, mode,
@@ -222,7 +228,7 @@ def test_reads_another_process_environ(start_server, tmp_path, mode, victim):
     assert ("s3cr3t-environ" in log) == (mode == "off")
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_mounts(start_server, tmp_path, mode):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -234,13 +240,13 @@ def test_mounts(start_server, tmp_path, mode):
     expect(mode, worked, log)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_creates_a_user_namespace(start_server, tmp_path, mode):
     worked, log = attack(start_server, tmp_path, mode, "unshare -U true")
     expect(mode, worked, log)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_a_function_doing_its_job_is_answered(start_server, tmp_path, mode):
     """Reads the system, writes its temporary directory, answers."""
     script = 'ls /usr/bin >/dev/null && echo scratch > "${TMPDIR:-/tmp}/x" && cat "${TMPDIR:-/tmp}/x"'
@@ -293,7 +299,7 @@ LIMITS = [
 ]
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 @pytest.mark.parametrize("name,script,flags,words", LIMITS, ids=[x[0] for x in LIMITS])
 def test_a_function_ended_by_a_limit_is_told_which(start_server, tmp_path, mode, name, script,
                                                     flags, words):
@@ -308,7 +314,7 @@ def test_a_function_ended_by_a_limit_is_told_which(start_server, tmp_path, mode,
     assert err.details().startswith("failed to parse the output of function "), err.details()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_a_refused_call_keeps_the_functions_stderr(start_server, tmp_path, mode):
     (tmp_path / "token").write_text("FAKE-SA-TOKEN")
     srv = serve(start_server, tmp_path, mode, "true", "--prespawn", "0")
@@ -448,7 +454,7 @@ def test_a_secret_the_functions_could_read_is_named(tmp_path, mode):
     assert (rc == 2) == (mode == "strict"), err
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_reads_the_runners_environment(start_server, tmp_path, mode):
     """The runner's environment may hold credentials: a sandboxed function
     gets PATH, the locale, TMPDIR and HOME, and what --sandbox-env names."""
@@ -465,7 +471,7 @@ def test_reads_the_runners_environment(start_server, tmp_path, mode):
 # ---- a function's own settings: its FunctionConfig's annotations -----------
 
 @pytest.mark.parametrize("prespawn", ["0", "1"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", HOSTILE)
 def test_a_function_allowed_the_network_by_its_annotation_connects(start_server, tmp_path, mode,
                                                                     prespawn):
     """fn.kpt.dev/sandbox-network: "true" lets this function reach loopback

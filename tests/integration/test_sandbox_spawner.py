@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from krmtest import CLIENT_BIN, children_of, process_gone, simple_rl
+from krmtest import CLIENT_BIN, children_of, proc_stat, process_gone, simple_rl
 
 from test_pid1 import comm
 from test_sandbox import function_config
@@ -19,9 +19,23 @@ from test_sandbox import function_config
 PY = "/usr/bin/python3"
 SPAWNER = "krm-spawner"
 
+# Every test runs twice: with a fresh sandbox per call, and with the sandbox
+# kept per function (--sandbox-keep: the spawner keeps a host per function).
+KEEP = []
+
+
+@pytest.fixture(autouse=True, params=["fresh", "keep"])
+def sandbox_kind(request):
+    KEEP[:] = ["--sandbox-keep"] if request.param == "keep" else []
+    yield request.param
+    KEEP[:] = []
+
 
 def spawners(srv):
-    return [p for p in children_of(srv.pid) if comm(p) == SPAWNER]
+    """The spawner (not a spawn's first child, which has its name and exits
+    at once: a zombie until the server reaps it)."""
+    return [p for p in children_of(srv.pid)
+            if comm(p) == SPAWNER and (proc_stat(p) or ("Z",))[0] != "Z"]
 
 
 def serve(start_server, tmp_path, script, *flags, annotations=None):
@@ -33,7 +47,7 @@ def serve(start_server, tmp_path, script, *flags, annotations=None):
     cfg = function_config(tmp_path, annotations)
     return start_server([], binary=CLIENT_BIN, argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
-        "--disable-runtimes=pod", "--verbosity", "4", *flags])
+        "--disable-runtimes=pod", "--verbosity", "4", *flags, *KEEP])
 
 
 def wait_for(cond, timeout=5.0):
@@ -70,10 +84,17 @@ def assert_holds_only_its_own(spawner, tmp_path):
                 targets.append(os.readlink(f"/proc/{spawner}/fd/{fd}"))
         except FileNotFoundError:
             pass   # a spawn's, closed meanwhile
-    assert sum(t.startswith("socket:") for t in targets) == 1, targets
+    # with --sandbox-keep also, per host: its socket, namespaces, pidfd and
+    # the Landlock ruleset of its calls
+    hosts = [p for p in children_of(spawner) if comm(p) == "krm-sbx-host"]
+    kept = ("mnt:", "ipc:", "pid:", "anon_inode:[pidfd]", "anon_inode:[landlock-ruleset]")
+    assert sum(t.startswith("socket:") for t in targets) == 1 + len(hosts), targets
     binary = str(tmp_path / "functions" / "fn")
-    assert all(t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary or
-               t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") for t in targets), targets
+    unexpected = [t for t in targets if not (
+        t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary or
+        t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") or (KEEP and t.startswith(kept)))]
+    assert not unexpected, targets
+    assert bool(hosts) == bool(KEEP)
 
 
 # The roots the spawner opens once for every spawn's Landlock rules (those
@@ -158,7 +179,7 @@ def test_the_spawner_dies_with_a_killed_server(tmp_path):
     with open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen([CLIENT_BIN, "serve", "--port", "0", "--function-config", str(cfg),
                                  "--functions", str(tmp_path / "functions"),
-                                 "--disable-runtimes=pod", "--sandbox", "auto"],
+                                 "--disable-runtimes=pod", "--sandbox", "auto", *KEEP],
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
         found = wait_for(lambda: [p for p in children_of(proc.pid) if comm(p) == SPAWNER])
@@ -247,7 +268,8 @@ def test_the_spawner_does_not_hold_up_the_servers_stop(start_server, tmp_path):
         srv = serve(start_server, sub, "exec cat", "--sandbox", mode, "--prespawn", "1")
         rl = simple_rl("x")
         assert srv.evaluate(rl, image="fn:v1").resource_list == rl
-        assert len(spawners(srv)) == (mode == "auto")
+        # (a spawn's first child, named as the spawner, lives a moment)
+        assert wait_for(lambda: len(spawners(srv)) == (mode == "auto")), spawners(srv)
         times[mode] = stop_time(srv)
         assert srv.proc.returncode == 0, srv.stderr()
     assert times["auto"] < times["off"] + 0.6, times
@@ -281,7 +303,7 @@ def test_the_spawner_closes_the_servers_descriptors_without_close_range(start_se
     cfg = function_config(tmp_path)
     srv = start_server([], binary=CLIENT_BIN, wrapper=[PY, str(wrapper)], argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions",
-        str(functions), "--disable-runtimes=pod", "--sandbox", "auto", "--prespawn", "0"])
+        str(functions), "--disable-runtimes=pod", "--sandbox", "auto", "--prespawn", "0", *KEEP])
     rl = simple_rl("x")
     assert srv.evaluate(rl, image="fn:v1").resource_list == rl
     [spawner] = spawners(srv)

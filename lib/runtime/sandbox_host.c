@@ -1,0 +1,831 @@
+/* sandbox_host: a sandbox kept per function; see sandbox_host.h. */
+#include "runtime/sandbox_host.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "runtime/sandbox_spawner.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_fsopen
+#define SYS_fsopen 430
+#define SYS_fsconfig 431
+#define SYS_fsmount 432
+#endif
+#define HOST_FSOPEN_CLOEXEC 0x1u
+#define HOST_FSCONFIG_CMD_CREATE 6u
+#define HOST_FSMOUNT_CLOEXEC 0x1u
+
+#define HOST_STEP_MAX 48
+#define HOST_ANSWER_MS 2000        /* a host's set-up or reset, at most */
+#define HOST_RESET_WAIT_MS 5       /* a spawn waits this long for its host's reset, then
+                                      makes another host: a function whose leftovers
+                                      take long to clear holds up no other spawn */
+#define HOST_STACK_SIZE (256 * 1024)
+#define HOST_KEPT_DIRS_MAX 256     /* directories of /tmp a reset cannot empty (our binds') */
+#define HOST_NS_MAX 5              /* user, net, mnt, ipc, pid */
+
+enum { MSG_PID = 1, MSG_READY, MSG_RESET_DONE };
+enum { ASK_RESET = 'R', ASK_EXIT = 'E' };
+
+/* Host -> spawner (the launcher's MSG_PID too). */
+typedef struct host_msg {
+    int32_t kind;
+    int32_t err;     /* 0, or the errno of step */
+    int32_t pid;     /* MSG_PID: the host's, as the spawner numbers it */
+    int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc */
+    int32_t mqueue_err;   /* MSG_READY: why POSIX message queues cannot be removed, 0 */
+    char step[HOST_STEP_MAX];
+} host_msg;
+
+static sandbox_keep_config keep;
+
+void sandbox_hosts_configure(const sandbox_keep_config *cfg)
+{
+    keep = *cfg;
+    if (keep.max_hosts > SANDBOX_HOSTS_MAX)
+        keep.max_hosts = SANDBOX_HOSTS_MAX;
+}
+
+int sandbox_hosts_enabled(void)
+{
+    return keep.max_hosts > 0;
+}
+
+size_t sandbox_hosts_max(void)
+{
+    return keep.max_hosts;
+}
+
+int64_t sandbox_hosts_idle_ns(void)
+{
+    return keep.idle_ns;
+}
+
+/* ---- the host process ------------------------------------------------------ */
+
+static int send_msg(int sock, const host_msg *m, const int *fds, size_t n_fds)
+{
+    union {
+        char buf[CMSG_SPACE(8 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof *m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (n_fds) {
+        mh.msg_control = control.buf;
+        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+    }
+    ssize_t n;
+    while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    return n == (ssize_t)sizeof *m ? 0 : -1;
+}
+
+/* Empties the directory dir_fd (the host's /tmp) without recursion or
+ * paths: it walks down to a directory it cannot remove, empties it and
+ * climbs back through "..", so its memory and descriptors stay the same
+ * whatever depth a function made. What it cannot remove (our binds into
+ * /tmp, which are other filesystems, and their parents) is kept, those
+ * directories by inode, at most HOST_KEPT_DIRS_MAX. 0, or an errno. */
+static int empty_tmp(int dir_fd)
+{
+    struct stat root;
+    if (fstat(dir_fd, &root) < 0)
+        return errno;
+    ino_t kept[HOST_KEPT_DIRS_MAX];
+    size_t n_kept = 0;
+    int fd = dup(dir_fd);
+    if (fd < 0)
+        return errno;
+    for (;;) {
+        int list_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
+        if (!d) {
+            int err = errno;
+            if (list_fd >= 0)
+                close(list_fd);
+            close(fd);
+            return err;
+        }
+        char down[NAME_MAX + 1] = "";
+        int stuck = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            struct stat st;
+            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;   /* gone meanwhile */
+            if (!S_ISDIR(st.st_mode)) {
+                stuck |= unlinkat(fd, e->d_name, 0) < 0;
+                continue;
+            }
+            int is_kept = st.st_dev != root.st_dev;   /* a bind of ours */
+            for (size_t i = 0; i < n_kept && !is_kept; i++)
+                is_kept = kept[i] == st.st_ino;
+            if (is_kept) {
+                stuck = 1;
+                continue;
+            }
+            if (unlinkat(fd, e->d_name, AT_REMOVEDIR) == 0)
+                continue;
+            if (errno != ENOTEMPTY && errno != EEXIST) {
+                stuck = 1;
+                continue;
+            }
+            snprintf(down, sizeof down, "%s", e->d_name);
+            break;
+        }
+        closedir(d);
+        if (down[0]) {
+            int next = openat(fd, down, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            struct stat st;
+            if (next >= 0 && fstat(next, &st) == 0 && st.st_dev == root.st_dev) {
+                close(fd);
+                fd = next;
+                continue;
+            }
+            if (next >= 0)
+                close(next);
+            return close(fd), EIO;
+        }
+        struct stat here;
+        if (fstat(fd, &here) < 0 || (here.st_ino == root.st_ino && here.st_dev == root.st_dev)) {
+            close(fd);
+            return 0;   /* back at /tmp: empty but for what is kept */
+        }
+        if (stuck) {
+            if (n_kept == HOST_KEPT_DIRS_MAX)
+                return close(fd), ENOSPC;
+            kept[n_kept++] = here.st_ino;
+        }
+        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        if (up < 0)
+            return errno;
+        fd = up;
+    }
+}
+
+/* Every System V message queue, semaphore set and shared memory segment
+ * of the namespace: what a call made there would be the next one's. */
+static void remove_sysv_ipc(void)
+{
+    struct msqid_ds mq;
+    int max = msgctl(0, MSG_INFO, &mq);
+    for (int i = 0; i <= max; i++) {
+        int id = msgctl(i, MSG_STAT, &mq);
+        if (id >= 0)
+            msgctl(id, IPC_RMID, NULL);
+    }
+    struct shmid_ds shm;
+    max = shmctl(0, SHM_INFO, &shm);
+    for (int i = 0; i <= max; i++) {
+        int id = shmctl(i, SHM_STAT, &shm);
+        if (id >= 0)
+            shmctl(id, IPC_RMID, NULL);
+    }
+    struct seminfo info;
+    struct semid_ds sem;
+    max = semctl(0, 0, SEM_INFO, &info);
+    for (int i = 0; i <= max; i++) {
+        int id = semctl(i, 0, SEM_STAT, &sem);
+        if (id >= 0)
+            semctl(id, 0, IPC_RMID);
+    }
+}
+
+/* The namespace's POSIX message queues, through a mount of its mqueue
+ * filesystem that is in no tree (fsmount): functions never see it. The
+ * directory's descriptor, or -errno. */
+static int open_mqueues(void)
+{
+    int fs = (int)syscall(SYS_fsopen, "mqueue", HOST_FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return -errno;
+    int mnt = -1;
+    if (syscall(SYS_fsconfig, fs, HOST_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+        mnt = (int)syscall(SYS_fsmount, fs, HOST_FSMOUNT_CLOEXEC, 0);
+    int err = errno;
+    close(fs);
+    return mnt >= 0 ? mnt : -err;
+}
+
+static void remove_mqueues(int mq_fd)
+{
+    int list_fd = openat(mq_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
+    if (!d) {
+        if (list_fd >= 0)
+            close(list_fd);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            unlinkat(mq_fd, e->d_name, 0);
+    closedir(d);
+}
+
+static void reap_all(int block)
+{
+    for (;;) {
+        pid_t p = waitpid(-1, NULL, __WALL | (block ? 0 : WNOHANG));
+        if (p > 0 || (p < 0 && errno == EINTR))
+            continue;
+        return;   /* ECHILD: none left; 0: none exited yet */
+    }
+}
+
+/* After a call: everything else of the namespace killed and reaped (the
+ * function itself, the server's child, has exited: its zombie is the
+ * server's), /tmp emptied, IPC objects removed. */
+static int host_reset(int tmp_fd, int mq_fd, const char **step)
+{
+    kill(-1, SIGKILL);   /* from PID 1: every other process of the namespace */
+    reap_all(1);         /* orphans come to us as their parents die */
+    int err = empty_tmp(tmp_fd);
+    if (err) {
+        *step = "empty /tmp";
+        return err;
+    }
+    remove_sysv_ipc();
+    if (mq_fd >= 0)
+        remove_mqueues(mq_fd);
+    return 0;
+}
+
+typedef struct host_args {
+    const sandbox *v;
+    int sock;
+} host_args;
+
+static const char *const ns_names[] = {"user", "net", "mnt", "ipc", "pid"};
+
+/* PID 1 of the host's namespaces: set up once, then RESET and EXIT. */
+static int host_main(void *arg)
+{
+    const host_args *a = arg;
+    host_msg m = {.kind = MSG_READY};
+    int fds[HOST_NS_MAX + 2];
+    int n = 0;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        _exit(1);
+    (void)prctl(PR_SET_NAME, SANDBOX_HOST_NAME);
+    int sock = a->sock == 3 ? 3 : dup2(a->sock, 3);
+    if (sock != 3 || sandbox_spawner_close_fds(4, ~0u) < 0)
+        _exit(1);
+    const char *step = NULL;
+    const spawn_child_setup *setup = sandbox_child_setup(a->v);
+    m.err = sandbox_host_mounts(a->v, &step);
+    for (size_t i = 0; i < HOST_NS_MAX && !m.err; i++) {
+        if (!strcmp(ns_names[i], "net") && !(setup->clone_flags & CLONE_NEWNET))
+            continue;
+        char path[32];
+        snprintf(path, sizeof path, "/proc/self/ns/%s", ns_names[i]);
+        if ((fds[n] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+            m.err = errno;
+            step = "open its namespaces";
+        }
+        n++;
+    }
+    int tmp_fd = -1, mq_fd = -1;
+    if (!m.err) {
+        if ((fds[n++] = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+            (tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+            ((sandbox_layers(a->v) & SANDBOX_PROC) &&
+             (fds[n++] = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)) {
+            m.err = errno;
+            step = "open its /tmp and /proc";
+        }
+    }
+    if (!m.err) {
+        mq_fd = open_mqueues();
+        m.mqueue_err = mq_fd < 0 ? -mq_fd : 0;
+    }
+    /* not dumpable: a function, root in these namespaces, cannot open our
+     * /proc/1/fd or ptrace us (seccomp refuses ptrace too) */
+    if (!m.err && prctl(PR_SET_DUMPABLE, 0) < 0) {
+        m.err = errno;
+        step = "prctl(PR_SET_DUMPABLE)";
+    }
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);   /* SIGCHLD is read from a signalfd */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    int sig_fd = m.err ? -1 : signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (!m.err && sig_fd < 0) {
+        m.err = errno;
+        step = "signalfd";
+    }
+    if (m.err && step)
+        snprintf(m.step, sizeof m.step, "%s", step);
+    m.n_fds = m.err ? 0 : n;
+    if (send_msg(sock, &m, fds, (size_t)m.n_fds) < 0 || m.err)
+        _exit(1);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    for (;;) {
+        struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0)
+            continue;   /* EINTR */
+        if (p[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+            }
+            reap_all(0);
+        }
+        if (!p[0].revents)
+            continue;
+        char ask;
+        ssize_t got = recv(sock, &ask, 1, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got != 1 || ask != ASK_RESET)
+            _exit(0);   /* EXIT, or the spawner is gone */
+        host_msg done = {.kind = MSG_RESET_DONE};
+        step = NULL;
+        done.err = host_reset(tmp_fd, mq_fd, &step);
+        if (step)
+            snprintf(done.step, sizeof done.step, "%s", step);
+        if (send_msg(sock, &done, NULL, 0) < 0)
+            _exit(0);
+    }
+}
+
+/* ---- the spawner's side ------------------------------------------------------ */
+
+/* FREE -> BUSY (a call's function runs) -> RESETTING (asked, not yet
+ * answered) -> FREE; DYING: killed, until its pidfd says it exited. */
+typedef enum { HOST_FREE, HOST_BUSY, HOST_RESETTING, HOST_DYING } host_state;
+
+typedef struct host {
+    const sandbox *v;
+    dev_t dev;                  /* the binary's */
+    ino_t ino;
+    pid_t pid;
+    int pidfd;                  /* the host's, polled for its death */
+    int sock;
+    int tmp_fd, proc_fd;        /* its /tmp and /proc, until the ruleset is made */
+    int ruleset;                /* -1 without Landlock */
+    int ns[HOST_NS_MAX];
+    int n_ns;
+    spawn_child_setup setup;    /* a call's on this host */
+    host_state state;
+    int fn_pidfd;               /* HOST_BUSY: the function's */
+    int64_t idle_since_ns;
+    int64_t reset_deadline_ns;  /* HOST_RESETTING: ended if not answered by then */
+} host;
+
+static host *hosts[SANDBOX_HOSTS_MAX];
+static size_t n_hosts;
+static int make_failure_said;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+size_t sandbox_hosts_count(void)
+{
+    size_t alive = 0;
+    for (size_t i = 0; i < n_hosts; i++)
+        alive += hosts[i]->state != HOST_DYING;
+    return alive;
+}
+
+static void close_if(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void host_close(host *h)
+{
+    close_if(&h->sock);
+    close_if(&h->tmp_fd);
+    close_if(&h->proc_fd);
+    close_if(&h->ruleset);
+    close_if(&h->fn_pidfd);
+    for (int i = 0; i < h->n_ns; i++)
+        close_if(&h->ns[i]);
+    h->n_ns = 0;
+}
+
+/* Ends h (its namespace with it); reaped when its pidfd says it exited. */
+static void host_kill(host *h, const char *why)
+{
+    if (h->state == HOST_DYING)
+        return;
+    log_v(3, "sandbox keep: host %d ended: %s (%zu hosts of %zu left)", (int)h->pid, why,
+          sandbox_hosts_count() - 1, keep.max_hosts);
+    kill(h->pid, SIGKILL);
+    host_close(h);
+    h->state = HOST_DYING;
+}
+
+static void host_forget(size_t i)
+{
+    host *h = hosts[i];
+    host_close(h);
+    close_if(&h->pidfd);
+    while (waitpid(h->pid, NULL, __WALL) < 0 && errno == EINTR) {
+    }
+    free(h);
+    hosts[i] = hosts[--n_hosts];
+}
+
+/* One message from h within HOST_ANSWER_MS (fds: those it carries, at
+ * most room). 0, or -1. */
+static int host_recv(int sock, host_msg *m, int *fds, size_t room, size_t *n_fds)
+{
+    struct pollfd p = {.fd = sock, .events = POLLIN};
+    int r;
+    *n_fds = 0;
+    while ((r = poll(&p, 1, HOST_ANSWER_MS)) < 0 && errno == EINTR) {
+    }
+    if (r <= 0)
+        return -1;
+    union {
+        char buf[CMSG_SPACE(8 * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = m, .iov_len = sizeof *m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf};
+    ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    *n_fds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+                if (*n_fds < room)
+                    fds[(*n_fds)++] = fd;
+                else
+                    close(fd);
+            }
+    if (n != (ssize_t)sizeof *m || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        for (size_t i = 0; i < *n_fds; i++)
+            close(fds[i]);
+        *n_fds = 0;
+        return -1;
+    }
+    m->step[sizeof m->step - 1] = '\0';
+    return 0;
+}
+
+/* The launcher: a fork that joins the variant's shared namespaces and
+ * clones the host in its own (CLONE_PARENT: our child), tells its pid and
+ * exits. */
+static void launch(const sandbox *v, int sock) __attribute__((noreturn));
+static void launch(const sandbox *v, int sock)
+{
+    const spawn_child_setup *setup = sandbox_child_setup(v);
+    host_msg m = {.kind = MSG_PID};
+    for (int i = 0; i < setup->n_join_ns && !m.err; i++)
+        if (setns(setup->join_ns[i], 0) < 0) {
+            m.err = errno;
+            snprintf(m.step, sizeof m.step, "setns");
+        }
+    char *stack = m.err ? NULL : malloc(HOST_STACK_SIZE);
+    if (!m.err && !stack) {
+        m.err = ENOMEM;
+        snprintf(m.step, sizeof m.step, "malloc");
+    }
+    host_args args = {.v = v, .sock = sock};
+    if (!m.err) {
+        pid_t pid = clone(host_main, stack + HOST_STACK_SIZE,
+                          CLONE_PARENT | setup->clone_flags | SIGCHLD, &args);
+        if (pid < 0) {
+            m.err = errno;
+            snprintf(m.step, sizeof m.step, "clone");
+        }
+        m.pid = pid;
+    }
+    send_msg(sock, &m, NULL, 0);
+    _exit(0);
+}
+
+static int call_confine(const void *ctx, const char *path, const char **step)
+{
+    (void)path;   /* in the ruleset already */
+    const host *h = ctx;
+    return sandbox_confine_call(h->v, h->ruleset, step);
+}
+
+/* A new host for v and the binary path names. NULL with why. */
+static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino, buf *why)
+{
+    const spawn_child_setup *setup = sandbox_child_setup(v);
+    if (!(setup->clone_flags & CLONE_NEWPID)) {
+        buf_append_str(why, "no namespaces");
+        return NULL;
+    }
+    host *h = calloc(1, sizeof *h);
+    if (!h) {
+        buf_append_str(why, "out of memory");
+        return NULL;
+    }
+    *h = (host){.v = v, .dev = dev, .ino = ino, .pidfd = -1, .sock = -1, .tmp_fd = -1,
+                .proc_fd = -1, .ruleset = -1, .fn_pidfd = -1, .state = HOST_FREE};
+    int sv[2], fds[HOST_NS_MAX + 2];
+    size_t n_fds = 0;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        buf_printf(why, "socketpair: %s", strerror(errno));
+        free(h);
+        return NULL;
+    }
+    pid_t launcher = fork();
+    if (launcher == 0) {
+        close(sv[0]);
+        launch(v, sv[1]);
+    }
+    close(sv[1]);
+    h->sock = sv[0];
+    if (launcher < 0) {
+        buf_printf(why, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    while (waitpid(launcher, NULL, 0) < 0 && errno == EINTR) {
+    }
+    host_msg m;
+    for (int got = 0; got < 2; got++) {   /* the launcher's and the host's, in either order */
+        if (host_recv(h->sock, &m, fds, HOST_NS_MAX + 2, &n_fds) < 0) {
+            buf_append_str(why, "no answer");
+            goto fail;
+        }
+        if (m.err) {
+            buf_printf(why, "%s: %s", m.step, strerror(m.err));
+            goto fail;
+        }
+        if (m.kind == MSG_PID) {
+            h->pid = m.pid;
+            if ((h->pidfd = (int)syscall(SYS_pidfd_open, h->pid, 0)) < 0) {
+                buf_printf(why, "pidfd_open: %s", strerror(errno));
+                goto fail;
+            }
+            continue;
+        }
+        int own_proc = (sandbox_layers(v) & SANDBOX_PROC) != 0;
+        if (m.kind != MSG_READY || n_fds != (size_t)m.n_fds || m.n_fds < 5 + own_proc) {
+            buf_append_str(why, "a bad answer");
+            goto fail;
+        }
+        h->n_ns = m.n_fds - 1 - own_proc;
+        memcpy(h->ns, fds, (size_t)h->n_ns * sizeof *fds);
+        h->tmp_fd = fds[h->n_ns];
+        h->proc_fd = own_proc ? fds[h->n_ns + 1] : -1;
+        n_fds = 0;
+        if (m.mqueue_err)
+            log_v(3, "sandbox keep: a host cannot remove its POSIX message queues after a call "
+                  "(mount mqueue: %s)", strerror(m.mqueue_err));
+    }
+    if (h->pidfd < 0 || h->tmp_fd < 0) {
+        buf_append_str(why, "a bad answer");
+        goto fail;
+    }
+    const char *step = NULL;
+    h->ruleset = sandbox_host_ruleset(v, path, h->tmp_fd, h->proc_fd, &step);
+    if (h->ruleset < -1) {
+        buf_printf(why, "%s: %s", step, strerror(-h->ruleset));
+        h->ruleset = -1;
+        goto fail;
+    }
+    close_if(&h->tmp_fd);   /* in the ruleset now: fewer descriptors a host */
+    close_if(&h->proc_fd);
+    /* the shared namespaces first (a user namespace, then what it owns),
+     * then the host's: its user namespace, then those it owns */
+    h->setup = (spawn_child_setup){.run = call_confine, .ctx = h, .envp = setup->envp};
+    for (int i = 0; i < setup->n_join_ns; i++)
+        h->setup.join_ns[h->setup.n_join_ns++] = setup->join_ns[i];
+    for (int i = 0; i < h->n_ns; i++)
+        h->setup.join_ns[h->setup.n_join_ns++] = h->ns[i];
+    h->idle_since_ns = now_ns();
+    return h;
+fail:
+    for (size_t i = 0; i < n_fds; i++)
+        close(fds[i]);
+    if (h->pid > 0) {
+        kill(h->pid, SIGKILL);
+        while (waitpid(h->pid, NULL, __WALL) < 0 && errno == EINTR) {
+        }
+    }
+    host_close(h);
+    close_if(&h->pidfd);
+    free(h);
+    return NULL;
+}
+
+/* After its call: RESET asked; the spawner's loop reads the answer
+ * (host_reset_done) while it serves other spawns. */
+static void host_reset_ask(host *h)
+{
+    close_if(&h->fn_pidfd);
+    char ask = ASK_RESET;
+    if (send(h->sock, &ask, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+        host_kill(h, "its reset cannot be asked");
+        return;
+    }
+    h->state = HOST_RESETTING;
+    h->reset_deadline_ns = now_ns() + (int64_t)HOST_ANSWER_MS * 1000000;
+}
+
+/* Its socket is readable: the reset's answer, or the host is ended. */
+static void host_reset_done(host *h)
+{
+    host_msg m;
+    size_t n_fds;
+    if (host_recv(h->sock, &m, NULL, 0, &n_fds) < 0 || m.kind != MSG_RESET_DONE) {
+        host_kill(h, "it answered its reset wrongly");
+        return;
+    }
+    if (m.err) {
+        char why[HOST_STEP_MAX + 64];
+        snprintf(why, sizeof why, "its reset failed at %s: %s", m.step, strerror(m.err));
+        host_kill(h, why);
+        return;
+    }
+    h->state = HOST_FREE;
+    h->idle_since_ns = now_ns();
+}
+
+/* A free host of v's for the binary (dev, ino): one free now, or one
+ * whose reset is answered within HOST_RESET_WAIT_MS. NULL: none. */
+static host *host_take(const sandbox *v, dev_t dev, ino_t ino)
+{
+    host *resetting = NULL;
+    for (size_t i = 0; i < n_hosts; i++) {
+        host *h = hosts[i];
+        if (h->v != v || h->dev != dev || h->ino != ino)
+            continue;
+        if (h->state == HOST_FREE)
+            return h;
+        if (h->state == HOST_RESETTING && !resetting)
+            resetting = h;
+    }
+    if (!resetting)
+        return NULL;
+    struct pollfd p = {.fd = resetting->sock, .events = POLLIN};
+    if (poll(&p, 1, HOST_RESET_WAIT_MS) <= 0)
+        return NULL;
+    host_reset_done(resetting);
+    return resetting->state == HOST_FREE ? resetting : NULL;
+}
+
+int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char *const *argv,
+                        const int stdio[3], pid_t *pid, pid_t helpers[2], const char **step)
+{
+    helpers[0] = helpers[1] = 0;
+    struct stat st;
+    if (!v || (binary_fd >= 0 ? fstat(binary_fd, &st) : stat(path, &st)) < 0)
+        return 1;   /* the fresh spawn says why */
+    host *h = host_take(v, st.st_dev, st.st_ino);
+    if (!h) {
+        if (sandbox_hosts_count() >= keep.max_hosts || n_hosts == SANDBOX_HOSTS_MAX) {
+            log_v(3, "sandbox keep: all %zu hosts taken; %s spawned in a fresh sandbox",
+                  keep.max_hosts, argv[0]);
+            return 1;
+        }
+        buf why = {0};
+        h = host_make(v, path, st.st_dev, st.st_ino, &why);
+        if (!h) {
+            if (!make_failure_said++)
+                log_warn("sandbox keep: cannot make a host for %s (%s); its calls get a fresh "
+                         "sandbox each (said once)", argv[0], why.data ? why.data : "out of memory");
+            buf_free(&why);
+            return 1;
+        }
+        buf_free(&why);
+        hosts[n_hosts++] = h;
+        log_v(3, "sandbox keep: host %d made for %s (%zu hosts of %zu)", (int)h->pid, argv[0],
+              sandbox_hosts_count(), keep.max_hosts);
+    }
+    int fn_pidfd = -1;
+    int err = spawn_in_group_as_sibling_pidfd(path, argv, NULL, stdio, &h->setup, pid, helpers,
+                                              &fn_pidfd, step);
+    if (err && *step && !strcmp(*step, "setns")) {   /* the host is not what it was */
+        host_kill(h, "its namespaces cannot be joined");
+        return 1;
+    }
+    if (err || fn_pidfd < 0) {
+        if (!err)
+            close_if(&fn_pidfd);
+        host_reset_ask(h);   /* what the failed spawn left, if anything */
+        return err ? err : 1;
+    }
+    h->state = HOST_BUSY;
+    h->fn_pidfd = fn_pidfd;
+    return 0;
+}
+
+size_t sandbox_hosts_pollfds(struct pollfd *p, size_t room)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_hosts && n + 2 <= room; i++) {
+        p[n++] = (struct pollfd){.fd = hosts[i]->pidfd, .events = POLLIN};
+        const host *h = hosts[i];
+        p[n++] = (struct pollfd){.fd = h->state == HOST_BUSY ? h->fn_pidfd
+                                       : h->state == HOST_RESETTING ? h->sock : -1,
+                                 .events = POLLIN};
+    }
+    return n;
+}
+
+void sandbox_hosts_events(const struct pollfd *p, size_t n)
+{
+    /* p was filled from hosts[] in order, 2 a host: read back before any
+     * is forgotten (which moves the last into its place) */
+    host *seen[SANDBOX_HOSTS_MAX];
+    short died[SANDBOX_HOSTS_MAX], ended[SANDBOX_HOSTS_MAX];
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < n && k < n_hosts; i += 2, k++) {
+        seen[k] = hosts[k];
+        died[k] = p[i].revents;
+        ended[k] = p[i + 1].revents;
+    }
+    for (size_t i = 0; i < k; i++) {
+        host *h = seen[i];
+        if (died[i]) {
+            if (h->state != HOST_DYING)
+                log_warn("sandbox keep: host %d exited unasked; its variant's next call makes "
+                         "another", (int)h->pid);
+            h->state = HOST_DYING;
+            for (size_t j = 0; j < n_hosts; j++)
+                if (hosts[j] == h) {
+                    host_forget(j);
+                    break;
+                }
+            continue;
+        }
+        if (ended[i] && h->state == HOST_BUSY)
+            host_reset_ask(h);   /* its function exited */
+        else if (ended[i] && h->state == HOST_RESETTING)
+            host_reset_done(h);
+    }
+    int64_t now = now_ns();
+    for (size_t i = 0; i < n_hosts; i++) {
+        host *h = hosts[i];
+        if (h->state == HOST_RESETTING && now >= h->reset_deadline_ns)
+            host_kill(h, "it did not answer its reset");
+        if (h->state == HOST_FREE && keep.idle_ns > 0 && now - h->idle_since_ns >= keep.idle_ns) {
+            char ask = ASK_EXIT;
+            (void)send(h->sock, &ask, 1, MSG_NOSIGNAL);
+            host_kill(h, "idle");
+        }
+    }
+}
+
+int sandbox_hosts_timeout_ms(void)
+{
+    int64_t next = -1, now = now_ns();
+    for (size_t i = 0; i < n_hosts; i++) {
+        int64_t at = hosts[i]->state == HOST_RESETTING ? hosts[i]->reset_deadline_ns
+                     : hosts[i]->state == HOST_FREE && keep.idle_ns > 0
+                         ? (keep.idle_ns > INT64_MAX - hosts[i]->idle_since_ns
+                                ? INT64_MAX : hosts[i]->idle_since_ns + keep.idle_ns)
+                         : -1;
+        if (at < 0)
+            continue;
+        int64_t left = at - now;
+        if (left < 0)
+            left = 0;
+        if (next < 0 || left < next)
+            next = left;
+    }
+    if (next < 0)
+        return -1;
+    int64_t ms = next / 1000000 + 1;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}

@@ -1,0 +1,74 @@
+/* sandbox_host: a sandbox kept per function (serve --sandbox-keep), in the
+ * spawner (sandbox_spawner.h); the "join" variant of docs/sandbox.md.
+ *
+ * A host is a process made per function variant (its binary and its
+ * sandbox settings) at the variant's first sandboxed spawn: PID 1 of new
+ * user, mount, PID and IPC namespaces below the shared ones, as a call's
+ * child makes them today, with its mounts done once (/ private, the tmpfs
+ * /tmp, the binds into it, its /proc), not dumpable, its signals blocked.
+ * It serves a request loop on a socketpair with the spawner (RESET, EXIT)
+ * and reaps whatever is reparented to it.
+ *
+ * A call on a host: the spawner's first child joins the host's namespaces
+ * (descriptors the host sent once) and clones the function as serve's
+ * child (CLONE_PARENT: fn_job's waitpid, group kill, limit messages and CPU
+ * time are as without a host), which restricts itself with a Landlock
+ * ruleset made once per host by the spawner (each call its own domain),
+ * sets no_new_privs, the rlimits and the seccomp filter, and execs.
+ *
+ * One call per host at a time: the spawner watches the function's exit
+ * with a pidfd and then has the host RESET (every other process of its
+ * namespace killed and reaped, /tmp emptied, System V IPC objects and
+ * POSIX message queues removed) before it takes another call. A spawn
+ * whose variant's hosts are all busy makes a new host, up to
+ * max_hosts; past it (or when a host cannot be made, dies or does not
+ * answer) the spawn takes a fresh sandbox, as without --sandbox-keep.
+ * Hosts idle past idle_ns are ended. */
+#ifndef KRM_SANDBOX_HOST_H
+#define KRM_SANDBOX_HOST_H
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/sandbox.h"
+
+typedef struct sandbox_keep_config {
+    size_t max_hosts;   /* 0: no host is kept (the default) */
+    int64_t idle_ns;    /* a free host idle this long is ended */
+} sandbox_keep_config;
+
+#define SANDBOX_HOSTS_MAX 1024   /* max_hosts at most */
+#define SANDBOX_HOST_NAME "krm-sbx-host"   /* a host's comm, as ps shows it */
+
+/* Set in serve before the spawner is forked (which inherits it). */
+void sandbox_hosts_configure(const sandbox_keep_config *cfg);
+
+/* Whether hosts are kept (max_hosts > 0), and the configuration's figures. */
+int sandbox_hosts_enabled(void);
+size_t sandbox_hosts_max(void);
+int64_t sandbox_hosts_idle_ns(void);
+
+/* In the spawner: spawns path (binary_fd, the file it names, or -1) on a
+ * free host of v's, made when none is. 0: spawned (*pid; helpers[] the
+ * processes that exited at once, the server's to reap); 1: no host could
+ * take it (helpers[] may name some still): spawn it fresh; else the
+ * spawn's errno with *step, as a fresh spawn's would be. */
+int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char *const *argv,
+                        const int stdio[3], pid_t *pid, pid_t helpers[2], const char **step);
+
+/* The descriptors to poll (each host's death, each running function's
+ * exit): at most 2 * SANDBOX_HOSTS_MAX, into p; their count. */
+size_t sandbox_hosts_pollfds(struct pollfd *p, size_t room);
+
+/* What poll said of them (p as filled, n of them): resets, deaths, and
+ * ends the idle hosts. */
+void sandbox_hosts_events(const struct pollfd *p, size_t n);
+
+/* poll's timeout until the next idle host is to end, -1: none. */
+int sandbox_hosts_timeout_ms(void);
+
+/* How many hosts are alive. */
+size_t sandbox_hosts_count(void);
+
+#endif
