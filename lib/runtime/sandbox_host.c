@@ -136,7 +136,7 @@ static int empty_tmp(int dir_fd)
             return err;
         }
         char down[NAME_MAX + 1] = "";
-        int stuck = 0;
+        int stuck = 0, failed = 0;
         for (struct dirent *e; (e = readdir(d));) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
@@ -144,7 +144,12 @@ static int empty_tmp(int dir_fd)
             if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 continue;   /* gone meanwhile */
             if (!S_ISDIR(st.st_mode)) {
-                stuck |= unlinkat(fd, e->d_name, 0) < 0;
+                /* a file left would be the next call's: the reset fails
+                 * (and the host is ended) rather than keep it */
+                if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT) {
+                    failed = errno;
+                    break;
+                }
                 continue;
             }
             int is_kept = st.st_dev != root.st_dev;   /* a bind of ours */
@@ -164,6 +169,10 @@ static int empty_tmp(int dir_fd)
             break;
         }
         closedir(d);
+        if (failed) {
+            close(fd);
+            return failed;
+        }
         if (down[0]) {
             int next = openat(fd, down, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             struct stat st;
@@ -174,7 +183,8 @@ static int empty_tmp(int dir_fd)
             }
             if (next >= 0)
                 close(next);
-            return close(fd), EIO;
+            close(fd);
+            return EIO;
         }
         struct stat here;
         if (fstat(fd, &here) < 0 || (here.st_ino == root.st_ino && here.st_dev == root.st_dev)) {
@@ -182,8 +192,10 @@ static int empty_tmp(int dir_fd)
             return 0;   /* back at /tmp: empty but for what is kept */
         }
         if (stuck) {
-            if (n_kept == HOST_KEPT_DIRS_MAX)
-                return close(fd), ENOSPC;
+            if (n_kept == HOST_KEPT_DIRS_MAX) {
+                close(fd);
+                return ENOSPC;
+            }
             kept[n_kept++] = here.st_ino;
         }
         int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -268,8 +280,12 @@ static void reap_all(int block)
  * server's), /tmp emptied, IPC objects removed. */
 static int host_reset(int tmp_fd, int mq_fd, const char **step)
 {
-    kill(-1, SIGKILL);   /* from PID 1: every other process of the namespace */
-    reap_all(1);         /* orphans come to us as their parents die */
+    /* From PID 1, kill(-1) reaches every other process of the namespace
+     * (a fork under way included: the kernel hands such a signal to the new
+     * child too); orphans come to us as their parents die. Not looped on
+     * kill's answer: the function's zombie, the server's to reap, counts. */
+    kill(-1, SIGKILL);
+    reap_all(1);
     int err = empty_tmp(tmp_fd);
     if (err) {
         *step = "empty /tmp";
