@@ -482,6 +482,14 @@ static void host_forget(size_t i)
     hosts[i] = hosts[--n_hosts];
 }
 
+void sandbox_hosts_end_all(void)
+{
+    for (size_t i = 0; i < n_hosts; i++)
+        kill(hosts[i]->pid, SIGKILL);   /* all first: they die side by side */
+    while (n_hosts)
+        host_forget(n_hosts - 1);
+}
+
 /* One message from h within HOST_ANSWER_MS (fds: those it carries, at
  * most room). 0, or -1. */
 static int host_recv(int sock, host_msg *m, int *fds, size_t room, size_t *n_fds)

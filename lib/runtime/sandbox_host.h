@@ -70,5 +70,9 @@ int sandbox_hosts_timeout_ms(void);
 
 /* How many hosts are alive. */
 size_t sandbox_hosts_count(void);
+/* In the spawner, as it ends: every host killed and reaped here, so that
+ * none outlives it to be reparented to the server (which would take it
+ * for a process a function left behind). */
+void sandbox_hosts_end_all(void);
 
 #endif

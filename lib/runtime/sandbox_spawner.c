@@ -182,8 +182,10 @@ static void spawner_main(int sock, sandbox *sb)
         ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            _exit(0);   /* the server closed its end: it is gone */
+        if (n <= 0) {   /* the server closed its end: it stops, or is gone */
+            sandbox_hosts_end_all();
+            _exit(0);
+        }
         int fds[4];
         size_t n_fds = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
@@ -475,6 +477,7 @@ static pid_t spawner_process(void *ctx)
 }
 
 #define SPAWNER_DRAIN_MS 1000
+#define SPAWNER_END_MS 500   /* for it to end its kept sandboxes' hosts */
 
 static void spawner_drain(void *ctx)
 {
@@ -495,9 +498,17 @@ static void spawner_drain(void *ctx)
         loop_unwatch(sp.loop, sp.fd);
     sp.loop = NULL;
     if (sp.fd >= 0)
-        close(sp.fd);
+        close(sp.fd);   /* its end of the socket: it ends its hosts, then itself */
     sp.fd = -1;
     if (sp.pid > 0) {
+        for (int waited = 0; waited < SPAWNER_END_MS; waited++) {
+            pid_t p = waitpid(sp.pid, NULL, WNOHANG);
+            if (p == sp.pid || (p < 0 && errno == ECHILD)) {
+                sp.pid = 0;
+                return;
+            }
+            poll(NULL, 0, 1);
+        }
         kill(sp.pid, SIGKILL);
         if (waitpid(sp.pid, NULL, 0) < 0 && errno != ECHILD)
             log_error("sandbox spawner: waitpid(%d): %s", (int)sp.pid, strerror(errno));

@@ -282,3 +282,17 @@ def test_keep_with_the_sandbox_off_is_said_to_do_nothing(start_server, tmp_path)
     srv = serve(start_server, tmp_path, "--sandbox-keep", "--sandbox", "off")
     assert wait_for(lambda: "--sandbox-keep: no effect with --sandbox off" in srv.stderr())
     assert spawners(srv) == []
+
+
+def test_a_kept_host_is_not_called_a_functions_leftover_at_sigterm(start_server, tmp_path):
+    """At serve's stop the spawner's hosts end with it: none is reported as
+    a process a function left behind (the orphan killer's line and metric)."""
+    srv = serve(start_server, tmp_path, "--sandbox-keep")
+    call(srv)
+    left = hosts(srv)
+    assert len(left) == 1, left
+    srv.terminate()
+    assert srv.wait() is not None
+    for pid in left:
+        assert wait_for(lambda: process_gone(pid, srv.pid), timeout=5), pid
+    assert "left behind by a function" not in srv.stderr()
