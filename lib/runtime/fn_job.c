@@ -1041,6 +1041,8 @@ void fn_job_shutdown(void)
         if (gone)
             gone(gone_ctx);   /* reaped: whoever waited for it lets go */
     }
+    if (spawner && spawner->end)
+        spawner->end(spawner->ctx);
     /* No call runs now: every orphan goes, and each one's children, re-parented
      * to us as it dies, in the next round. */
     for (int round = 0; round < 100 && orphans_left(); round++) {

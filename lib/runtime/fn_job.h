@@ -175,6 +175,10 @@ typedef struct fn_job_spawner {
      * processes spawned are known and killed with the rest; then forgets
      * the jobs it has not answered (they are freed). */
     void (*drain)(void *ctx);
+    /* On shutdown, once every job is killed and reaped: the spawner's
+     * process ended (a kept sandbox's host, PID 1 of its namespace, can
+     * only end once the server has reaped the functions in it). NULL: none. */
+    void (*end)(void *ctx);
     void *ctx;
 } fn_job_spawner;
 

@@ -491,6 +491,11 @@ static void spawner_drain(void *ctx)
     if (sp.count)
         log_warn("sandbox spawner: %zu spawns not answered at shutdown", sp.count);
     sp.head = sp.count = 0;
+}
+
+static void spawner_end(void *ctx)
+{
+    (void)ctx;
     /* It ends now, not with us: the shutdown then waits for each child of
      * ours to exit, and waited its whole second for this one (at every stop
      * of a sandboxed serve). */
@@ -517,7 +522,7 @@ static void spawner_drain(void *ctx)
 }
 
 static const fn_job_spawner spawner_ops = {.ask = spawner_ask, .reaped = spawner_reaped,
-                                           .process = spawner_process, .drain = spawner_drain};
+                                           .process = spawner_process, .drain = spawner_drain, .end = spawner_end};
 
 static int spawner_fork(buf *why)
 {

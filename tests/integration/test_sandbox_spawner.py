@@ -76,7 +76,27 @@ def test_sandboxed_functions_are_spawned_by_the_spawner(start_server, tmp_path, 
 def assert_holds_only_its_own(spawner, tmp_path):
     """It holds its socket, stdio and the two shared namespaces (and, while
     it spawns, the function's pipes and binary): none of the server's
-    listeners, connections or files."""
+    listeners, connections or files. With --sandbox-keep a host may be
+    made or ended between the listings (the next call's, with --prespawn):
+    its socket is counted once the two agree."""
+    def sockets_match_hosts():
+        targets, hosts = holds(spawner)
+        return sum(t.startswith("socket:") for t in targets) == 1 + len(hosts)
+    assert wait_for(sockets_match_hosts), holds(spawner)
+    targets, hosts = holds(spawner)
+    kept = ("mnt:", "ipc:", "pid:", "anon_inode:[pidfd]", "anon_inode:[landlock-ruleset]")
+    binary = str(tmp_path / "functions" / "fn")
+    unexpected = [t for t in targets if not (
+        t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary or
+        t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") or (KEEP and t.startswith(kept)))]
+    assert not unexpected, targets
+    assert bool(hosts) == bool(KEEP)
+
+
+def holds(spawner):
+    """What the spawner's descriptors above 2 are, and its hosts (with
+    --sandbox-keep: per host its socket, namespaces, pidfd and the Landlock
+    ruleset of its calls)."""
     targets = []
     for fd in os.listdir(f"/proc/{spawner}/fd"):
         try:
@@ -84,17 +104,8 @@ def assert_holds_only_its_own(spawner, tmp_path):
                 targets.append(os.readlink(f"/proc/{spawner}/fd/{fd}"))
         except FileNotFoundError:
             pass   # a spawn's, closed meanwhile
-    # with --sandbox-keep also, per host: its socket, namespaces, pidfd and
-    # the Landlock ruleset of its calls
     hosts = [p for p in children_of(spawner) if comm(p) == "krm-sbx-host"]
-    kept = ("mnt:", "ipc:", "pid:", "anon_inode:[pidfd]", "anon_inode:[landlock-ruleset]")
-    assert sum(t.startswith("socket:") for t in targets) == 1 + len(hosts), targets
-    binary = str(tmp_path / "functions" / "fn")
-    unexpected = [t for t in targets if not (
-        t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary or
-        t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") or (KEEP and t.startswith(kept)))]
-    assert not unexpected, targets
-    assert bool(hosts) == bool(KEEP)
+    return targets, hosts
 
 
 # The roots the spawner opens once for every spawn's Landlock rules (those
