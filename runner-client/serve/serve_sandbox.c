@@ -9,6 +9,7 @@
 #include "core/numparse.h"
 #include "grpc/metrics.h"
 #include "oci/docker_config.h"
+#include "runtime/sandbox_host.h"
 #include "runtime/sandbox_spawner.h"
 #include "core/term_text.h"
 
@@ -209,6 +210,12 @@ sandbox *serve_sandbox_start(const char *command, const sandbox_config *cfg,
         return NULL;
     }
     publish_layers(sb, cfg->mode);
+    if (sandbox_hosts_enabled() && !(sandbox_layers(sb) & SANDBOX_NAMESPACES)) {
+        /* a host is the namespaces kept: without them there is nothing to keep */
+        log_warn("--sandbox-keep: no effect without the sandbox's namespaces (unavailable here): "
+                 "each call is sandboxed as without it");
+        sandbox_hosts_configure(&(sandbox_keep_config){0});
+    }
     /* before the server opens its sockets: the spawner is forked with few
      * descriptors (it closes all it does not need) */
     if (!strcmp(command, "serve") && sandbox_spawner_start(sb, &why) < 0) {

@@ -6,6 +6,7 @@ files or processes. Functions report what they see on stderr (the call's
 log)."""
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -296,3 +297,30 @@ def test_a_kept_host_is_not_called_a_functions_leftover_at_sigterm(start_server,
     for pid in left:
         assert wait_for(lambda: process_gone(pid, srv.pid), timeout=5), pid
     assert "left behind by a function" not in srv.stderr()
+
+
+def test_keep_without_namespaces_is_said_to_do_nothing(start_server, tmp_path):
+    """Where user namespaces are off (a nested limit of 0, as a container's
+    seccomp profile can make it), there is no host to keep: said once at
+    start, no host is tried, and calls are sandboxed as without the flag."""
+    jail = ["unshare", "-U", "-r", "sh", "-c",
+            'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "jail"]
+    if subprocess.run([*jail, "unshare", "-U", "true"], capture_output=True).returncode == 0:
+        pytest.skip("cannot turn user namespaces off here")
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "fn").write_text(SEES.format(extra=""))
+    (functions / "fn").chmod(0o755)
+    cfg = config(tmp_path, ["fn"])
+    srv = start_server([], binary=CLIENT_BIN, wrapper=jail, argv=[
+        "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
+        "--disable-runtimes=pod", "--sandbox", "auto", "--sandbox-keep", "--prespawn", "0",
+        "--verbosity", "3"])
+    for _ in range(2):
+        assert srv.evaluate(simple_rl("x"), image="fn:v1").resource_list == simple_rl("x")
+    err = srv.stderr()
+    assert err.count("--sandbox-keep: no effect without the sandbox's namespaces") == 1, err
+    assert "cannot make a host" not in err and "host " not in err.split("no effect", 1)[1], err
+    from test_observability import curl
+    code, text = curl(srv.port, "/metrics")
+    assert "krm_sandbox_kept_hosts" not in text, text   # no host is kept
