@@ -109,7 +109,7 @@ def host_dirs(api):
         shutil.rmtree(top)
 
 
-def sandbox_deployment(api, runner_image, images, host_dirs, profile, mode):
+def sandbox_deployment(api, runner_image, images, host_dirs, profile, mode, *flags):
     """deploy/'s objects for the lab, the Deployment with the seccomp
     profile, the functions mounted and --sandbox MODE; and the runner's port."""
     server = urllib.parse.urlsplit(api.config.server)
@@ -129,7 +129,7 @@ def sandbox_deployment(api, runner_image, images, host_dirs, profile, mode):
     c["volumeMounts"] += [{"name": "functions", "mountPath": FUNCTIONS, "readOnly": True},
                           {"name": "sandbox-config", "mountPath": CONFIG, "readOnly": True}]
     assert f"--functions={FUNCTIONS}" in c["command"], c["command"]
-    c["command"] += [f"--function-config={CONFIG}", f"--sandbox={mode}"]
+    c["command"] += [f"--function-config={CONFIG}", f"--sandbox={mode}", *flags]
     return docs, port
 
 
@@ -139,10 +139,12 @@ def http_get(port, path):
         return r.read().decode()
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["fresh", "keep"])
 @pytest.mark.parametrize("profile", list(PROFILES))
-def test_auto_uses_what_the_profile_allows(api, images, runner_image, pb, host_dirs, figures, profile):
+def test_auto_uses_what_the_profile_allows(api, images, runner_image, pb, host_dirs, figures, profile, keep):
     seccomp_profile, expected, unavailable = PROFILES[profile]
-    docs, port = sandbox_deployment(api, runner_image, images, host_dirs, seccomp_profile, "auto")
+    docs, port = sandbox_deployment(api, runner_image, images, host_dirs, seccomp_profile, "auto",
+                                    *(["--sandbox-keep"] if keep else []))
     with deployed(api, docs):
         wait_for("the Deployment Ready", lambda: deployment_ready(api), 120, lambda: describe_runner(api))
         (pod,) = runner_pods(api)
@@ -194,6 +196,20 @@ def test_auto_uses_what_the_profile_allows(api, images, runner_image, pb, host_d
                     ("restarted as" in line or "on the server's loop from now" in line or
                      "closing the server's descriptors" in line)]
             assert not lost, lost
+            if keep:   # the calls ran on kept hosts where the profile allows namespaces
+                metrics = http_get(port, "/metrics").splitlines()
+                no_effect = [line for line in logs.splitlines() if "--sandbox-keep: no effect" in line]
+                failed = [line for line in logs.splitlines() if "sandbox keep: cannot make a host" in line or
+                          "exited unasked" in line]
+                assert not failed, failed
+                if "namespaces" in expected:
+                    hosts = [line for line in metrics if line.startswith("krm_sandbox_kept_hosts ")]
+                    assert hosts and int(hosts[0].split()[1]) >= 1 and not no_effect, (hosts, no_effect)
+                    figures.append(f"sandbox in a pod ({profile} seccomp profile, --sandbox-keep): {hosts[0]}")
+                else:
+                    assert len(no_effect) == 1, logs
+                    figures.append(f"sandbox in a pod ({profile} seccomp profile, --sandbox-keep): "
+                                   f"{no_effect[0].split('] ', 1)[-1]}")
         finally:
             channel.close()
 
