@@ -150,15 +150,22 @@ static int child_main(void *arg)
             _exit(127);
         }
     /* The handlers reset above are the new child's too (no CLONE_SIGHAND).
-     * Not a vfork: this child exits at once, and our caller waits for the
-     * new one's exec itself (exec_tid), woken once instead of twice in a
-     * row (the new child, then this one; 0.1-0.2 ms on a busy machine). */
+     * A vfork: this child exits only once the new one has execed, and our
+     * caller, asleep in its own vfork since it made us, is woken by that
+     * exit. Our caller must not wait for the exec itself (exec_tid): it
+     * would have run just before (woken by this child's exit) and the
+     * scheduler then lets the function keep the CPU they share when the
+     * exec wakes it, for as long as the function runs without blocking
+     * (joining a kept sandbox to exec /bin/true: p50 0.52-0.54 ms instead
+     * of 0.10-0.16, bench/README.md "Ninth pass"). exec_tid still guards
+     * our memory when this child is killed in its wait. */
     /* With CLONE_PARENT the kernel gives the child our own exit signal
      * (SIGCHLD: we were made with it), not the one asked here. */
     /* CLONE_PIDFD stores the pidfd where CLONE_PARENT_SETTID would store
      * the pid (the two exclude each other): the pid is then stored here */
     pid_t pid = clone(child_exec, a->exec_stack,
-                      CLONE_VM | CLONE_PARENT | (a->want_pidfd ? CLONE_PIDFD : CLONE_PARENT_SETTID) |
+                      CLONE_VM | CLONE_VFORK | CLONE_PARENT |
+                          (a->want_pidfd ? CLONE_PIDFD : CLONE_PARENT_SETTID) |
                           CLONE_CHILD_CLEARTID | SIGCHLD | setup->clone_flags,
                       a, a->want_pidfd ? (void *)&a->pidfd : (void *)&a->pid, NULL, &a->exec_tid);
     if (pid < 0) {
@@ -171,8 +178,9 @@ static int child_main(void *arg)
     _exit(0);
 }
 
-/* Until a second child (made by a first one that has exited) execs or
- * exits: it runs on our memory and a stack we are about to unmap. */
+/* Until a second child execs or exits: it runs on our memory and a stack
+ * we are about to unmap. Its maker waits for that before it exits (a
+ * vfork), unless it was killed in its wait. */
 static void wait_second(child_args *a)
 {
     if (a->pid <= 0)
