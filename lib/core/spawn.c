@@ -7,7 +7,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +24,19 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
+
+/* sched_setattr(2)'s argument (its first version, 48 bytes) and flags:
+ * the C libraries have no declaration, the static (musl) build no kernel
+ * headers. */
+typedef struct sched_attr_v0 {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+} sched_attr_v0;
+#define SPAWN_SCHED_KEEP_POLICY 0x08
+#define SPAWN_JOINER_SLICE_NS 100000   /* the shortest the kernel takes */
 
 /* Under AddressSanitizer the child's frames poison the shadow of its stack
  * (redzones), and nothing clears that when the stack is unmapped: the next
@@ -95,6 +110,7 @@ typedef struct child_args {
                            clears it then and wakes us (CLONE_CHILD_CLEARTID) */
     int want_pidfd;     /* the second child made with CLONE_PIDFD ... */
     int pidfd;          /* ... which the kernel stores here (our table: CLONE_FILES) */
+    int short_slice;    /* the first child asked for a short slice (set_slice) */
 } child_args;
 
 #define CHILD_STACK_SIZE (256 * 1024)   /* the setup's frames; ASan's are larger */
@@ -115,12 +131,28 @@ static int child_stdio(const int stdio[3])
     return 0;
 }
 
+/* Our scheduler slice, in ns (0: the kernel's default), policy and nice
+ * value kept. Linux 6.12+ only (older kernels ignore it); a refusal costs
+ * nothing but the gain, so it is not checked. */
+static void set_slice(uint64_t slice_ns)
+{
+#ifdef SYS_sched_setattr
+    sched_attr_v0 attr = {.size = sizeof attr, .flags = SPAWN_SCHED_KEEP_POLICY,
+                          .nice = getpriority(PRIO_PROCESS, 0), .runtime = slice_ns};
+    (void)syscall(SYS_sched_setattr, 0, &attr, 0);
+#else
+    (void)slice_ns;
+#endif
+}
+
 /* The child that execs: its own process group, stdio, the setup, exec. */
 static int child_exec(void *arg)
 {
     child_args *a = arg;
     sigset_t none;
     sigemptyset(&none);
+    if (a->short_slice)
+        set_slice(0);   /* the function runs with the default one, not its maker's */
     int err = setpgid(0, 0) < 0 ? errno : child_stdio(a->stdio);
     if (!err)
         err = a->setup->run(a->setup->ctx, a->path, &a->step);
@@ -143,6 +175,15 @@ static int child_main(void *arg)
     const spawn_child_setup *setup = a->setup;
     if (!setup->n_join_ns)
         return child_exec(arg);
+    /* A short slice: our wake-up at the new child's exec then preempts
+     * it on the CPU we share (EEVDF lets a task that has just started its
+     * slice run on unless the wakee's slice is shorter than its own), and
+     * our exit lets our caller run. Without it, a quarter to half of the
+     * spawns still waited 0.4-0.5 ms for the function to block (the join
+     * loop's p90 0.54-0.59 ms, with it 0.15-0.22). The new child inherits
+     * it and sets the default back. */
+    set_slice(SPAWN_JOINER_SLICE_NS);
+    a->short_slice = 1;
     for (int i = 0; i < setup->n_join_ns; i++)
         if (setns(setup->join_ns[i], 0) < 0) {
             a->err = errno;
