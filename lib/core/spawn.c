@@ -224,7 +224,10 @@ static int child_main(void *arg)
  * vfork), unless it was killed in its wait. */
 static void wait_second(child_args *a)
 {
-    if (a->pid <= 0)
+    /* The kernel stores the pid (or the pidfd) when it makes the child;
+     * with a pidfd, the first child stores the pid after its vfork: it
+     * may be killed before. */
+    if (a->pid <= 0 && a->pidfd < 0)
         return;   /* there is none */
     while (__atomic_load_n(&a->exec_tid, __ATOMIC_ACQUIRE) != 0)
         (void)syscall(SYS_futex, &a->exec_tid, FUTEX_WAIT, -1, NULL, NULL, 0);
