@@ -40,8 +40,8 @@ typedef struct spawn_child_setup {
      * child's own are made: n_join_ns of them, 0: none. A new user or PID
      * namespace is always made below its maker's, so a first child joins
      * them and makes the one that execs (with CLONE_PARENT: still ours),
-     * then exits; *pid is the second's. We wait for the second's exec
-     * directly (its CLONE_CHILD_CLEARTID), not through the first. */
+     * then exits once the second has execed (a vfork, as ours is);
+     * *pid is the second's. */
     int join_ns[SPAWN_MAX_JOIN_NS];
     int n_join_ns;
     /* Runs here before the child is made (NULL: nothing to): what run

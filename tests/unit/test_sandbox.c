@@ -191,6 +191,41 @@ Test(spawn, a_second_childs_setup_failure_is_returned_and_both_reaped)
     close(ns);
 }
 
+/* The "se.slice" line of /proc/self/sched (a kernel with scheduler
+ * debugging and EEVDF), or the test skipped. */
+static long long our_slice(void)
+{
+    char text[8192];
+    int fd = open("/proc/self/sched", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    const char *line = strstr(text, "se.slice");
+    long long slice;
+    if (!line || sscanf(line, "se.slice : %lld", &slice) != 1)
+        cr_skip_test("no se.slice in /proc/self/sched here");
+    return slice;
+}
+
+/* The first child runs with a short scheduler slice (spawn.c: so that the
+ * function's exec wakes it at once); the function must not keep it. */
+Test(spawn, a_joined_spawns_function_has_our_scheduler_slice)
+{
+    long long ours = our_slice();
+    int ns = user_ns_to_join();
+    spawn_child_setup setup = {.run = lower_open_files, .join_ns = {ns}, .n_join_ns = 1,
+                               .clone_flags = CLONE_NEWUSER | CLONE_NEWPID};
+    char out[128];
+    const char *step = "unset";
+    int err = run_sh(&setup, "grep se.slice /proc/self/sched", out, sizeof out, &step);
+    cr_assert_eq(err, 0, "%s: %s", step ? step : "exec", strerror(err));
+    long long theirs = -1;
+    cr_assert_eq(sscanf(out, "se.slice : %lld", &theirs), 1, "%s", out);
+    cr_assert_eq(theirs, ours);
+    close(ns);
+}
+
 /* What a process spawning as_sibling tells its parent (us). */
 typedef struct sibling_spawn {
     int err;
