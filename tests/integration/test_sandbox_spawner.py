@@ -38,6 +38,14 @@ def spawners(srv):
             if comm(p) == SPAWNER and (proc_stat(p) or ("Z",))[0] != "Z"]
 
 
+def the_spawner(srv):
+    """The one spawner, once it is seen: it names itself right after the
+    fork, so a look just after the server's start can find it unnamed."""
+    found = wait_for(lambda: spawners(srv) if len(spawners(srv)) == 1 else None)
+    assert found, [(p, comm(p)) for p in children_of(srv.pid)]
+    return found[0]
+
+
 def serve(start_server, tmp_path, script, *flags, annotations=None):
     functions = tmp_path / "functions"
     functions.mkdir(exist_ok=True)
@@ -63,7 +71,7 @@ def wait_for(cond, timeout=5.0):
 @pytest.mark.parametrize("prespawn", ["0", "1"])
 def test_sandboxed_functions_are_spawned_by_the_spawner(start_server, tmp_path, prespawn):
     srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", prespawn)
-    [spawner] = spawners(srv)
+    spawner = the_spawner(srv)
     rl = simple_rl("x")
     for _ in range(3):
         assert srv.evaluate(rl, image="fn:v1").resource_list == rl
@@ -138,7 +146,7 @@ def test_landlocks_roots_are_opened_once_and_no_function_holds_them(start_server
                 "--prespawn", prespawn)
     if "landlock" not in srv.stderr():
         pytest.skip("no Landlock here")
-    [spawner] = spawners(srv)
+    spawner = the_spawner(srv)
     rl = simple_rl("x")
     held = []
     for _ in range(4):
@@ -165,7 +173,7 @@ def test_a_killed_spawner_is_restarted_once_then_the_loop_spawns(start_server, t
     srv = serve(start_server, tmp_path, "exec cat", "--sandbox", "auto", "--prespawn", "0")
     rl = simple_rl("x")
     assert srv.evaluate(rl, image="fn:v1").resource_list == rl
-    [first] = spawners(srv)
+    first = the_spawner(srv)
     os.kill(first, signal.SIGKILL)
     srv.assert_logged([f"sandbox spawner {first} "])
     assert "restarted as" in srv.stderr()
@@ -236,7 +244,7 @@ def test_a_limit_is_named_through_the_spawner(start_server, tmp_path, flags, ann
               f"exec {PY} -c 'import os; [os.open(\"/dev/null\", 0) for _ in range(100)]'")
     srv = serve(start_server, tmp_path, script, "--sandbox", "auto", "--prespawn", "0", *flags,
                 annotations=annotations)
-    assert len(spawners(srv)) == 1
+    the_spawner(srv)
     err = srv.evaluate_error(simple_rl("x"), image="fn:v1", timeout=30)
     assert err.code().name == "INTERNAL"
     assert words in err.details(), err.details()
@@ -317,7 +325,7 @@ def test_the_spawner_closes_the_servers_descriptors_without_close_range(start_se
         str(functions), "--disable-runtimes=pod", "--sandbox", "auto", "--prespawn", "0", *KEEP])
     rl = simple_rl("x")
     assert srv.evaluate(rl, image="fn:v1").resource_list == rl
-    [spawner] = spawners(srv)
+    spawner = the_spawner(srv)
     assert_holds_only_its_own(spawner, tmp_path)
     assert "closing the server's descriptors" not in srv.stderr(), srv.stderr()
     assert "on the server's loop from now" not in srv.stderr(), srv.stderr()
