@@ -410,10 +410,23 @@ static void note_compression_goaway(conn *cn)
     metrics_count(METRIC_HEADERS_REFUSED);
 }
 
+/* A GOAWAY nghttp2 sent on its own for a protocol error of the client's
+ * (e.g. RST_STREAM on a stream it never opened, RFC 9113 §5.1): its text
+ * is nghttp2's (fixed words and numbers), logged so that the client's
+ * UNAVAILABLE has a cause on our side. */
+static void note_error_goaway(const conn *cn, const nghttp2_goaway *g)
+{
+    int len = g->opaque_data_len > 200 ? 200 : (int)g->opaque_data_len;
+    log_v(3, "fd %d: GOAWAY %s sent: %.*s", cn->io.fd, nghttp2_http2_strerror(g->error_code), len,
+          g->opaque_data ? (const char *)g->opaque_data : "");
+}
+
 static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_COMPRESSION_ERROR)
         note_compression_goaway(user_data);
+    else if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code == NGHTTP2_PROTOCOL_ERROR)
+        note_error_goaway(user_data, &frame->goaway);
     if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     rpc_call *c = stream_call(session, frame->hd.stream_id);

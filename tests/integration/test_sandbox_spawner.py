@@ -5,6 +5,7 @@ The function stays the server's child (its limits are named as before),
 the spawner holds none of the server's sockets, and its death is survived:
 restarted once, then the server spawns on its loop."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -349,6 +350,15 @@ def test_calls_cancelled_while_their_spawn_is_asked_leave_nothing(start_server, 
             except Exception as e:   # grpc.RpcError: its code is what we look at
                 codes.add(e.code().name)
     assert "DEADLINE_EXCEEDED" in codes, codes
+    if "UNAVAILABLE" in codes:
+        # grpcio's core can reset a call it cancels before its HEADERS went
+        # out (grpc/grpc#19655; seen here on a starved CPU): RST_STREAM on an
+        # idle stream is a connection error (RFC 9113 section 5.1), so the
+        # server ends the connection and its other calls fail UNAVAILABLE.
+        # Allowed for that cause only, which the server logs.
+        assert re.search(r"GOAWAY PROTOCOL_ERROR sent: RST_STREAM: stream (\d+ )?in idle",
+                         srv.stderr()), srv.stderr()[-3000:]
+        codes.discard("UNAVAILABLE")
     assert codes <= {True, "DEADLINE_EXCEEDED", "CANCELLED"}, codes
     assert srv.evaluate(rl, image="fn:v1").resource_list == rl
     # what remains: the spawner and, with --prespawn 1, one waiting process
