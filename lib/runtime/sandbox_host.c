@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fd_pass.h"
 #include "core/log.h"
 #include "runtime/sandbox_spawner.h"
 
@@ -88,25 +89,7 @@ int64_t sandbox_hosts_idle_ns(void)
 
 static int send_msg(int sock, const host_msg *m, const int *fds, size_t n_fds)
 {
-    union {
-        char buf[CMSG_SPACE(8 * sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    struct iovec iov = {.iov_base = (void *)m, .iov_len = sizeof *m};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (n_fds) {
-        mh.msg_control = control.buf;
-        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-    }
-    ssize_t n;
-    while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-    }
-    return n == (ssize_t)sizeof *m ? 0 : -1;
+    return fd_pass_send(sock, m, sizeof *m, fds, n_fds, 0);
 }
 
 /* Empties the directory dir_fd (the host's /tmp) without recursion or
@@ -501,26 +484,16 @@ static int host_recv(int sock, host_msg *m, int *fds, size_t room, size_t *n_fds
     }
     if (r <= 0)
         return -1;
-    union {
-        char buf[CMSG_SPACE(8 * sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    struct iovec iov = {.iov_base = m, .iov_len = sizeof *m};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf};
-    ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    *n_fds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
-                if (*n_fds < room)
-                    fds[(*n_fds)++] = fd;
-                else
-                    close(fd);
-            }
-    if (n != (ssize_t)sizeof *m || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+    buf why = {0};
+    size_t got;
+    int err = fd_pass_recv(sock, m, sizeof *m, &got, fds, room, n_fds, MSG_DONTWAIT, &why) < 0
+                  ? errno : 0;
+    if (err == EMSGSIZE)
+        log_error("sandbox host's answer: %s", why.data ? why.data : "out of memory");
+    buf_free(&why);
+    if (err)
+        return -1;
+    if (got != sizeof *m) {   /* closed, or short */
         for (size_t i = 0; i < *n_fds; i++)
             close(fds[i]);
         *n_fds = 0;

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/fd_pass.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "grpc/metrics.h"
@@ -91,7 +92,7 @@ static int parse_strings(const spawn_request *rq, char *strings, size_t len, con
 
 /* One request: spawned, and answered. */
 static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, size_t n_fds,
-                      int truncated)
+                      int refused)
 {
     static char *argv[SPAWNER_MAX_ARGS + 1];
     spawn_request rq = {0};
@@ -102,7 +103,7 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
     if (len >= sizeof rq)
         memcpy(&rq, msg, sizeof rq);
     a.seq = len >= sizeof rq ? rq.seq : 0;
-    if (!truncated && len >= sizeof rq)
+    if (!refused && len >= sizeof rq)
         err = parse_strings(&rq, msg + sizeof rq, len - sizeof rq, &path, argv);
     if (!err && n_fds != 3 + (rq.has_binary_fd ? 1u : 0u))
         err = EBADF;
@@ -172,36 +173,20 @@ static void spawner_main(int sock, sandbox *sb)
             if (!polled[0].revents)
                 continue;
         }
-        union {
-            char buf[CMSG_SPACE(4 * sizeof(int))];
-            struct cmsghdr align;
-        } control;
-        struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                            .msg_controllen = sizeof control.buf};
-        ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR)
+        int fds[4];
+        size_t n, n_fds;
+        buf why = {0};
+        int err = fd_pass_recv(sock, msg, sizeof msg, &n, fds, 4, &n_fds, 0, &why) < 0 ? errno : 0;
+        if (err == EMSGSIZE)   /* too long, or too many descriptors: answered as failed */
+            log_error("spawner: %s", why.data ? why.data : "out of memory");
+        buf_free(&why);
+        if (err == EINTR)
             continue;
-        if (n <= 0) {   /* the server closed its end: it stops, or is gone */
+        if (n == 0 && err != EMSGSIZE) {   /* the server closed its end: it stops, or is gone */
             sandbox_hosts_end_all();
             _exit(0);
         }
-        int fds[4];
-        size_t n_fds = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k; i++) {
-                    int fd;
-                    memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
-                    if (n_fds < 4)
-                        fds[n_fds++] = fd;
-                    else
-                        close(fd);
-                }
-            }
-        serve_one(sock, sb, msg, (size_t)n, fds, n_fds,
-                  (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0);
+        serve_one(sock, sb, msg, n, fds, n_fds, err == EMSGSIZE);
     }
 }
 
@@ -423,22 +408,7 @@ static int spawner_ask(void *ctx, fn_job *job, const char *path, char *const *ar
             return -1;
         sp.loop = job->loop;
     }
-    union {
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    size_t n_fds = rq.has_binary_fd ? 4 : 3;
-    struct iovec iov = {.iov_base = msg, .iov_len = len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = CMSG_SPACE(n_fds * sizeof(int))};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-    ssize_t sent;
-    while ((sent = sendmsg(sp.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-    }
+    int sent = fd_pass_send(sp.fd, msg, len, fds, rq.has_binary_fd ? 4 : 3, MSG_DONTWAIT);
     if (sent < 0) {
         /* EAGAIN: its socket is full; else it is gone, which its hangup
          * tells from the loop (not here, inside a call's start) */

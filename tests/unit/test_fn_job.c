@@ -7,7 +7,6 @@
  * cancelled (the job, its process and its pipes go; under ASan nothing is
  * left). */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 
 #include "core/spawn.h"
 #include "runtime/fn_job.h"
+#include "fd_count.h"
 #include "log_capture.h"
 
 /* ---- the spawner: one request at a time, answered when the test says ---- */
@@ -155,17 +155,6 @@ static void spawns_fail(int err, const char *step)
     ts.fail_step = step;
 }
 
-static int open_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    cr_assert_not_null(d);
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1;   /* the directory's own */
-}
-
 /* ---- the suite ---------------------------------------------------------------- */
 
 static const char INPUT[] = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
@@ -202,7 +191,7 @@ static void setup(void)
     memset(&ts, 0, sizeof ts);
     lp = loop_new();
     log_capture_start();
-    fds_before = open_fds();
+    fds_before = fd_count_open();
     fn_job_set_spawner(&spawner);
 }
 
@@ -221,7 +210,7 @@ TestSuite(fn_job, .init = setup, .fini = teardown);
 static void assert_nothing_left(void)
 {
     cr_assert_eq(fn_job_live_count(), 0);
-    cr_assert_eq(open_fds(), fds_before, "descriptors: %d before, %d now", fds_before, open_fds());
+    cr_assert_eq(fd_count_open(), fds_before, "descriptors: %d before, %d now", fds_before, fd_count_open());
     cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a child is left");
     cr_assert_eq(errno, ECHILD);
 }

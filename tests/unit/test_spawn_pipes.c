@@ -2,7 +2,6 @@
  * pipes handed back, stdin is /dev/null when asked, and a failed start
  * leaves no descriptor open. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/spawn_pipes.h"
+#include "fd_count.h"
 
 static size_t read_all(int fd, char *out, size_t cap)
 {
@@ -18,17 +18,6 @@ static size_t read_all(int fd, char *out, size_t cap)
     while (n < cap - 1 && (got = read(fd, out + n, cap - 1 - n)) > 0)
         n += (size_t)got;
     out[n] = '\0';
-    return n;
-}
-
-static int open_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    cr_assert_not_null(d);
-    while (readdir(d))
-        n++;
-    closedir(d);
     return n;
 }
 
@@ -75,10 +64,10 @@ Test(spawn_pipes, a_failed_start_leaves_nothing_open)
     int ours[3];
     pid_t pid;
     const char *step = "unset";
-    int before = open_fds();
+    int before = fd_count_open();
     int e = spawn_with_pipes("no-such-program-here", 1, argv, NULL, NULL, 1, ours, &pid, &step);
     cr_assert_eq(e, ENOENT);
     cr_assert_null(step);   /* the spawn failed, not a pipe */
     cr_assert(ours[0] == -1 && ours[1] == -1 && ours[2] == -1);
-    cr_assert_eq(open_fds(), before);
+    cr_assert_eq(fd_count_open(), before);
 }
