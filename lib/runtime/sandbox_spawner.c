@@ -2,7 +2,10 @@
  *
  * One request and one answer per SOCK_SEQPACKET message; the spawner
  * answers in the order it was asked, so the loop keeps the jobs asked in a
- * ring and checks each answer's sequence number against the oldest. */
+ * ring and checks each answer's sequence number against the oldest.
+ * Between answers the spawner also sends notices, unasked: how many kept
+ * sandboxes' hosts are alive, each time a host ended or was made off a
+ * spawn (idle, killed), so /metrics is exact without another call. */
 #include "runtime/sandbox_spawner.h"
 
 #include <dirent.h>
@@ -45,7 +48,12 @@ typedef struct spawn_request {
     uint32_t strings_len;
 } spawn_request;
 
+enum { ANSWER_SPAWN = 0, ANSWER_HOSTS_NOTICE = 1 };
+
+/* A spawn's answer, or (kind ANSWER_HOSTS_NOTICE) a notice: hosts alone,
+ * every other field 0. */
 typedef struct spawn_answer {
+    uint32_t kind;
     uint32_t seq;
     int32_t err;                 /* 0, or the errno */
     int32_t pid;                 /* the function's, when err is 0 */
@@ -56,11 +64,23 @@ typedef struct spawn_answer {
 
 /* ---- the spawner process ------------------------------------------------------ */
 
+static uint32_t hosts_told;   /* the count of hosts alive the server last heard */
+
 static void answer(int fd, const spawn_answer *a)
 {
     while (send(fd, a, sizeof *a, MSG_NOSIGNAL) < 0)
         if (errno != EINTR)
             _exit(0);   /* the server is gone */
+    hosts_told = a->hosts;
+}
+
+/* A host ended or was made between requests (idle, killed, its reset
+ * failed): the server hears the new count now, not at the next answer. */
+static void tell_hosts(int fd)
+{
+    uint32_t alive = (uint32_t)sandbox_hosts_count();
+    if (alive != hosts_told)
+        answer(fd, &(spawn_answer){.kind = ANSWER_HOSTS_NOTICE, .hosts = alive});
 }
 
 static void close_all(int *fds, size_t n)
@@ -170,6 +190,7 @@ static void spawner_main(int sock, sandbox *sb)
             if (poll(polled, n_polled, sandbox_hosts_timeout_ms()) < 0 && errno != EINTR)
                 _exit(1);
             sandbox_hosts_events(polled + 1, n_polled - 1);
+            tell_hosts(sock);
             if (!polled[0].revents)
                 continue;
         }
@@ -282,7 +303,7 @@ static struct {
     fn_job *asked[SPAWNER_MAX_IN_FLIGHT];   /* a ring, oldest at head */
     size_t head, count;
     uint32_t next_seq;
-    uint32_t hosts;             /* the kept sandboxes' hosts, as of its last answer */
+    uint32_t hosts;             /* the kept sandboxes' hosts, as it last told */
     int restarted;              /* once */
     int stopping;               /* the server's shutdown: no restart */
 } sp = {.fd = -1};
@@ -342,7 +363,12 @@ static void spawner_on_answer(loop *l, int fd, uint32_t events, void *ctx)
             spawner_lost(n == 0 ? "hung up" : "cannot be read", 0);
             return;
         }
-        if ((size_t)n != sizeof a || !sp.count ||
+        if ((size_t)n == sizeof a && a.kind == ANSWER_HOSTS_NOTICE && a.seq == 0 &&
+            a.err == 0 && a.pid == 0 && a.helpers[0] == 0 && a.helpers[1] == 0) {
+            sp.hosts = a.hosts;
+            continue;
+        }
+        if ((size_t)n != sizeof a || a.kind != ANSWER_SPAWN || !sp.count ||
             a.seq != sp.next_seq - (uint32_t)sp.count || (a.err == 0 && a.pid <= 0) ||
             a.err < 0 || a.helpers[0] < 0 || a.helpers[1] < 0) {
             spawner_lost("answered out of turn", 0);
@@ -555,8 +581,8 @@ int sandbox_spawner_start(sandbox *sb, buf *why)
         return 0;   /* no layer: spawns are plain and cheap */
     if (sandbox_hosts_enabled()) {
         metrics_gauge("krm_sandbox_kept_hosts", "",
-                      "Hosts of sandboxes kept per function (--sandbox-keep) alive, as of the "
-                      "spawner's last answer.", kept_hosts);
+                      "Hosts of sandboxes kept per function (--sandbox-keep) alive (the spawner "
+                      "tells each one made or ended).", kept_hosts);
         metrics_gauge("krm_sandbox_kept_hosts_max", "",
                       "Most hosts of kept sandboxes (--prespawn-total plus "
                       "--max-concurrent-functions); past it a call gets a fresh sandbox.",

@@ -182,6 +182,31 @@ def test_idle_hosts_are_ended(start_server, tmp_path):
     assert "left-by" not in call(srv)["tmp"]
 
 
+def kept_hosts_metric(srv):
+    from test_observability import curl, series
+    code, text = curl(srv.port, "/metrics")
+    assert code == 200, text
+    return series(text, "krm_sandbox_kept_hosts")
+
+
+def test_the_hosts_metric_counts_a_host_ended_between_calls(start_server, tmp_path):
+    """krm_sandbox_kept_hosts drops when a host ends with no call running,
+    idle or killed, without another call: the spawner tells serve unasked
+    (it was the count as of the spawner's last answer, 1 until a call)."""
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--prespawn-idle", "1s")
+    call(srv)
+    [host] = hosts(srv)
+    assert kept_hosts_metric(srv) == 1
+    assert wait_for(lambda: process_gone(host, srv.pid), timeout=5)
+    assert wait_for(lambda: kept_hosts_metric(srv) == 0, timeout=2), "ended idle, still counted"
+    call(srv)
+    [again] = hosts(srv)
+    assert again != host
+    assert kept_hosts_metric(srv) == 1
+    os.kill(again, signal.SIGKILL)
+    assert wait_for(lambda: kept_hosts_metric(srv) == 0, timeout=2), "killed, still counted"
+
+
 def sleeping_functions():
     """The processes running `sleep 30` (the function's), by pid."""
     found = []
