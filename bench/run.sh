@@ -381,8 +381,9 @@ bench_prespawn() {
 }
 
 # bench_sandbox LABEL EXPECT: the 2 KiB call through $SRV_FN run by
-# runner-client serve as an exec function, sandboxed (--sandbox auto), kept
-# per function (--sandbox auto --sandbox-keep) and not (off), each with
+# runner-client serve as an exec function, sandboxed afresh per call
+# (--sandbox auto --sandbox-keep=false), kept per function (--sandbox auto,
+# whose default is --sandbox-keep) and not (off), each with
 # --prespawn 1 and 0: six servers side by side, in interleaved rounds with
 # spawning the function from C. Medians (us) in SB_AUTO1, SB_OFF1, SB_AUTO0,
 # SB_OFF0, SB_KEEP1, SB_KEEP0 and SB_SPAWN.
@@ -390,7 +391,8 @@ bench_sandbox() {
     local i k mode pre keep pids=() ports=() runs=("" "" "" "" "" "") sp=""
     local args=(--input "$TMP/rl-2k.yaml" --expect "$2" --calls "$SMALL_CALLS" --warmup 5
                 --image fn:v1)
-    local setups=("auto 1" "off 1" "auto 0" "off 0" "auto 1 --sandbox-keep" "auto 0 --sandbox-keep")
+    local setups=("auto 1 --sandbox-keep=false" "off 1" "auto 0 --sandbox-keep=false" "off 0"
+                  "auto 1 --sandbox-keep" "auto 0 --sandbox-keep")
     for k in 0 1 2 3 4 5; do
         read -r mode pre keep <<<"${setups[$k]}"
         start_serve --sandbox "$mode" --prespawn "$pre" $keep
@@ -434,10 +436,10 @@ bench_sandbox_rows() {
             "$SRV_FN" <"$TMP/rl-2k.yaml" >"$expect" || die "bench-fn-go failed"
         fi
         bench_sandbox "$fn" "$expect"
-        row 8 "2 KiB call p50, $fn, serve --sandbox auto, --prespawn 1" "$(ms "$SB_AUTO1") ms" \
+        row 8 "2 KiB call p50, $fn, serve --sandbox auto --sandbox-keep=false, --prespawn 1" "$(ms "$SB_AUTO1") ms" \
             "$(ms "$SB_OFF1") ms --sandbox off" "$(calc "$SB_AUTO1/$SB_OFF1")x" "<= 1.05x" \
             "$(verdict "$SB_AUTO1 / $SB_OFF1 <= 1.05")"
-        row 8 "2 KiB call p50, $fn, serve --sandbox auto, --prespawn 0" "$(ms "$SB_AUTO0") ms" \
+        row 8 "2 KiB call p50, $fn, serve --sandbox auto --sandbox-keep=false, --prespawn 0" "$(ms "$SB_AUTO0") ms" \
             "$(ms "$SB_SPAWN") ms spawn it + pipes" "$(calc "$SB_AUTO0/$SB_SPAWN")x" "<= 1.2x" \
             "$(verdict "$SB_AUTO0 / $SB_SPAWN <= 1.2")"
         row 8 "2 KiB call p50, $fn, serve --sandbox auto --sandbox-keep, --prespawn 1" \

@@ -75,6 +75,11 @@ int sandbox_hosts_enabled(void)
     return keep.max_hosts > 0;
 }
 
+int sandbox_hosts_asked(void)
+{
+    return keep.asked;
+}
+
 size_t sandbox_hosts_max(void)
 {
     return keep.max_hosts;

@@ -34,8 +34,9 @@
 #include "runtime/sandbox.h"
 
 typedef struct sandbox_keep_config {
-    size_t max_hosts;   /* 0: no host is kept (the default) */
+    size_t max_hosts;   /* 0: no host is kept */
     int64_t idle_ns;    /* a free host idle this long is ended */
+    int asked;          /* --sandbox-keep given: its having no effect is a warning */
 } sandbox_keep_config;
 
 #define SANDBOX_HOSTS_MAX 1024   /* max_hosts at most */
@@ -46,6 +47,7 @@ void sandbox_hosts_configure(const sandbox_keep_config *cfg);
 
 /* Whether hosts are kept (max_hosts > 0), and the configuration's figures. */
 int sandbox_hosts_enabled(void);
+int sandbox_hosts_asked(void);
 size_t sandbox_hosts_max(void);
 int64_t sandbox_hosts_idle_ns(void);
 

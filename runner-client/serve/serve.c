@@ -100,9 +100,10 @@ static const char serve_usage[] =
     "  --prespawn-idle DUR          a binary not called this long loses its waiting\n"
     "                               processes; 0 never (default 1m)\n"
     SERVE_SANDBOX_FLAGS_HELP
-    "  --sandbox-keep               keep a sandbox per function and reuse it for its calls,\n"
+    "  --sandbox-keep=true|false    keep a sandbox per function and reuse it for its calls,\n"
     "                               reset between them (a host per call in flight, ended\n"
-    "                               after --prespawn-idle unused; default off)\n"
+    "                               after --prespawn-idle unused); false: a fresh sandbox\n"
+    "                               per call (default true)\n"
     SERVE_POD_FLAGS_HELP
     PORCH_FLAGS_HELP
     VERBOSITY_FLAGS_HELP;
@@ -114,7 +115,7 @@ typedef struct serve_opts {
     const char *max_functions, *max_waiting, *max_pending, *max_pending_conn, *stall;
     const char *prespawn, *prespawn_total, *prespawn_idle;
     int warm_up;
-    int sandbox_keep;                 /* --sandbox-keep */
+    int sandbox_keep;                 /* --sandbox-keep: 1, =false 0, not given -1 (kept) */
     serve_pod_flags pod;
     const char *pod_ns, *pod_ready;   /* Porch's --pod-namespace, --pod-ready-timeout */
     serve_sandbox_flags sandbox;
@@ -937,8 +938,9 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
          * pre-started processes and the functions running at once */
         sandbox_hosts_configure(&(sandbox_keep_config){
             .max_hosts = o->sandbox_keep ? r.prespawn_total + r.server.max_functions : 0,
-            .idle_ns = r.prespawn_idle_ns});
-        if (o->sandbox_keep && sandboxing.mode == SANDBOX_OFF)
+            .idle_ns = r.prespawn_idle_ns,
+            .asked = o->sandbox_keep == 1});
+        if (o->sandbox_keep == 1 && sandboxing.mode == SANDBOX_OFF)
             log_warn("--sandbox-keep: no effect with --sandbox off (there is no sandbox to keep)");
         if (!(sb = serve_sandbox_start("serve", &sandboxing, &secrets))) {
             fnconfig_free(&r.cfg);
@@ -960,7 +962,7 @@ static int serve_with(serve_opts *o, const flag_def *defs, registry_flags *reg, 
 
 int cmd_serve(int argc, char **argv)
 {
-    serve_opts o = {.warm_up = 1, .porch = PORCH_FLAGS_INIT, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
+    serve_opts o = {.warm_up = 1, .sandbox_keep = -1, .porch = PORCH_FLAGS_INIT, .pod = {.ns = POD_DEFAULT_NAMESPACE, .dial = "service",
                             .wrapper = getenv("WRAPPER_SERVER_IMAGE")}};
     flag_def defs[] = {
         {"--port", &o.port}, {"--pod-evaluator-port", &o.also_port},

@@ -211,9 +211,14 @@ sandbox *serve_sandbox_start(const char *command, const sandbox_config *cfg,
     }
     publish_layers(sb, cfg->mode);
     if (sandbox_hosts_enabled() && !(sandbox_layers(sb) & SANDBOX_NAMESPACES)) {
-        /* a host is the namespaces kept: without them there is nothing to keep */
-        log_warn("--sandbox-keep: no effect without the sandbox's namespaces (unavailable here): "
-                 "each call is sandboxed as without it");
+        /* a host is the namespaces kept: without them there is nothing to keep
+         * (said as a warning only to whoever asked for it by name) */
+        if (sandbox_hosts_asked())
+            log_warn("--sandbox-keep: no effect without the sandbox's namespaces (unavailable "
+                     "here): each call is sandboxed as without it");
+        else
+            log_info("sandboxes are not kept per function here (no namespaces to keep): "
+                     "each call is sandboxed afresh");
         sandbox_hosts_configure(&(sandbox_keep_config){0});
     }
     /* before the server opens its sockets: the spawner is forked with few

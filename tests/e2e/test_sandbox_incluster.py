@@ -144,7 +144,7 @@ def http_get(port, path):
 def test_auto_uses_what_the_profile_allows(api, images, runner_image, pb, host_dirs, figures, profile, keep):
     seccomp_profile, expected, unavailable = PROFILES[profile]
     docs, port = sandbox_deployment(api, runner_image, images, host_dirs, seccomp_profile, "auto",
-                                    *(["--sandbox-keep"] if keep else []))
+                                    "--sandbox-keep" if keep else "--sandbox-keep=false")
     with deployed(api, docs):
         wait_for("the Deployment Ready", lambda: deployment_ready(api), 120, lambda: describe_runner(api))
         (pod,) = runner_pods(api)

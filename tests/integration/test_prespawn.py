@@ -20,10 +20,11 @@ from test_observability import curl, series
 # input has arrived, then echoes the input.
 RECORDER = r'''
 log="$1"
-id=$$
-# In serve's sandbox the function is PID 1 of its own PID namespace: it
-# names itself by that namespace and its start time, which host_pid() finds.
-[ "$id" = 1 ] && id=ns$(stat -L -c %i /proc/self/ns/pid)-$(cut -d' ' -f22 /proc/1/stat)
+# In serve's sandbox the function's pid is that of its PID namespace (1 in a
+# fresh sandbox, 2 or more on a kept one's host, the same numbers in every
+# host): it names itself by that namespace, its pid there and its start
+# time, which host_pid() finds.
+id=ns$(stat -L -c %i /proc/self/ns/pid)-$$-$(cut -d' ' -f22 /proc/$$/stat)
 echo "$id start $(date +%s%N)" >> "$log"
 in=$(cat; echo x); in=${in%x}
 echo "$id stdin $(date +%s%N)" >> "$log"
@@ -35,14 +36,11 @@ _host_pids = {}
 
 
 def host_pid(name):
-    """The pid a RECORDER process is known by here: its own, or (in a PID
-    namespace of its own, named "ns<inode>-<start time>") that of the
-    namespace's first process, looked up while it runs; the name itself once
-    it is gone."""
-    if name.isdigit():
-        return int(name)
+    """The pid a RECORDER process, named "ns<inode>-<pid>-<start time>" by its
+    PID namespace, its pid there and its start time, is known by here, looked
+    up while it runs; the name itself once it is gone."""
     if name not in _host_pids:
-        inode, started = (int(n) for n in name[2:].split("-"))
+        inode, inner, started = (int(n) for n in name[2:].split("-"))
         for d in filter(str.isdigit, os.listdir("/proc")):
             try:
                 if os.stat(f"/proc/{d}/ns/pid").st_ino != inode:
@@ -53,7 +51,7 @@ def host_pid(name):
                     nspid = [l.split() for l in f if l.startswith("NSpid:")][0]
             except (OSError, IndexError, ValueError):
                 continue
-            if nspid[-1] == "1" and start_field == started:
+            if nspid[-1] == str(inner) and start_field == started:
                 _host_pids[name] = int(d)
                 break
     return _host_pids.get(name, name)

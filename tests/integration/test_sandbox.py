@@ -18,8 +18,9 @@ import pytest
 from krmtest import CLIENT_BIN, simple_rl
 
 MODES = ["auto", "strict", "off"]
-# The attacks run also on a sandbox kept per function (serve --sandbox-keep):
-# "auto+keep" is --sandbox auto --sandbox-keep.
+# The attacks run on a fresh sandbox per call (--sandbox-keep=false) and on a
+# sandbox kept per function (the default): "auto+keep" is --sandbox auto
+# --sandbox-keep.
 HOSTILE = MODES + ["auto+keep", "strict+keep"]
 PY = "/usr/bin/python3"   # not a pyenv shim under /root, which functions cannot read
 
@@ -46,8 +47,7 @@ def function_config(tmp_path, annotations=None):
 
 def serve(start_server, tmp_path, mode, attack, *flags, env=None, annotations=None, wrapper=None):
     mode, _, keep = mode.partition("+")
-    if keep:
-        flags = (*flags, "--sandbox-keep")
+    flags = (*flags, "--sandbox-keep" if keep else "--sandbox-keep=false")
     functions = tmp_path / "functions"
     functions.mkdir(exist_ok=True)
     fn = functions / "fn"

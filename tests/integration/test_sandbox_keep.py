@@ -119,10 +119,22 @@ def test_the_next_call_sees_none_of_the_last_ones_files_or_processes(start_serve
 
 
 def test_without_keep_each_call_has_its_namespace(start_server, tmp_path):
-    """The default: no host, each call PID 1 of a namespace of its own."""
-    srv = serve(start_server, tmp_path)
+    """--sandbox-keep=false: no host, each call PID 1 of a namespace of its own."""
+    srv = serve(start_server, tmp_path, "--sandbox-keep=false")
     assert call(srv)["pid"] == call(srv)["pid"] == "1"
     assert hosts(srv) == []
+
+
+def test_keep_is_the_default(start_server, tmp_path):
+    """Without the flag the sandbox is kept: the calls run on one host."""
+    srv = serve(start_server, tmp_path)
+    first = call(srv)
+    [host] = hosts(srv)
+    wait_reset(host)
+    second = call(srv)
+    assert first["pid"] != "1" and second["ns"] == first["ns"], (first, second)
+    assert hosts(srv) == [host]
+    assert "no effect" not in srv.stderr()
 
 
 def test_a_prestarted_process_has_a_host_of_its_own(start_server, tmp_path):
@@ -324,10 +336,12 @@ def test_a_kept_host_is_not_called_a_functions_leftover_at_sigterm(start_server,
     assert "left behind by a function" not in srv.stderr()
 
 
-def test_keep_without_namespaces_is_said_to_do_nothing(start_server, tmp_path):
+@pytest.mark.parametrize("asked", [True, False], ids=["asked", "default"])
+def test_keep_without_namespaces_is_said_to_do_nothing(start_server, tmp_path, asked):
     """Where user namespaces are off (a nested limit of 0, as a container's
     seccomp profile can make it), there is no host to keep: said once at
-    start, no host is tried, and calls are sandboxed as without the flag."""
+    start (a warning to whoever gave the flag, a note otherwise), no host is
+    tried, and calls are sandboxed as without the flag."""
     jail = ["unshare", "-U", "-r", "sh", "-c",
             'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "jail"]
     if subprocess.run([*jail, "unshare", "-U", "true"], capture_output=True).returncode == 0:
@@ -339,13 +353,16 @@ def test_keep_without_namespaces_is_said_to_do_nothing(start_server, tmp_path):
     cfg = config(tmp_path, ["fn"])
     srv = start_server([], binary=CLIENT_BIN, wrapper=jail, argv=[
         "serve", "--port", "{port}", "--function-config", str(cfg), "--functions", str(functions),
-        "--disable-runtimes=pod", "--sandbox", "auto", "--sandbox-keep", "--prespawn", "0",
-        "--verbosity", "3"])
+        "--disable-runtimes=pod", "--sandbox", "auto", *(["--sandbox-keep"] if asked else []),
+        "--prespawn", "0", "--verbosity", "3"])
     for _ in range(2):
         assert srv.evaluate(simple_rl("x"), image="fn:v1").resource_list == simple_rl("x")
     err = srv.stderr()
-    assert err.count("--sandbox-keep: no effect without the sandbox's namespaces") == 1, err
-    assert "cannot make a host" not in err and "host " not in err.split("no effect", 1)[1], err
+    said = ("--sandbox-keep: no effect without the sandbox's namespaces" if asked
+            else "sandboxes are not kept per function here (no namespaces to keep)")
+    assert err.count(said) == 1, err
+    assert ("W" if asked else "I") == err[err.index(said) - 200:err.index(said)].splitlines()[-1][:1], err
+    assert "cannot make a host" not in err and "host " not in err.split(said, 1)[1], err
     from test_observability import curl
     code, text = curl(srv.port, "/metrics")
     assert "krm_sandbox_kept_hosts" not in text, text   # no host is kept

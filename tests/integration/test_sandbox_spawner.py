@@ -21,13 +21,14 @@ PY = "/usr/bin/python3"
 SPAWNER = "krm-spawner"
 
 # Every test runs twice: with a fresh sandbox per call, and with the sandbox
-# kept per function (--sandbox-keep: the spawner keeps a host per function).
+# kept per function (--sandbox-keep, the default: the spawner keeps a host per
+# function).
 KEEP = []
 
 
 @pytest.fixture(autouse=True, params=["fresh", "keep"])
 def sandbox_kind(request):
-    KEEP[:] = ["--sandbox-keep"] if request.param == "keep" else []
+    KEEP[:] = ["--sandbox-keep" if request.param == "keep" else "--sandbox-keep=false"]
     yield request.param
     KEEP[:] = []
 
@@ -97,9 +98,9 @@ def assert_holds_only_its_own(spawner, tmp_path):
     binary = str(tmp_path / "functions" / "fn")
     unexpected = [t for t in targets if not (
         t.startswith(("socket:", "user:", "net:", "pipe:")) or t == binary or
-        t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") or (KEEP and t.startswith(kept)))]
+        t in LANDLOCK_ROOTS or t == str(tmp_path / "functions") or (KEEP == ["--sandbox-keep"] and t.startswith(kept)))]
     assert not unexpected, targets
-    assert bool(hosts) == bool(KEEP)
+    assert bool(hosts) == (KEEP == ["--sandbox-keep"])
 
 
 def holds(spawner):
