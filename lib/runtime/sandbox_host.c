@@ -13,6 +13,7 @@
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/signalfd.h>
@@ -418,6 +419,41 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* What a host holds open in the spawner: its pidfd and socket, its /tmp
+ * and /proc (until its ruleset is made), the ruleset, its namespaces, and a
+ * busy host's function's pidfd. */
+#define HOST_FDS (6 + HOST_NS_MAX)
+/* The spawner's own besides: its socket, a request's descriptors, a spawn's
+ * pipes and pidfds, a host being made, with room to spare. */
+#define SPAWNER_OWN_FDS 64
+
+void sandbox_hosts_make_room(void)
+{
+    struct rlimit lim;
+    if (!keep.max_hosts || getrlimit(RLIMIT_NOFILE, &lim) < 0)
+        return;
+    /* a soft limit of 1024 (the usual default, a pod's too) holds about 90
+     * hosts: a machine with many CPUs allows more (--max-concurrent-functions
+     * is twice the CPUs); as Go's runtime does for every program, the soft
+     * limit is raised toward the hard one */
+    rlim_t want = SPAWNER_OWN_FDS + (rlim_t)HOST_FDS * keep.max_hosts;
+    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < want) {
+        rlim_t was = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && lim.rlim_max < want ? lim.rlim_max : want;
+        if (lim.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &lim) < 0) {
+            log_warn("sandbox keep: raising the spawner's open files limit from %llu to %llu: %s",
+                     (unsigned long long)was, (unsigned long long)lim.rlim_cur, strerror(errno));
+            lim.rlim_cur = was;
+        }
+    }
+    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < want) {
+        rlim_t fit = lim.rlim_cur > SPAWNER_OWN_FDS ? (lim.rlim_cur - SPAWNER_OWN_FDS) / HOST_FDS : 0;
+        log_warn("sandbox keep: an open files limit of %llu (hard) holds about %llu kept sandboxes "
+                 "of the %zu allowed; calls past them get a fresh sandbox",
+                 (unsigned long long)lim.rlim_cur, (unsigned long long)fit, keep.max_hosts);
+    }
 }
 
 size_t sandbox_hosts_count(void)

@@ -70,6 +70,11 @@ void sandbox_hosts_events(const struct pollfd *p, size_t n);
 /* poll's timeout until the next idle host is to end, -1: none. */
 int sandbox_hosts_timeout_ms(void);
 
+/* In the spawner, at its start: its soft limit of open files raised
+ * toward the hard one, to hold every host the bound allows (said once when
+ * the hard limit holds fewer: calls past them get a fresh sandbox). */
+void sandbox_hosts_make_room(void);
+
 /* How many hosts are alive. */
 size_t sandbox_hosts_count(void);
 /* In the spawner, as it ends: every host killed and reaped here, so that

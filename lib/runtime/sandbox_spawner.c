@@ -554,6 +554,7 @@ static int spawner_fork(buf *why)
             log_error("sandbox spawner: closing the server's descriptors: %s", strerror(errno));
             _exit(1);
         }
+        sandbox_hosts_make_room();
         spawner_main(sv[1], sp.sb);
     }
     close(sv[1]);
