@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -268,6 +269,46 @@ static void reap(pid_t pid)
     }
 }
 
+/* The children's stacks (CHILDREN_STACK_SIZE: a first child's and, in a
+ * two-child spawn, the second's below it). One is kept mapped and reused:
+ * a fresh mapping each spawn cost its page faults and the unmap, 10-30 us
+ * of a kept sandbox's call (bench/README.md, tenth pass). A spawn returns
+ * only once its children no longer run on it (exec, exit, wait_second).
+ * Another thread spawning meanwhile gets a mapping of its own, unmapped
+ * after, as before. */
+#define CHILDREN_STACK_SIZE (2 * CHILD_STACK_SIZE)
+
+static char *kept_stack;
+static atomic_flag kept_stack_taken = ATOMIC_FLAG_INIT;
+
+/* A stack, or NULL with errno; *kept: it is the kept one. */
+static char *children_stack_take(int *kept)
+{
+    *kept = !atomic_flag_test_and_set(&kept_stack_taken);
+    if (*kept && kept_stack)
+        return kept_stack;
+    char *s = mmap(NULL, CHILDREN_STACK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (s == MAP_FAILED) {
+        int err = errno;
+        if (*kept)
+            atomic_flag_clear(&kept_stack_taken);
+        errno = err;
+        return NULL;
+    }
+    if (*kept)
+        kept_stack = s;
+    return s;
+}
+
+static void children_stack_give_back(char *stack, int kept)
+{
+    if (kept)
+        atomic_flag_clear(&kept_stack_taken);
+    else
+        munmap(stack, CHILDREN_STACK_SIZE);
+}
+
 /* spawn_in_group_setup; as_sibling: every process made is our parent's
  * child (CLONE_PARENT), its reaping theirs, and *helpers (2) the pids of
  * those that exit at once (0: none). */
@@ -286,9 +327,9 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
         return prepared;
     int two = setup->n_join_ns > 0;   /* a first child joins, a second execs */
     size_t size = (two ? 2 : 1) * CHILD_STACK_SIZE;
-    char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                       -1, 0);
-    if (stack == MAP_FAILED)
+    int kept;
+    char *stack = children_stack_take(&kept);
+    if (!stack)
         return errno;
     a.exec_stack = stack + CHILD_STACK_SIZE;
     int clone_err;
@@ -309,7 +350,7 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
         a.step = "clone";
     }
     stack_unpoison(stack, size);
-    munmap(stack, size);
+    children_stack_give_back(stack, kept);
     /* Those that have exited: reaped here, as posix_spawn does, or by our
      * parent when they are its children. */
     pid_t exited[2] = {child > 0 && (two || err) ? child : 0, two && a.pid > 0 && err ? a.pid : 0};
