@@ -93,6 +93,7 @@ calc() {
 # SRV_PID and SRV_PORT once it answers a health Check.
 start_server() {
     local log=$TMP/server-$(basename "$(dirname "$1")")-$(basename "$SRV_FN")$(printf %s "${*:2}" | tr -c 'a-z0-9' -).log
+    rm -f "$log"   # the server truncates it in the background: an old one's port must not be read
     "$1" --port 0 "${@:2}" -- "$SRV_FN" 2>"$log" &
     SRV_PID=$!
     SERVERS="$SERVERS $SRV_PID"
@@ -116,6 +117,7 @@ start_serve() {
             "metadata: {name: fn}" "spec:" "  image: fn" \
             "  binaryExecutor: {path: fn, tags: [v1]}" >"$dir/fc.yaml"
     fi
+    rm -f "$log"   # as in start_server
     "$BIN/runner-client" serve --port 0 --disable-runtimes=pod --function-config "$dir/fc.yaml" \
         --functions "$dir/functions" "$@" 2>"$log" &
     SRV_PID=$!

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -160,13 +161,23 @@ static int child_end(int code)
     return code;   /* not reached */
 }
 
+/* spawn_short_slice: we run with the short slice, so what we spawn sets the
+ * default back before it execs (a child inherits its maker's). */
+static int own_short_slice;
+
+void spawn_short_slice(int on)
+{
+    set_slice(on ? SPAWN_JOINER_SLICE_NS : 0);
+    own_short_slice = on;
+}
+
 /* The child that execs: its own process group, stdio, the setup, exec. */
 static int child_exec(void *arg)
 {
     child_args *a = arg;
     sigset_t none;
     sigemptyset(&none);
-    if (a->short_slice)
+    if (a->short_slice || own_short_slice)
         set_slice(0);   /* the function runs with the default one, not its maker's */
     int err = setpgid(0, 0) < 0 ? errno : child_stdio(a->stdio);
     if (!err)
@@ -197,7 +208,8 @@ static int child_main(void *arg)
      * spawns still waited 0.4-0.5 ms for the function to block (the join
      * loop's p90 0.54-0.59 ms, with it 0.15-0.22). The new child inherits
      * it and sets the default back. */
-    set_slice(SPAWN_JOINER_SLICE_NS);
+    if (!own_short_slice)
+        set_slice(SPAWN_JOINER_SLICE_NS);
     a->short_slice = 1;
     for (int i = 0; i < setup->n_join_ns; i++)
         if (setns(setup->join_ns[i], 0) < 0) {
@@ -272,6 +284,46 @@ static void reap(pid_t pid)
     }
 }
 
+/* The children's stacks (CHILDREN_STACK_SIZE: a first child's and, in a
+ * two-child spawn, the second's below it). One is kept mapped and reused:
+ * a fresh mapping each spawn cost its page faults and the unmap, 10-30 us
+ * of a kept sandbox's call (bench/README.md, tenth pass). A spawn returns
+ * only once its children no longer run on it (exec, exit, wait_second).
+ * Another thread spawning meanwhile gets a mapping of its own, unmapped
+ * after, as before. */
+#define CHILDREN_STACK_SIZE (2 * CHILD_STACK_SIZE)
+
+static char *kept_stack;
+static atomic_flag kept_stack_taken = ATOMIC_FLAG_INIT;
+
+/* A stack, or NULL with errno; *kept: it is the kept one. */
+static char *children_stack_take(int *kept)
+{
+    *kept = !atomic_flag_test_and_set(&kept_stack_taken);
+    if (*kept && kept_stack)
+        return kept_stack;
+    char *s = mmap(NULL, CHILDREN_STACK_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (s == MAP_FAILED) {
+        int err = errno;
+        if (*kept)
+            atomic_flag_clear(&kept_stack_taken);
+        errno = err;
+        return NULL;
+    }
+    if (*kept)
+        kept_stack = s;
+    return s;
+}
+
+static void children_stack_give_back(char *stack, int kept)
+{
+    if (kept)
+        atomic_flag_clear(&kept_stack_taken);
+    else
+        munmap(stack, CHILDREN_STACK_SIZE);
+}
+
 /* spawn_in_group_setup; as_sibling: every process made is our parent's
  * child (CLONE_PARENT), its reaping theirs, and *helpers (2) the pids of
  * those that exit at once (0: none). */
@@ -290,9 +342,9 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
         return prepared;
     int two = setup->n_join_ns > 0;   /* a first child joins, a second execs */
     size_t size = (two ? 2 : 1) * CHILD_STACK_SIZE;
-    char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                       -1, 0);
-    if (stack == MAP_FAILED)
+    int kept;
+    char *stack = children_stack_take(&kept);
+    if (!stack)
         return errno;
     a.exec_stack = stack + CHILD_STACK_SIZE;
     int clone_err;
@@ -313,7 +365,7 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
         a.step = "clone";
     }
     stack_unpoison(stack, size);
-    munmap(stack, size);
+    children_stack_give_back(stack, kept);
     /* Those that have exited: reaped here, as posix_spawn does, or by our
      * parent when they are its children. */
     pid_t exited[2] = {child > 0 && (two || err) ? child : 0, two && a.pid > 0 && err ? a.pid : 0};

@@ -85,6 +85,16 @@ int spawn_in_group_as_sibling_pidfd(const char *path, char *const *argv, char *c
                                     const int stdio[3], const spawn_child_setup *setup,
                                     pid_t *pid, pid_t helpers[2], int *pidfd, const char **step);
 
+/* From now on the calling process runs with the shortest scheduler slice
+ * the kernel takes (0.1 ms; Linux 6.12+, older kernels ignore it), on: 1,
+ * or the default one again, on: 0. A task whose slice is shorter than the
+ * running one's preempts it when it wakes (EEVDF), so a process that does
+ * short work for others as soon as they ask (the sandbox spawner) runs at
+ * once instead of after the task it woke beside. The programs it spawns
+ * set the default back before they exec. Policy and nice value are kept;
+ * a refusal is ignored (it costs only the gain). */
+void spawn_short_slice(int on);
+
 /* Runs fn(ctx) in a child made in new namespaces (clone_flags, CLONE_NEW*)
  * that shares our memory and descriptors (what it opens stays open here),
  * and waits for it. fn gets the same rules as a child setup's run: system

@@ -71,12 +71,21 @@ static const char *pool_name(const pool *p)
     return p->argv[0];
 }
 
+/* waiting[i] out, the order of the others kept (oldest first) */
+static fn_job *pool_remove_at(pool *p, size_t i)
+{
+    fn_job *job = p->waiting[i];
+    memmove(&p->waiting[i], &p->waiting[i + 1], (p->n_waiting - i - 1) * sizeof p->waiting[0]);
+    p->n_waiting--;
+    pre.n_waiting--;
+    return job;
+}
+
 static void pool_remove_job(pool *p, fn_job *job)
 {
     for (size_t i = 0; i < p->n_waiting; i++)
         if (p->waiting[i] == job) {
-            p->waiting[i] = p->waiting[--p->n_waiting];
-            pre.n_waiting--;
+            pool_remove_at(p, i);
             return;
         }
 }
@@ -366,8 +375,10 @@ fn_job *fn_prespawn_take(char *const *argv, int binary_fd, const fn_job_spec *sp
     }
     p->last_call_ns = loop_now_ns();
     while (p->n_waiting) {
-        fn_job *job = p->waiting[--p->n_waiting];
-        pre.n_waiting--;
+        /* the oldest: the one most likely started and waiting already (the
+         * newest may be the replacement the last call asked, still being
+         * spawned, while an older one waits ready) */
+        fn_job *job = pool_remove_at(p, 0);
         assert(job->phase == FN_JOB_WAITING);
         if (fn_job_give(job, spec, done, ctx) == 0) {
             p->strikes = 0;

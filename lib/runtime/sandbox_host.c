@@ -303,6 +303,7 @@ static int host_main(void *arg)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         _exit(1);
     (void)prctl(PR_SET_NAME, SANDBOX_HOST_NAME);
+    spawn_short_slice(0);   /* the spawner's, inherited: its resets must not preempt a call */
     int sock = a->sock == 3 ? 3 : dup2(a->sock, 3);
     if (sock != 3 || sandbox_spawner_close_fds(4, ~0u) < 0)
         _exit(1);

@@ -544,6 +544,10 @@ static int spawner_fork(buf *why)
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
             _exit(0);
         (void)prctl(PR_SET_NAME, SPAWNER_NAME);
+        /* woken by a request while the server and a function run, it
+         * starts at once: a call that takes a pre-started process finds it
+         * spawned more often (its replacement is asked as the call starts) */
+        spawn_short_slice(1);
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (int s = 1; s < NSIG; s++)
             (void)sigaction(s, &dfl, NULL);

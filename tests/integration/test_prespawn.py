@@ -111,6 +111,22 @@ def test_call_is_served_by_a_prestarted_process(start_server, tmp_path):
     assert len([v for v in records(log).values() if "stdin" in v]) == 2
 
 
+def test_a_call_takes_the_process_that_waited_longest(start_server, tmp_path):
+    """With several waiting, a call is given the one started first, not the
+    replacement the previous call asked, which may still be being spawned
+    (--sandbox-keep at --prespawn 2, calls back to back: 28% of them;
+    bench/README.md, tenth pass). Spawn order is pid order here."""
+    log = tmp_path / "log"
+    srv = start_server(["sh", "-c", RECORDER, "fn", str(log)], options=["--prespawn", "3"])
+    first_three = sorted(wait_started(log, 3))
+    for i, want in enumerate(first_three):
+        rl = simple_rl(f"call{i}")
+        assert srv.evaluate(rl, image="img").resource_list == rl
+        served = sorted(p for p, v in records(log).items() if "stdin" in v)
+        assert served == first_three[:i + 1], f"call {i}: {served}, not the oldest waiting {want}"
+        wait_started(log, 4 + i)   # its replacement, now the newest waiting
+
+
 def test_exit_status_and_stderr_are_the_calls(start_server):
     srv = start_server(["sh", "-c", 'cat >/dev/null; echo oops >&2; exit 3'], options=["--prespawn", "1"])
     time.sleep(0.2)

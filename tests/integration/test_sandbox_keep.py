@@ -5,6 +5,7 @@ after each call it is reset: the next call sees none of the last one's
 files or processes. Functions report what they see on stderr (the call's
 log)."""
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -145,6 +146,36 @@ def test_a_prestarted_process_has_a_host_of_its_own(start_server, tmp_path):
     assert [g["cats"] for g in got] == ["0"] * 4, got
     assert all(g["pid"] != "1" and "left-by" not in g["tmp"] for g in got), got
     assert wait_for(lambda: len(hosts(srv)) == 2), hosts(srv)
+
+
+def sched_slice(pid):
+    """se.slice of /proc/PID/sched in ns (a kernel with EEVDF and scheduler
+    debugging), or the test skipped."""
+    try:
+        lines = open(f"/proc/{pid}/sched").read().splitlines()
+    except OSError as e:
+        pytest.skip(f"/proc/{pid}/sched: {e}")
+    for line in lines:
+        if line.startswith("se.slice"):
+            return int(line.split(":")[1])
+    pytest.skip("no se.slice in /proc/PID/sched here")
+
+
+def test_only_the_spawner_runs_with_the_short_slice(start_server, tmp_path):
+    """The spawner runs with the 0.1 ms slice (a request wakes it at once,
+    bench/README.md "Tenth pass"); its hosts and the functions set the
+    default back: a host's reset or a function must not preempt others."""
+    default = sched_slice("self")
+    srv = serve(start_server, tmp_path, "--sandbox-keep", "--prespawn", "1",
+                extra='echo "slice=$(sed -n "s/^se.slice *: *//p" /proc/self/sched)" >&2')
+    release = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (6, 12):
+        pytest.skip("a slice of one's own needs Linux 6.12")
+    assert sched_slice(the_spawner(srv)) == 100_000
+    got = [call(srv) for _ in range(3)]
+    assert [g["slice"] for g in got] == [str(default)] * 3, got
+    assert wait_for(lambda: len(hosts(srv)) == 2), hosts(srv)
+    assert [sched_slice(h) for h in hosts(srv)] == [default] * 2
 
 
 def test_a_killed_host_is_replaced(start_server, tmp_path):

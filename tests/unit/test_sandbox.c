@@ -226,6 +226,36 @@ Test(spawn, a_joined_spawns_function_has_our_scheduler_slice)
     close(ns);
 }
 
+/* A process that runs with the short slice itself (spawn_short_slice: the
+ * sandbox spawner) spawns its functions with the default one, whether the
+ * spawn joins namespaces (two children) or not (one). Criterion runs each
+ * test in a process of its own, so ours is changed for this test only. */
+Test(spawn, a_short_slice_makers_functions_have_the_default_slice)
+{
+    long long ours = our_slice();
+    spawn_short_slice(1);
+    if (our_slice() == ours)
+        cr_skip_test("the kernel keeps the default slice (before Linux 6.12)");
+    int ns = user_ns_to_join();
+    spawn_child_setup joined = {.run = lower_open_files, .join_ns = {ns}, .n_join_ns = 1,
+                                .clone_flags = CLONE_NEWUSER | CLONE_NEWPID};
+    spawn_child_setup plain = {.run = lower_open_files};
+    const spawn_child_setup *setups[] = {&joined, &plain};
+    for (size_t i = 0; i < 2; i++) {
+        char out[128];
+        const char *step = "unset";
+        int err = run_sh(setups[i], "grep se.slice /proc/self/sched", out, sizeof out, &step);
+        cr_assert_eq(err, 0, "%s: %s", step ? step : "exec", strerror(err));
+        long long theirs = -1;
+        cr_assert_eq(sscanf(out, "se.slice : %lld", &theirs), 1, "%s", out);
+        cr_assert_eq(theirs, ours, "%s spawn: the function's slice %lld, the default %lld",
+                     i ? "a plain" : "a joined", theirs, ours);
+    }
+    spawn_short_slice(0);
+    cr_assert_eq(our_slice(), ours);
+    close(ns);
+}
+
 /* What a process spawning as_sibling tells its parent (us). */
 typedef struct sibling_spawn {
     int err;
