@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "runtime/sandbox_host_attrs.h"
+#include "runtime/sandbox_host_tmp.h"
 #include "runtime/sandbox_spawner.h"
 
 #ifndef SYS_pidfd_open
@@ -44,7 +46,6 @@
                                       makes another host: a function whose leftovers
                                       take long to clear holds up no other spawn */
 #define HOST_STACK_SIZE (256 * 1024)
-#define HOST_KEPT_DIRS_MAX 256     /* directories of /tmp a reset cannot empty (our binds') */
 #define HOST_NS_MAX 5              /* user, net, mnt, ipc, pid */
 
 enum { MSG_PID = 1, MSG_READY, MSG_RESET_DONE };
@@ -57,6 +58,7 @@ typedef struct host_msg {
     int32_t pid;     /* MSG_PID: the host's, as the spawner numbers it */
     int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc */
     int32_t mqueue_err;   /* MSG_READY: why POSIX message queues cannot be removed, 0 */
+    int32_t pid_counter_err;   /* MSG_READY: why the pid counter cannot be set back, 0 */
     char step[HOST_STEP_MAX];
 } host_msg;
 
@@ -107,103 +109,6 @@ static int send_msg(int sock, const host_msg *m, const int *fds, size_t n_fds)
     while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
     return n == (ssize_t)sizeof *m ? 0 : -1;
-}
-
-/* Empties the directory dir_fd (the host's /tmp) without recursion or
- * paths: it walks down to a directory it cannot remove, empties it and
- * climbs back through "..", so its memory and descriptors stay the same
- * whatever depth a function made. What it cannot remove (our binds into
- * /tmp, which are other filesystems, and their parents) is kept, those
- * directories by inode, at most HOST_KEPT_DIRS_MAX. 0, or an errno. */
-static int empty_tmp(int dir_fd)
-{
-    struct stat root;
-    if (fstat(dir_fd, &root) < 0)
-        return errno;
-    ino_t kept[HOST_KEPT_DIRS_MAX];
-    size_t n_kept = 0;
-    int fd = dup(dir_fd);
-    if (fd < 0)
-        return errno;
-    for (;;) {
-        int list_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
-        if (!d) {
-            int err = errno;
-            if (list_fd >= 0)
-                close(list_fd);
-            close(fd);
-            return err;
-        }
-        char down[NAME_MAX + 1] = "";
-        int stuck = 0, failed = 0;
-        for (struct dirent *e; (e = readdir(d));) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            struct stat st;
-            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                continue;   /* gone meanwhile */
-            if (!S_ISDIR(st.st_mode)) {
-                /* a file left would be the next call's: the reset fails
-                 * (and the host is ended) rather than keep it */
-                if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT) {
-                    failed = errno;
-                    break;
-                }
-                continue;
-            }
-            int is_kept = st.st_dev != root.st_dev;   /* a bind of ours */
-            for (size_t i = 0; i < n_kept && !is_kept; i++)
-                is_kept = kept[i] == st.st_ino;
-            if (is_kept) {
-                stuck = 1;
-                continue;
-            }
-            if (unlinkat(fd, e->d_name, AT_REMOVEDIR) == 0)
-                continue;
-            if (errno != ENOTEMPTY && errno != EEXIST) {
-                stuck = 1;
-                continue;
-            }
-            snprintf(down, sizeof down, "%s", e->d_name);
-            break;
-        }
-        closedir(d);
-        if (failed) {
-            close(fd);
-            return failed;
-        }
-        if (down[0]) {
-            int next = openat(fd, down, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            struct stat st;
-            if (next >= 0 && fstat(next, &st) == 0 && st.st_dev == root.st_dev) {
-                close(fd);
-                fd = next;
-                continue;
-            }
-            if (next >= 0)
-                close(next);
-            close(fd);
-            return EIO;
-        }
-        struct stat here;
-        if (fstat(fd, &here) < 0 || (here.st_ino == root.st_ino && here.st_dev == root.st_dev)) {
-            close(fd);
-            return 0;   /* back at /tmp: empty but for what is kept */
-        }
-        if (stuck) {
-            if (n_kept == HOST_KEPT_DIRS_MAX) {
-                close(fd);
-                return ENOSPC;
-            }
-            kept[n_kept++] = here.st_ino;
-        }
-        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        close(fd);
-        if (up < 0)
-            return errno;
-        fd = up;
-    }
 }
 
 /* Every System V message queue, semaphore set and shared memory segment
@@ -277,8 +182,10 @@ static void reap_all(int block)
 
 /* After a call: everything else of the namespace killed and reaped (the
  * function itself, the server's child, has exited: its zombie is the
- * server's), /tmp emptied, IPC objects removed. */
-static int host_reset(int tmp_fd, int mq_fd, const char **step)
+ * server's), /tmp emptied, IPC objects removed, what a call may change
+ * about the host set back (sandbox_host_attrs.h). */
+static int host_reset(const host_tmp *tmp, int mq_fd, const host_attrs *attrs,
+                      const char **step)
 {
     /* From PID 1, kill(-1) reaches every other process of the namespace
      * (a fork under way included: the kernel hands such a signal to the new
@@ -286,15 +193,13 @@ static int host_reset(int tmp_fd, int mq_fd, const char **step)
      * kill's answer: the function's zombie, the server's to reap, counts. */
     kill(-1, SIGKILL);
     reap_all(1);
-    int err = empty_tmp(tmp_fd);
-    if (err) {
-        *step = "empty /tmp";
+    int err = host_tmp_reset(tmp, step);
+    if (err)
         return err;
-    }
     remove_sysv_ipc();
     if (mq_fd >= 0)
         remove_mqueues(mq_fd);
-    return 0;
+    return host_attrs_restore(attrs, step);
 }
 
 typedef struct host_args {
@@ -351,6 +256,14 @@ static int host_main(void *arg)
         m.err = errno;
         step = "prctl(PR_SET_DUMPABLE)";
     }
+    static host_tmp tmp;   /* large: not on the host's stack */
+    if (!m.err)
+        m.err = host_tmp_record(&tmp, tmp_fd, &step);
+    host_attrs attrs;
+    if (!m.err) {
+        m.err = host_attrs_save(&attrs, &step);
+        m.pid_counter_err = m.err ? 0 : attrs.last_pid_err;
+    }
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);   /* SIGCHLD is read from a signalfd */
@@ -389,7 +302,7 @@ static int host_main(void *arg)
             _exit(0);   /* EXIT, or the spawner is gone */
         host_msg done = {.kind = MSG_RESET_DONE};
         step = NULL;
-        done.err = host_reset(tmp_fd, mq_fd, &step);
+        done.err = host_reset(&tmp, mq_fd, &attrs, &step);
         if (step)
             snprintf(done.step, sizeof done.step, "%s", step);
         if (send_msg(sock, &done, NULL, 0) < 0)
@@ -635,6 +548,10 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         if (m.mqueue_err)
             log_v(3, "sandbox keep: a host cannot remove its POSIX message queues after a call "
                   "(mount mqueue: %s)", strerror(m.mqueue_err));
+        if (m.pid_counter_err)
+            log_v(3, "sandbox keep: a host cannot set its pid counter back after a call: a "
+                  "call's pids tell how many processes the calls before it made (open "
+                  "/proc/sys/kernel/ns_last_pid: %s)", strerror(m.pid_counter_err));
     }
     if (h->pidfd < 0 || h->tmp_fd < 0) {
         buf_append_str(why, "a bad answer");

@@ -1,0 +1,190 @@
+"""serve --sandbox-keep under attack: a function called twice on the same
+kept host, the first call planting something, the second (or what the first
+left running) looking for it (docs/sandbox.md, "A sandbox kept per
+function"). The function's shell script (test_sandbox_keep.SEES) reports on
+stderr; `extra` is the attack, run in each call. The host resets after each
+call: the second call must see nothing of the first, on the same host when
+the reset could undo what the first did, on a new one when it could not."""
+import os
+import time
+
+from test_sandbox_keep import call, hosts, serve
+from test_sandbox_spawner import wait_for
+
+
+def two_calls(srv):
+    """Both calls' reports, and whether the second ran on the first's host
+    (its PID namespace)."""
+    first = call(srv)
+    # the reset after the first call is done, or failed (the host ended)
+    assert wait_for(lambda: " ended: " in srv.stderr() or
+                    any(not any(n.startswith("left-by") for n in tmp_of(host))
+                        for host in hosts(srv)))
+    time.sleep(0.1)
+    second = call(srv)
+    return first, second, second["ns"] == first["ns"]
+
+
+def tmp_of(host):
+    try:
+        return os.listdir(f"/proc/{host}/root/tmp")
+    except OSError:
+        return []
+
+
+# The host's attributes a process of the same uid may set (PID 1: the
+# host), read back with system calls, not /proc (hidden: below). The first
+# call sets each to a value of its own; the second must read the host's.
+HOST_ATTRS = r"""
+echo "rttime=$(prlimit --pid 1 --rttime --noheadings -o SOFT 2>&1)" >&2
+echo "msgq=$(prlimit --pid 1 --msgqueue --noheadings -o SOFT,HARD 2>&1 | tr -s ' ')" >&2
+echo "affinity=$(taskset -p 1 2>&1 | sed 's/.*: //')" >&2
+echo "ioprio=$(ionice -p 1 2>&1)" >&2
+prlimit --pid 1 --rttime=4242: --msgqueue=777:777 >&2
+taskset -p 1 1 >/dev/null
+ionice -c 3 -p 1 >&2
+"""
+
+
+def test_what_a_call_sets_on_its_host_is_set_back(start_server, tmp_path):
+    """Resource limits (a soft one raised back, a hard one lowered: that
+    cannot be undone, the host is ended), CPU affinity and I/O priority
+    of PID 1 set by the first call: the second reads the host's own."""
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=HOST_ATTRS)
+    first, second, same_host = two_calls(srv)
+    for key in ("rttime", "msgq", "affinity", "ioprio"):
+        assert second[key] == first[key], (key, first, second)
+    assert "4242" not in second["rttime"] and "777" not in second["msgq"], second
+    assert not same_host, (first, second)   # the lowered hard limit could not be raised again
+    assert "its reset failed at set its resource limits back: Operation not permitted" \
+        in srv.stderr(), srv.stderr()
+
+
+def test_a_soft_limit_affinity_and_io_priority_are_set_back_on_the_same_host(
+        start_server, tmp_path):
+    extra = HOST_ATTRS.replace(" --msgqueue=777:777", "")
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    for key in ("rttime", "affinity", "ioprio"):
+        assert second[key] == first[key], (key, first, second)
+    assert "4242" not in second["rttime"], second
+
+
+def test_a_call_that_renices_its_host_ends_it(start_server, tmp_path):
+    """A nice value raised on the host cannot be lowered again (no
+    capability outside the namespaces): the reset fails, the next call
+    gets a new host, at the nice value every call starts with."""
+    extra = ('echo "nice=$(ps -o ni= -p 1 | tr -d " ")" >&2; '
+             'echo "prio=$(python3 -c "import os; print(os.getpriority(os.PRIO_PROCESS, 1))")" >&2; '
+             "renice -n 7 -p 1 >/dev/null")
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert first["prio"] == second["prio"] == "0", (first, second)
+    assert not same_host
+    assert "its reset failed at set its scheduling back: Operation not permitted" \
+        in srv.stderr(), srv.stderr()
+
+
+def test_the_next_calls_pids_do_not_count_the_last_ones_processes(start_server, tmp_path):
+    """The host's pid counter is set back: the first call's 50 processes
+    do not show in the second call's pid (which is 2, as on a new host,
+    or the next free one while serve has yet to reap the first)."""
+    extra = "i=0; while [ $i -lt 50 ]; do /bin/true; i=$((i+1)); done"
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    assert first["pid"] == "2", first
+    assert int(second["pid"]) <= 3, second
+
+
+def test_a_call_sees_no_process_but_its_own(start_server, tmp_path):
+    """/proc shows a call its own processes only (hidepid): not the host,
+    PID 1, whose counters (CPU time, context switches, children reaped) an
+    earlier call could have set for a later one to read."""
+    extra = ('echo "procs=$(cd /proc && ls -d [0-9]* | sort -n | tr "\\n" " ")" >&2; '
+             'echo "host=$(cat /proc/1/stat 2>&1 | cut -c1-40)" >&2')
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    for seen in (first, second):
+        assert "1" not in seen["procs"].split(), seen
+        assert seen["host"] == "cat: /proc/1/stat: Operation not permitt", seen
+        assert seen["pid"] in seen["procs"].split(), seen
+
+
+def skeleton_top(tmp_path):
+    """The directory beneath /tmp that leads to --functions (a test's
+    tmp_path is beneath /tmp): made in the host's /tmp for the bind."""
+    return "/tmp/" + tmp_path.parts[2]
+
+
+# What the first call sets on the directories the reset keeps (/tmp and
+# the skeleton's top): mode, times, an extended attribute, an inode flag
+# (nodump); each call reports them first.
+TMP_METADATA = r"""
+for d in /tmp {top}; do
+  echo "stat$d=$(stat -c '%a %X %Y' $d)" >&2
+  echo "xattrs$d=$(python3 -c "import os,sys; print(os.listxattr(sys.argv[1]))" $d)" >&2
+  echo "flags$d=$(lsattr -d $d 2>&1 | cut -d' ' -f1)" >&2
+  chmod 713 $d && touch -d '2001-02-03 04:05:06' $d || echo "failed to plant" >&2
+  python3 -c "import os,sys; os.setxattr(sys.argv[1], 'user.secret', b'42')" $d
+  chattr +d $d
+done
+"""
+
+
+def test_tmp_and_its_kept_directories_get_their_metadata_back(start_server, tmp_path):
+    top = skeleton_top(tmp_path)
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=TMP_METADATA.format(top=top))
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    for key in ("stat/tmp", f"stat{top}", "xattrs/tmp", f"xattrs{top}", "flags/tmp",
+                f"flags{top}"):
+        assert second[key] == first[key], (key, first, second)
+    assert first["stat/tmp"].startswith("1777 ") and first["xattrs/tmp"] == "[]", first
+    assert "failed to plant" not in first and "d" not in first["flags/tmp"], first
+
+
+def test_a_kept_directory_renamed_ends_the_host(start_server, tmp_path):
+    """The skeleton's directories are the host's: one renamed (its name is
+    data the next call would read, and what is bound beneath it would be
+    out of place) fails the reset, and the next call gets a new host."""
+    top = skeleton_top(tmp_path)
+    extra = f"mv {top} /tmp/renamed-by-$$"
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert not same_host
+    assert second["tmp"] == first["tmp"] == f"[{tmp_path.parts[2]} ]", (first, second)
+    assert "its reset failed at find /tmp's directories where they were" in srv.stderr(), \
+        srv.stderr()
+
+
+# Files the reset must remove however they were left: names a shell or a
+# path would take for something else, entries in directories without any
+# permission bits, a read-only file, a FIFO, a unix socket, a hard link,
+# links to outside, a file planted inside a kept directory, a file held
+# open and locked by a process left running.
+HOSTILE_FILES = r"""
+echo "left=$(find /tmp -mindepth 1 -not -path '{top}*' 2>&1 | wc -l) \
+$(find {top} -maxdepth 1 -name 'planted-by-*' | wc -l)" >&2
+cd /tmp || exit 1
+touch -- "$(printf 'new\nline')" -rf '*' '.hidden' "$(head -c 255 /dev/zero | tr '\0' x)" \
+  "$(printf '\377\376')" ' ' '..  ' || echo "failed to plant" >&2
+mkdir -p locked/inner && touch locked/inner/f && chmod 0 locked/inner/f locked/inner locked
+touch ro && chmod 0 ro && ln ro hardlink && ln -s / root-link && ln -s {top} top-link
+mkfifo fifo && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("/tmp/sock")'
+touch {top}/planted-by-$$
+(setsid flock /tmp/.lock sleep 4242 &)
+echo "planted=$(ls -A /tmp | wc -l)" >&2
+"""
+
+
+def test_files_left_in_any_form_are_removed(start_server, tmp_path):
+    top = skeleton_top(tmp_path)
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=HOSTILE_FILES.format(top=top))
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    assert "failed to plant" not in first and int(first["planted"]) >= 17, first
+    assert second["left"] == first["left"] == "0 0", (first, second)
+    assert second["tmp"] == first["tmp"], (first, second)
