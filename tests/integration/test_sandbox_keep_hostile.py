@@ -188,3 +188,148 @@ def test_files_left_in_any_form_are_removed(start_server, tmp_path):
     assert "failed to plant" not in first and int(first["planted"]) >= 17, first
     assert second["left"] == first["left"] == "0 0", (first, second)
     assert second["tmp"] == first["tmp"], (first, second)
+
+
+def in_namespace(host):
+    """The processes of host's PID namespace but the host, seen from here."""
+    ns = os.readlink(f"/proc/{host}/ns/pid")
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and int(p) != host and os.readlink(f"/proc/{p}/ns/pid") == ns:
+                found.append((int(p), open(f"/proc/{p}/comm").read().strip()))
+        except OSError:
+            pass   # gone meanwhile
+    return found
+
+
+# A process blocked in vfork (its child paused before any exec): the
+# parent waits in the kernel for a child that never execs.
+VFORK_C = r"""
+#include <unistd.h>
+int main(void) { if (vfork() == 0) { pause(); _exit(0); } return 0; }
+"""
+
+# Processes meant to outlive the call: shells forking as fast as they can
+# while the reset kills (setsid'd, so the call's group kill misses them), a
+# stopped one, one blocked in vfork, a subreaper with a child of its own
+# and one that ignores every signal it can.
+SURVIVORS = r"""
+for i in 1 2 3 4; do (setsid sh -c 'while :; do sh -c "sleep 4242 &"; done' &) ; done
+(setsid sleep 4243 & echo $! > /tmp/stopped; kill -STOP $(cat /tmp/stopped)) 2>/dev/null
+(setsid {vfork} &)
+(setsid python3 -c 'import ctypes, os, time
+ctypes.CDLL(None).prctl(36, 1)   # PR_SET_CHILD_SUBREAPER
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(4244)
+    os._exit(0)
+time.sleep(4244)' &)
+(setsid sh -c 'trap "" HUP INT QUIT TERM USR1 USR2; sleep 4245' &)
+sleep 0.3
+echo "running=$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u | tr '\n' ' ')" >&2
+"""
+
+
+def test_no_process_of_a_call_outlives_its_reset(start_server, tmp_path):
+    """kill(-1, SIGKILL) from the host, PID 1, reaches every other process
+    of its namespace, forks under way included (the kernel gives a signal
+    sent to every process to the children being forked), stopped ones,
+    one blocked in vfork, orphans of a subreaper; the reset reaps them all
+    before the next call."""
+    import subprocess
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    src = tmp_path / "vfork.c"
+    src.write_text(VFORK_C)
+    subprocess.run(["cc", "-o", str(functions / "vfork"), str(src)], check=True)
+    extra = SURVIVORS.format(vfork=functions / "vfork")
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first = call(srv)
+    assert {"sh", "sleep", "vfork", "python3"} <= set(first["running"].split()), first
+    [host] = hosts(srv)
+    assert wait_for(lambda: in_namespace(host) == []), in_namespace(host)
+    second = call(srv)
+    assert second["ns"] == first["ns"], srv.stderr()
+    assert wait_for(lambda: in_namespace(host) == []), in_namespace(host)
+    assert " ended: " not in srv.stderr(), srv.stderr()
+
+
+def test_every_signal_to_the_host_is_refused(start_server, tmp_path):
+    """PID 1 is outside the call's Landlock domain (ABI 6: no signal out of
+    it): no signal reaches the host, SIGSTOP and SIGKILL included, and it
+    resets for the next call as ever."""
+    extra = ('n=0; for s in $(seq 1 64); do kill -s $s 1 2>/dev/null || n=$((n+1)); done; '
+             'echo "refused=$n" >&2')
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert first["refused"] == second["refused"] == "64", (first, second)
+    assert same_host, srv.stderr()
+    [host] = hosts(srv)
+    assert open(f"/proc/{host}/stat").read().split(") ")[1][0] != "T"   # not stopped
+
+
+ABSTRACT = r"""
+python3 -c 'import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.bind(b"\0krm-keep-hostile")
+    print("abstract=bound", file=sys.stderr)
+except OSError as e:
+    print("abstract=%s" % e.strerror, file=sys.stderr)
+    sys.exit(0)
+s.listen(1)
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(4242)   # holds the name past the call
+'
+"""
+
+
+def test_an_abstract_socket_name_does_not_outlive_its_call(start_server, tmp_path):
+    """Kept calls share the network namespace, so its abstract socket names:
+    a name the first call bound, held by a process it left, is free again
+    for the second (that process is killed by the reset)."""
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=ABSTRACT)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    assert first["abstract"] == second["abstract"] == "bound", (first, second)
+
+
+def test_a_call_holds_no_descriptor_but_its_own(start_server, tmp_path):
+    """Nothing of the spawner's or the host's reaches a call by descriptor
+    number: its standard pipes, the script's own file (the shell reads it
+    through /proc/self/fd) and what ls opens to list them."""
+    extra = 'echo "fds=$(ls -l /proc/self/fd/ | tail -n +2 | sed "s/.*-> //" | tr "\\n" " ")" >&2'
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    for seen in (first, second):
+        fds = seen["fds"].split()
+        assert len(fds) <= 6, seen
+        assert all(f.startswith(("pipe:", "/proc/", str(tmp_path))) for f in fds), seen
+
+
+def test_nothing_is_written_outside_tmp(start_server, tmp_path):
+    """The places a function could write on a host without its namespaces
+    (and that a kept host does not empty): refused, in every call; with
+    --sandbox off the same writes reach the machine."""
+    import uuid
+    name = f"krm-keep-hostile-{uuid.uuid4().hex}"
+    places = ["/dev/shm", "/var/tmp", "/run", "/", "/etc", "/usr/local"]
+    extra = ("n=0; for d in " + " ".join(places) + f"; do "
+             f"echo x > $d/{name} 2>/dev/null && n=$((n+1)); done; echo \"written=$n\" >&2")
+    try:
+        srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+        first, second, same_host = two_calls(srv)
+        assert first["written"] == second["written"] == "0", (first, second)
+        assert not any(os.path.exists(f"{d}/{name}") for d in places)
+        off = serve(start_server, tmp_path, "--sandbox", "off", extra=extra)
+        assert call(off)["written"] == str(len(places))
+    finally:
+        for d in places:
+            try:
+                os.unlink(f"{d}/{name}")
+            except OSError:
+                pass
