@@ -225,11 +225,14 @@ static int empty_tmp(const host_tmp *t)
                 kept = 1;
                 continue;
             }
-            if (unlinkat(fd, e->d_name, AT_REMOVEDIR) == 0)
-                continue;
-            if (errno != ENOTEMPTY && errno != EEXIST) {
-                failed = errno;
-                break;
+            /* the skeleton's are gone into (to be set back), never removed */
+            if (!skeleton_dir(t, st.st_ino)) {
+                if (unlinkat(fd, e->d_name, AT_REMOVEDIR) == 0)
+                    continue;
+                if (errno != ENOTEMPTY && errno != EEXIST) {
+                    failed = errno;
+                    break;
+                }
             }
             snprintf(down, sizeof down, "%s", e->d_name);
             break;
@@ -283,4 +286,11 @@ int host_tmp_reset(const host_tmp *t, const char **step)
     if ((err = skeleton_in_place(t)))
         *step = "find /tmp's directories where they were";
     return err;
+}
+
+void host_tmp_free(host_tmp *t)
+{
+    free(t->text);
+    t->text = NULL;
+    t->text_len = t->text_cap = 0;
 }

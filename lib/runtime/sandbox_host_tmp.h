@@ -45,4 +45,7 @@ int host_tmp_record(host_tmp *t, int tmp_fd, const char **step);
  * errno with *step. */
 int host_tmp_reset(const host_tmp *t, const char **step);
 
+/* What host_tmp_record allocated (not t->fd, the caller's). */
+void host_tmp_free(host_tmp *t);
+
 #endif
