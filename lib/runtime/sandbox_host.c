@@ -1,7 +1,6 @@
 /* sandbox_host: a sandbox kept per function; see sandbox_host.h. */
 #include "runtime/sandbox_host.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,11 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ipc.h>
-#include <sys/msg.h>
 #include <sys/prctl.h>
-#include <sys/sem.h>
-#include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,14 +26,6 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
-#ifndef SYS_fsopen
-#define SYS_fsopen 430
-#define SYS_fsconfig 431
-#define SYS_fsmount 432
-#endif
-#define HOST_FSOPEN_CLOEXEC 0x1u
-#define HOST_FSCONFIG_CMD_CREATE 6u
-#define HOST_FSMOUNT_CLOEXEC 0x1u
 
 #define HOST_STEP_MAX 48
 #define HOST_ANSWER_MS 2000        /* a host's set-up or reset, at most */
@@ -47,6 +34,7 @@
                                       take long to clear holds up no other spawn */
 #define HOST_STACK_SIZE (256 * 1024)
 #define HOST_NS_MAX 5              /* user, net, mnt, ipc, pid */
+#define HOST_NS_IPC_FROM_END 2     /* ipc: the last but one of these */
 
 enum { MSG_PID = 1, MSG_READY, MSG_RESET_DONE };
 enum { ASK_RESET = 'R', ASK_EXIT = 'E' };
@@ -56,8 +44,8 @@ typedef struct host_msg {
     int32_t kind;
     int32_t err;     /* 0, or the errno of step */
     int32_t pid;     /* MSG_PID: the host's, as the spawner numbers it */
-    int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc */
-    int32_t mqueue_err;   /* MSG_READY: why POSIX message queues cannot be removed, 0 */
+    int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc;
+                        MSG_RESET_DONE: its new IPC namespace */
     int32_t pid_counter_err;   /* MSG_READY: why the pid counter cannot be set back, 0 */
     char step[HOST_STEP_MAX];
 } host_msg;
@@ -111,65 +99,6 @@ static int send_msg(int sock, const host_msg *m, const int *fds, size_t n_fds)
     return n == (ssize_t)sizeof *m ? 0 : -1;
 }
 
-/* Every System V message queue, semaphore set and shared memory segment
- * of the namespace: what a call made there would be the next one's. */
-static void remove_sysv_ipc(void)
-{
-    struct msqid_ds mq;
-    int max = msgctl(0, MSG_INFO, &mq);
-    for (int i = 0; i <= max; i++) {
-        int id = msgctl(i, MSG_STAT, &mq);
-        if (id >= 0)
-            msgctl(id, IPC_RMID, NULL);
-    }
-    struct shmid_ds shm;
-    max = shmctl(0, SHM_INFO, &shm);
-    for (int i = 0; i <= max; i++) {
-        int id = shmctl(i, SHM_STAT, &shm);
-        if (id >= 0)
-            shmctl(id, IPC_RMID, NULL);
-    }
-    struct seminfo info;
-    struct semid_ds sem;
-    max = semctl(0, 0, SEM_INFO, &info);
-    for (int i = 0; i <= max; i++) {
-        int id = semctl(i, 0, SEM_STAT, &sem);
-        if (id >= 0)
-            semctl(id, 0, IPC_RMID);
-    }
-}
-
-/* The namespace's POSIX message queues, through a mount of its mqueue
- * filesystem that is in no tree (fsmount): functions never see it. The
- * directory's descriptor, or -errno. */
-static int open_mqueues(void)
-{
-    int fs = (int)syscall(SYS_fsopen, "mqueue", HOST_FSOPEN_CLOEXEC);
-    if (fs < 0)
-        return -errno;
-    int mnt = -1;
-    if (syscall(SYS_fsconfig, fs, HOST_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-        mnt = (int)syscall(SYS_fsmount, fs, HOST_FSMOUNT_CLOEXEC, 0);
-    int err = errno;
-    close(fs);
-    return mnt >= 0 ? mnt : -err;
-}
-
-static void remove_mqueues(int mq_fd)
-{
-    int list_fd = openat(mq_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
-    if (!d) {
-        if (list_fd >= 0)
-            close(list_fd);
-        return;
-    }
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            unlinkat(mq_fd, e->d_name, 0);
-    closedir(d);
-}
-
 static void reap_all(int block)
 {
     for (;;) {
@@ -182,9 +111,12 @@ static void reap_all(int block)
 
 /* After a call: everything else of the namespace killed and reaped (the
  * function itself, the server's child, has exited: its zombie is the
- * server's), /tmp emptied, IPC objects removed, what a call may change
- * about the host set back (sandbox_host_attrs.h). */
-static int host_reset(const host_tmp *tmp, int mq_fd, const host_attrs *attrs,
+ * server's), /tmp emptied, what a call may change about the host set back
+ * (sandbox_host_attrs.h), and a new IPC namespace made: its System V
+ * objects and POSIX message queues go with the old one, and the ids of
+ * the next call's objects do not count the last call's (which removing
+ * them one by one would leave). Its descriptor in *ipc_fd. */
+static int host_reset(const host_tmp *tmp, const host_attrs *attrs, int *ipc_fd,
                       const char **step)
 {
     /* From PID 1, kill(-1) reaches every other process of the namespace
@@ -196,10 +128,13 @@ static int host_reset(const host_tmp *tmp, int mq_fd, const host_attrs *attrs,
     int err = host_tmp_reset(tmp, step);
     if (err)
         return err;
-    remove_sysv_ipc();
-    if (mq_fd >= 0)
-        remove_mqueues(mq_fd);
-    return host_attrs_restore(attrs, step);
+    if ((err = host_attrs_restore(attrs, step)))
+        return err;
+    *step = "unshare a new IPC namespace";   /* about 40 us */
+    if (unshare(CLONE_NEWIPC) < 0 || (*ipc_fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    *step = NULL;
+    return 0;
 }
 
 typedef struct host_args {
@@ -236,7 +171,7 @@ static int host_main(void *arg)
         }
         n++;
     }
-    int tmp_fd = -1, mq_fd = -1;
+    int tmp_fd = -1;
     if (!m.err) {
         if ((fds[n++] = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
             (tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
@@ -245,10 +180,6 @@ static int host_main(void *arg)
             m.err = errno;
             step = "open its /tmp and /proc";
         }
-    }
-    if (!m.err) {
-        mq_fd = open_mqueues();
-        m.mqueue_err = mq_fd < 0 ? -mq_fd : 0;
     }
     /* not dumpable: a function, root in these namespaces, cannot open our
      * /proc/1/fd or ptrace us (seccomp refuses ptrace too) */
@@ -302,11 +233,15 @@ static int host_main(void *arg)
             _exit(0);   /* EXIT, or the spawner is gone */
         host_msg done = {.kind = MSG_RESET_DONE};
         step = NULL;
-        done.err = host_reset(&tmp, mq_fd, &attrs, &step);
+        int ipc_fd = -1;
+        done.err = host_reset(&tmp, &attrs, &ipc_fd, &step);
         if (step)
             snprintf(done.step, sizeof done.step, "%s", step);
-        if (send_msg(sock, &done, NULL, 0) < 0)
+        done.n_fds = ipc_fd >= 0;
+        if (send_msg(sock, &done, &ipc_fd, (size_t)done.n_fds) < 0)
             _exit(0);
+        if (ipc_fd >= 0)
+            close(ipc_fd);
     }
 }
 
@@ -545,9 +480,6 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         h->tmp_fd = fds[h->n_ns];
         h->proc_fd = own_proc ? fds[h->n_ns + 1] : -1;
         n_fds = 0;
-        if (m.mqueue_err)
-            log_v(3, "sandbox keep: a host cannot remove its POSIX message queues after a call "
-                  "(mount mqueue: %s)", strerror(m.mqueue_err));
         if (m.pid_counter_err)
             log_v(3, "sandbox keep: a host cannot set its pid counter back after a call: a "
                   "call's pids tell how many processes the calls before it made (open "
@@ -607,10 +539,19 @@ static void host_reset_ask(host *h)
 static void host_reset_done(host *h)
 {
     host_msg m;
+    int ipc_fd;
     size_t n_fds;
-    if (host_recv(h->sock, &m, NULL, 0, &n_fds) < 0 || m.kind != MSG_RESET_DONE) {
+    if (host_recv(h->sock, &m, &ipc_fd, 1, &n_fds) < 0 || m.kind != MSG_RESET_DONE ||
+        n_fds != (m.err ? 0u : 1u)) {
+        if (n_fds)
+            close(ipc_fd);
         host_kill(h, "it answered its reset wrongly");
         return;
+    }
+    if (!m.err) {   /* its new IPC namespace: the next call joins it */
+        close(h->ns[h->n_ns - HOST_NS_IPC_FROM_END]);
+        h->ns[h->n_ns - HOST_NS_IPC_FROM_END] = ipc_fd;
+        h->setup.join_ns[h->setup.n_join_ns - HOST_NS_IPC_FROM_END] = ipc_fd;
     }
     if (m.err) {
         char why[HOST_STEP_MAX + 64];

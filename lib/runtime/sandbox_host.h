@@ -19,9 +19,10 @@
  * One call per host at a time: the spawner watches the function's exit
  * with a pidfd and then has the host RESET (every other process of its
  * namespace killed and reaped, /tmp emptied to the skeleton it had at
- * set-up, sandbox_host_tmp.h; System V IPC objects and POSIX message
- * queues removed; what a call may set on the host, its PID 1, set back,
- * sandbox_host_attrs.h) before it takes another call. A spawn
+ * set-up, sandbox_host_tmp.h; what a call may set on the host, its PID 1,
+ * set back, sandbox_host_attrs.h; a new IPC namespace, which the next call
+ * joins, so none of the last call's System V or POSIX IPC objects, nor
+ * their ids) before it takes another call. A spawn
  * whose variant's hosts are all busy makes a new host, up to
  * max_hosts; past it (or when a host cannot be made, dies or does not
  * answer) the spawn takes a fresh sandbox, as without --sandbox-keep.

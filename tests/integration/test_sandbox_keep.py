@@ -262,9 +262,10 @@ def test_the_reset_empties_a_deep_tree_and_follows_no_link(start_server, tmp_pat
 
 def test_the_next_call_sees_none_of_the_last_ones_ipc_objects(start_server, tmp_path):
     """System V objects one call made (a message queue, a semaphore set,
-    shared memory) are gone for the next. (POSIX message queues are removed
-    too, but a sandboxed function cannot make one: Landlock refuses the
-    open of the mqueue filesystem's file, EACCES.)"""
+    shared memory) are gone for the next: each reset gives the host a new
+    IPC namespace. (POSIX message queues go with it too, but a sandboxed
+    function cannot make one: Landlock refuses the open of the mqueue
+    filesystem's file, EACCES.)"""
     count = ('$(tail -q -n +2 /proc/sysvipc/msg /proc/sysvipc/sem /proc/sysvipc/shm | wc -l)')
     extra = (f'echo "sysv={count}" >&2; '
              "ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && ipcmk -M 4096 >/dev/null; "

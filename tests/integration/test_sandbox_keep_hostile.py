@@ -333,3 +333,18 @@ def test_nothing_is_written_outside_tmp(start_server, tmp_path):
                 os.unlink(f"{d}/{name}")
             except OSError:
                 pass
+
+
+def test_the_next_calls_ipc_ids_do_not_count_the_last_ones_objects(start_server, tmp_path):
+    """Each reset gives the host a new IPC namespace: the first call's five
+    System V message queues are gone, and the second call's first queue has
+    the id the first call's first had (removed one by one, the kernel would
+    number it after them)."""
+    extra = ('echo "first-id=$(ipcmk -Q | tr -dc 0-9)" >&2; '
+             "for i in 1 2 3 4; do ipcmk -Q >/dev/null; done; "
+             'echo "queues=$(tail -n +2 /proc/sysvipc/msg | wc -l)" >&2')
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    assert first["queues"] == second["queues"] == "5", (first, second)
+    assert second["first-id"] == first["first-id"], (first, second)
