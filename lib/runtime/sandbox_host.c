@@ -195,12 +195,19 @@ static int host_main(void *arg)
         m.err = host_attrs_save(&attrs, &step);
         m.pid_counter_err = m.err ? 0 : attrs.last_pid_err;
     }
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);   /* SIGCHLD is read from a signalfd */
+    /* Every signal ignored but SIGCHLD (blocked, read from a signalfd):
+     * ignored, a signal is dropped when sent; blocked, it would stay
+     * pending on us, and a call could leave signals (real-time ones queued
+     * with a value) for the next to find in /proc/1/status, where Landlock
+     * below ABI 6 does not refuse it the kill. */
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGCHLD && sig != SIGKILL && sig != SIGSTOP)
+            (void)sigaction(sig, &ignore, NULL);   /* the C library's own refuse it */
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &chld, NULL);
     int sig_fd = m.err ? -1 : signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (!m.err && sig_fd < 0) {
         m.err = errno;

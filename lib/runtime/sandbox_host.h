@@ -5,7 +5,7 @@
  * sandbox settings) at the variant's first sandboxed spawn: PID 1 of new
  * user, mount, PID and IPC namespaces below the shared ones, as a call's
  * child makes them today, with its mounts done once (/ private, the tmpfs
- * /tmp, the binds into it, its /proc), not dumpable, its signals blocked.
+ * /tmp, the binds into it, its /proc), not dumpable, its signals ignored.
  * It serves a request loop on a socketpair with the spawner (RESET, EXIT)
  * and reaps whatever is reparented to it.
  *
