@@ -332,6 +332,11 @@ int sandbox_confine_call(const sandbox *sb, int ruleset, const char **step)
     return child_confine(sb, NULL, ruleset, step);
 }
 
+const char *sandbox_tmpfs_options(const sandbox *sb)
+{
+    return sb->tmpfs_opts;
+}
+
 int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,
                          const char **step)
 {

@@ -45,7 +45,7 @@ typedef struct host_msg {
     int32_t err;     /* 0, or the errno of step */
     int32_t pid;     /* MSG_PID: the host's, as the spawner numbers it */
     int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc;
-                        MSG_RESET_DONE: its new IPC namespace */
+                        MSG_RESET_DONE: its new IPC namespace, /tmp and /proc */
     int32_t pid_counter_err;   /* MSG_READY: why the pid counter cannot be set back, 0 */
     char step[HOST_STEP_MAX];
 } host_msg;
@@ -111,12 +111,14 @@ static void reap_all(int block)
 
 /* After a call: everything else of the namespace killed and reaped (the
  * function itself, the server's child, has exited: its zombie is the
- * server's), /tmp emptied, what a call may change about the host set back
- * (sandbox_host_attrs.h), and a new IPC namespace made: its System V
- * objects and POSIX message queues go with the old one, and the ids of
- * the next call's objects do not count the last call's (which removing
- * them one by one would leave). Its descriptor in *ipc_fd. */
-static int host_reset(const host_tmp *tmp, const host_attrs *attrs, int *ipc_fd,
+ * server's), what a call may change about the host set back
+ * (sandbox_host_attrs.h), a new /tmp (sandbox_host_tmp.h) and a new IPC
+ * namespace: its System V objects and POSIX message queues go with the old
+ * one, and the ids of the next call's objects do not count the last
+ * call's (which removing them one by one would leave). The descriptors of
+ * the new namespace and /tmp in fds[0] and fds[1], and of /proc in fds[2]
+ * with own_proc (for the ruleset the spawner makes again). */
+static int host_reset(host_tmp *tmp, const host_attrs *attrs, int own_proc, int fds[3],
                       const char **step)
 {
     /* From PID 1, kill(-1) reaches every other process of the namespace
@@ -125,13 +127,15 @@ static int host_reset(const host_tmp *tmp, const host_attrs *attrs, int *ipc_fd,
      * kill's answer: the function's zombie, the server's to reap, counts. */
     kill(-1, SIGKILL);
     reap_all(1);
-    int err = host_tmp_reset(tmp, step);
-    if (err)
-        return err;
-    if ((err = host_attrs_restore(attrs, step)))
+    int err = host_attrs_restore(attrs, step);
+    if (err || (err = host_tmp_remake(tmp, "/tmp", step)))
         return err;
     *step = "unshare a new IPC namespace";   /* about 40 us */
-    if (unshare(CLONE_NEWIPC) < 0 || (*ipc_fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0)
+    if (unshare(CLONE_NEWIPC) < 0 || (fds[0] = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    *step = "open the new /tmp";
+    if ((fds[1] = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        (own_proc && (fds[2] = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0))
         return errno;
     *step = NULL;
     return 0;
@@ -171,10 +175,8 @@ static int host_main(void *arg)
         }
         n++;
     }
-    int tmp_fd = -1;
     if (!m.err) {
         if ((fds[n++] = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-            (tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
             ((sandbox_layers(a->v) & SANDBOX_PROC) &&
              (fds[n++] = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)) {
             m.err = errno;
@@ -189,7 +191,7 @@ static int host_main(void *arg)
     }
     static host_tmp tmp;   /* large: not on the host's stack */
     if (!m.err)
-        m.err = host_tmp_record(&tmp, tmp_fd, &step);
+        m.err = host_tmp_record(&tmp, "/tmp", sandbox_tmpfs_options(a->v), &step);
     host_attrs attrs;
     if (!m.err) {
         m.err = host_attrs_save(&attrs, &step);
@@ -240,15 +242,17 @@ static int host_main(void *arg)
             _exit(0);   /* EXIT, or the spawner is gone */
         host_msg done = {.kind = MSG_RESET_DONE};
         step = NULL;
-        int ipc_fd = -1;
-        done.err = host_reset(&tmp, &attrs, &ipc_fd, &step);
+        int new_fds[3] = {-1, -1, -1};
+        int own_proc = (sandbox_layers(a->v) & SANDBOX_PROC) != 0;
+        done.err = host_reset(&tmp, &attrs, own_proc, new_fds, &step);
         if (step)
             snprintf(done.step, sizeof done.step, "%s", step);
-        done.n_fds = ipc_fd >= 0;
-        if (send_msg(sock, &done, &ipc_fd, (size_t)done.n_fds) < 0)
+        done.n_fds = done.err ? 0 : 2 + own_proc;
+        if (send_msg(sock, &done, new_fds, (size_t)done.n_fds) < 0)
             _exit(0);
-        if (ipc_fd >= 0)
-            close(ipc_fd);
+        for (int i = 0; i < 3; i++)
+            if (new_fds[i] >= 0)
+                close(new_fds[i]);
     }
 }
 
@@ -265,6 +269,8 @@ typedef struct host {
     pid_t pid;
     int pidfd;                  /* the host's, polled for its death */
     int sock;
+    int binary_fd;              /* O_PATH, for the ruleset (a spawn's path may be
+                                   /proc/self/fd/N, N another file later) */
     int tmp_fd, proc_fd;        /* its /tmp and /proc, until the ruleset is made */
     int ruleset;                /* -1 without Landlock */
     int ns[HOST_NS_MAX];
@@ -307,6 +313,7 @@ static void host_close(host *h)
     close_if(&h->sock);
     close_if(&h->tmp_fd);
     close_if(&h->proc_fd);
+    close_if(&h->binary_fd);
     close_if(&h->ruleset);
     close_if(&h->fn_pidfd);
     for (int i = 0; i < h->n_ns; i++)
@@ -325,6 +332,7 @@ static void host_kill(host *h, const char *why)
     host_close(h);
     h->state = HOST_DYING;
 }
+
 
 static void host_forget(size_t i)
 {
@@ -438,11 +446,14 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         return NULL;
     }
     *h = (host){.v = v, .dev = dev, .ino = ino, .pidfd = -1, .sock = -1, .tmp_fd = -1,
-                .proc_fd = -1, .ruleset = -1, .fn_pidfd = -1, .state = HOST_FREE};
+                .proc_fd = -1, .ruleset = -1, .fn_pidfd = -1, .state = HOST_FREE,
+                .binary_fd = open(path, O_PATH | O_CLOEXEC)};
     int sv[2], fds[HOST_NS_MAX + 2];
     size_t n_fds = 0;
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-        buf_printf(why, "socketpair: %s", strerror(errno));
+    if (h->binary_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        buf_printf(why, "%s: %s", h->binary_fd < 0 ? "open the binary" : "socketpair",
+                   strerror(errno));
+        close_if(&h->binary_fd);
         free(h);
         return NULL;
     }
@@ -546,19 +557,37 @@ static void host_reset_ask(host *h)
 static void host_reset_done(host *h)
 {
     host_msg m;
-    int ipc_fd;
+    int fds[3];
     size_t n_fds;
-    if (host_recv(h->sock, &m, &ipc_fd, 1, &n_fds) < 0 || m.kind != MSG_RESET_DONE ||
-        n_fds != (m.err ? 0u : 1u)) {
-        if (n_fds)
-            close(ipc_fd);
+    size_t own_proc = (sandbox_layers(h->v) & SANDBOX_PROC) != 0;
+    if (host_recv(h->sock, &m, fds, 3, &n_fds) < 0 || m.kind != MSG_RESET_DONE ||
+        n_fds != (m.err ? 0u : 2u + own_proc)) {
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
         host_kill(h, "it answered its reset wrongly");
         return;
     }
-    if (!m.err) {   /* its new IPC namespace: the next call joins it */
+    if (!m.err) {   /* its new IPC namespace, which the next call joins */
         close(h->ns[h->n_ns - HOST_NS_IPC_FROM_END]);
-        h->ns[h->n_ns - HOST_NS_IPC_FROM_END] = ipc_fd;
-        h->setup.join_ns[h->setup.n_join_ns - HOST_NS_IPC_FROM_END] = ipc_fd;
+        h->ns[h->n_ns - HOST_NS_IPC_FROM_END] = fds[0];
+        h->setup.join_ns[h->setup.n_join_ns - HOST_NS_IPC_FROM_END] = fds[0];
+        /* and its new /tmp, another inode: the ruleset made again */
+        const char *step = NULL;
+        char binary[32];
+        snprintf(binary, sizeof binary, "/proc/self/fd/%d", h->binary_fd);
+        int ruleset = sandbox_host_ruleset(h->v, binary, fds[1], own_proc ? fds[2] : -1, &step);
+        close(fds[1]);
+        if (own_proc)
+            close(fds[2]);
+        if (ruleset < -1) {
+            char why[128];
+            snprintf(why, sizeof why, "its ruleset cannot be made again: %s: %s", step,
+                     strerror(-ruleset));
+            host_kill(h, why);
+            return;
+        }
+        close_if(&h->ruleset);
+        h->ruleset = ruleset;
     }
     if (m.err) {
         char why[HOST_STEP_MAX + 64];

@@ -18,8 +18,8 @@
  *
  * One call per host at a time: the spawner watches the function's exit
  * with a pidfd and then has the host RESET (every other process of its
- * namespace killed and reaped, /tmp emptied to the skeleton it had at
- * set-up, sandbox_host_tmp.h; what a call may set on the host, its PID 1,
+ * namespace killed and reaped, a new /tmp made as it was at set-up,
+ * sandbox_host_tmp.h; what a call may set on the host, its PID 1,
  * set back, sandbox_host_attrs.h; a new IPC namespace, which the next call
  * joins, so none of the last call's System V or POSIX IPC objects, nor
  * their ids) before it takes another call. A spawn

@@ -1,51 +1,50 @@
-/* sandbox_host_tmp: a kept sandbox's /tmp (sandbox_host.h), emptied after
- * each call and set back as it was made.
+/* sandbox_host_tmp: a kept sandbox's /tmp (sandbox_host.h), made anew after
+ * each call.
  *
- * The host's /tmp is a tmpfs made once, holding the directories that lead
- * to what is bound back into it (--functions, --sandbox-read and
- * --sandbox-write beneath /tmp): its skeleton, recorded at set-up. After a
- * call every other file and directory goes, and the skeleton's
- * directories, /tmp included, get back their names, mode, times, inode
- * flags and extended attributes (ACLs included) as recorded: a call could
- * set any of them for the next one to read. What cannot be removed or set
- * back fails the reset (the host is ended) rather than stay. */
+ * The host's /tmp is a tmpfs holding the directories that lead to what is
+ * bound back into it (--functions, --sandbox-read and --sandbox-write
+ * beneath /tmp): its skeleton, recorded at set-up with those binds. After a
+ * call the host detaches its /tmp, with whatever the call left there in any
+ * form (files it could not remove, directories renamed, modes, times,
+ * extended attributes, inode flags), mounts a new tmpfs with the same
+ * options, makes the skeleton again with its modes and attaches copies of
+ * the binds taken before the call (a call may rename what leads to them):
+ * the next call's /tmp is as new as a fresh sandbox's, its
+ * inode numbers included (numbered after the last call's files, they told
+ * how many it made). Its root is another inode each time: the spawner
+ * makes the host's Landlock ruleset again. */
 #ifndef KRM_SANDBOX_HOST_TMP_H
 #define KRM_SANDBOX_HOST_TMP_H
 
 #include <stddef.h>
-#include <sys/stat.h>
 #include <sys/types.h>
-#include <time.h>
 
-#define HOST_TMP_DIRS_MAX 256   /* the skeleton's directories, /tmp included */
-
-typedef struct host_tmp_dir {
-    ino_t ino;
-    mode_t mode;
-    struct timespec times[2];   /* access, modification */
-    int flags;                  /* FS_IOC_GETFLAGS' */
-    int has_flags;              /* the filesystem has inode flags */
-    size_t path_at, xattrs_at, xattrs_len;   /* in host_tmp.text */
-} host_tmp_dir;
+#define HOST_TMP_DIRS_MAX 256   /* the skeleton's directories beneath /tmp */
+#define HOST_TMP_BINDS_MAX 64   /* what is bound into it */
 
 typedef struct host_tmp {
-    int fd;                     /* /tmp, O_RDONLY */
-    dev_t dev;
-    host_tmp_dir dirs[HOST_TMP_DIRS_MAX];   /* [0]: /tmp itself, "." */
+    const char *options;        /* the tmpfs's */
+    mode_t modes[HOST_TMP_DIRS_MAX];
+    size_t dirs_at[HOST_TMP_DIRS_MAX];     /* their paths in text, parents first */
     size_t n_dirs;
-    char *text;                 /* paths relative to /tmp and xattr name lists */
+    size_t binds_at[HOST_TMP_BINDS_MAX];   /* the binds' paths in text */
+    int copies[HOST_TMP_BINDS_MAX];        /* of each, detached: the next /tmp's */
+    size_t n_binds;
+    char *text;
     size_t text_len, text_cap;
 } host_tmp;
 
-/* In the host at set-up, after its mounts: records the skeleton of the
- * /tmp open as tmp_fd (kept: t->fd). 0, or an errno with *step. */
-int host_tmp_record(host_tmp *t, int tmp_fd, const char **step);
+/* In the host at set-up, after its mounts: records the skeleton and the
+ * binds of the tmpfs mounted on root ("/tmp") with options (kept: t->options
+ * points to them). 0, or an errno with *step. */
+int host_tmp_record(host_tmp *t, const char *root, const char *options, const char **step);
 
-/* At each reset, once no other process of the namespace is left. 0, or an
- * errno with *step. */
-int host_tmp_reset(const host_tmp *t, const char **step);
+/* At each reset, once no other process of the namespace is left: root
+ * detached and made again. 0, or an errno with *step (the host is then
+ * ended: its /tmp may be half made). */
+int host_tmp_remake(host_tmp *t, const char *root, const char **step);
 
-/* What host_tmp_record allocated (not t->fd, the caller's). */
+/* What host_tmp_record allocated. */
 void host_tmp_free(host_tmp *t);
 
 #endif

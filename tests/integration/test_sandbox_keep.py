@@ -158,7 +158,7 @@ def test_two_functions_never_share_a_host(start_server, tmp_path):
     assert a["ns"] != b["ns"]
     assert call(srv, "fn:v1")["ns"] == a["ns"]
     assert call(srv, "fn2:v1")["ns"] == b["ns"]
-    assert len(hosts(srv)) == 2
+    assert len(hosts(srv)) == 2, srv.stderr()
 
 
 def test_calls_in_flight_at_once_get_a_host_each(start_server, tmp_path):

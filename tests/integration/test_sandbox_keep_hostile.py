@@ -124,13 +124,13 @@ def skeleton_top(tmp_path):
     return "/tmp/" + tmp_path.parts[2]
 
 
-# What the first call sets on the directories the reset keeps (/tmp and
-# the skeleton's top): mode, times, an extended attribute, an inode flag
-# (nodump); each call reports them first (not the access time: each call's
-# `ls` of /tmp sets it).
+# What the first call sets on the directories a new /tmp has again (/tmp
+# and the skeleton's top): mode, modification time, an extended attribute,
+# an inode flag (nodump); each call reports them first.
 TMP_METADATA = r"""
 for d in /tmp {top}; do
-  echo "stat$d=$(stat -c '%a %Y' $d)" >&2
+  echo "stat$d=$(stat -c '%a' $d)" >&2
+  echo "mtime$d=$(stat -c '%Y' $d)" >&2
   echo "xattrs$d=$(python3 -c "import os,sys; print(os.listxattr(sys.argv[1]))" $d)" >&2
   echo "flags$d=$(lsattr -d $d 2>&1 | cut -d' ' -f1)" >&2
   chmod 713 $d && touch -d '2001-02-03 04:05:06' $d || echo "failed to plant" >&2
@@ -140,7 +140,7 @@ done
 """
 
 
-def test_tmp_and_its_kept_directories_get_their_metadata_back(start_server, tmp_path):
+def test_a_new_tmp_has_none_of_the_last_ones_metadata(start_server, tmp_path):
     top = skeleton_top(tmp_path)
     srv = serve(start_server, tmp_path, "--sandbox-keep", extra=TMP_METADATA.format(top=top))
     first, second, same_host = two_calls(srv)
@@ -148,22 +148,24 @@ def test_tmp_and_its_kept_directories_get_their_metadata_back(start_server, tmp_
     for key in ("stat/tmp", f"stat{top}", "xattrs/tmp", f"xattrs{top}", "flags/tmp",
                 f"flags{top}"):
         assert second[key] == first[key], (key, first, second)
-    assert first["stat/tmp"].startswith("1777 ") and first["xattrs/tmp"] == "[]", first
+    assert first["stat/tmp"] == "1777" and first["xattrs/tmp"] == "[]", first
+    assert "981173106" not in (second["mtime/tmp"], second[f"mtime{top}"]), second
     assert "failed to plant" not in first and "d" not in first["flags/tmp"], first
 
 
-def test_a_kept_directory_renamed_ends_the_host(start_server, tmp_path):
-    """The skeleton's directories are the host's: one renamed (its name is
-    data the next call would read, and what is bound beneath it would be
-    out of place) fails the reset, and the next call gets a new host."""
+def test_a_kept_directory_renamed_is_back_in_place(start_server, tmp_path):
+    """The directories leading to what is bound into /tmp are the host's:
+    one renamed (its name is data the next call would read, and what is
+    bound beneath it would be out of place) is made again where it was, in
+    a new /tmp, with what is bound beneath it, on the same host."""
     top = skeleton_top(tmp_path)
-    extra = f"mv {top} /tmp/renamed-by-$$"
+    extra = (f'echo "functions=$(ls {tmp_path}/functions 2>&1)" >&2; '
+             f"mv {top} /tmp/renamed-by-$$")
     srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
     first, second, same_host = two_calls(srv)
-    assert not same_host
+    assert same_host, srv.stderr()
     assert second["tmp"] == first["tmp"] == f"[{tmp_path.parts[2]} ]", (first, second)
-    assert "its reset failed at find /tmp's directories where they were" in srv.stderr(), \
-        srv.stderr()
+    assert second["functions"] == first["functions"] == "fn", (first, second)
 
 
 # Files the reset must remove however they were left: names a shell or a
@@ -184,6 +186,19 @@ touch {top}/planted-by-$$
 (setsid flock /tmp/.lock sleep 4242 &)
 echo "planted=$(ls -A /tmp | wc -l)" >&2
 """
+
+
+def test_the_next_calls_inode_numbers_do_not_count_the_last_ones_files(start_server, tmp_path):
+    """Each reset gives the host a new /tmp: a file the second call makes
+    there has the number the first call's first file had, not one after
+    the 50 files the first call made (a tmpfs numbers its files in order,
+    and emptying it did not start the count again)."""
+    extra = ('touch /tmp/first-file; echo "inode=$(stat -c %i /tmp/first-file)" >&2; '
+             "i=0; while [ $i -lt 50 ]; do touch /tmp/f$i; i=$((i+1)); done")
+    srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
+    first, second, same_host = two_calls(srv)
+    assert same_host, srv.stderr()
+    assert second["inode"] == first["inode"], (first, second)
 
 
 def test_files_left_in_any_form_are_removed(start_server, tmp_path):
