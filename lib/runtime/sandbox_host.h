@@ -13,7 +13,8 @@
  * (descriptors the host sent once) and clones the function as serve's
  * child (CLONE_PARENT: fn_job's waitpid, group kill, limit messages and CPU
  * time are as without a host), which restricts itself with a Landlock
- * ruleset made once per host by the spawner (each call its own domain),
+ * ruleset the spawner made for the host, again after each reset (each call
+ * its own domain),
  * sets no_new_privs, the rlimits and the seccomp filter, and execs.
  *
  * One call per host at a time: the spawner watches the function's exit
