@@ -10,12 +10,12 @@
  * and reaps whatever is reparented to it.
  *
  * A call on a host: the spawner's first child joins the host's namespaces
- * (descriptors the host sent once) and clones the function as serve's
- * child (CLONE_PARENT: fn_job's waitpid, group kill, limit messages and CPU
- * time are as without a host), which restricts itself with a Landlock
- * ruleset the spawner made for the host, again after each reset (each call
- * its own domain),
- * sets no_new_privs, the rlimits and the seccomp filter, and execs.
+ * (descriptors the host sent at set-up, its IPC one again after each
+ * reset) and clones the function as serve's child (CLONE_PARENT: fn_job's
+ * waitpid, group kill, limit messages and CPU time are as without a host),
+ * which restricts itself with a Landlock ruleset the spawner made for the
+ * host, again after each reset (each call its own domain), sets
+ * no_new_privs, the rlimits and the seccomp filter, and execs.
  *
  * One call per host at a time: the spawner watches the function's exit
  * with a pidfd and then has the host RESET (every other process of its
