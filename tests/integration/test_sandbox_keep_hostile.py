@@ -157,15 +157,18 @@ def test_a_kept_directory_renamed_is_back_in_place(start_server, tmp_path):
     """The directories leading to what is bound into /tmp are the host's:
     one renamed (its name is data the next call would read, and what is
     bound beneath it would be out of place) is made again where it was, in
-    a new /tmp, with what is bound beneath it, on the same host."""
+    a new /tmp, with what is bound beneath it, on the same host (and still
+    read-only: --functions)."""
     top = skeleton_top(tmp_path)
     extra = (f'echo "functions=$(ls {tmp_path}/functions 2>&1)" >&2; '
+             f"touch {tmp_path}/functions/planted-by-$$ 2>/dev/null; "
              f"mv {top} /tmp/renamed-by-$$")
     srv = serve(start_server, tmp_path, "--sandbox-keep", extra=extra)
     first, second, same_host = two_calls(srv)
     assert same_host, srv.stderr()
     assert second["tmp"] == first["tmp"] == f"[{tmp_path.parts[2]} ]", (first, second)
     assert second["functions"] == first["functions"] == "fn", (first, second)
+    assert sorted(os.listdir(tmp_path / "functions")) == ["fn"]
 
 
 # Files the reset must remove however they were left: names a shell or a
