@@ -255,7 +255,8 @@ static int child_namespaces(const sandbox *sb, const char **step)
          * its call's (Landlock: its own domain), not a kept host, PID 1,
          * whose counters (CPU time, context switches) a call could set
          * for the next one to read */
-        FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=ptraceable") < 0,
+        FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "hidepid=ptraceable") < 0,
                 "proc: mount proc on /proc");
         *step = "proc: write /proc/sys/kernel/pid_max";
         if ((err = write_proc("/proc/sys/kernel/pid_max", sb->pid_max)))

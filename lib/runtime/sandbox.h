@@ -159,8 +159,9 @@ int sandbox_host_mounts(const sandbox *sb, const char **step);
 const char *sandbox_tmpfs_options(const sandbox *sb);
 
 /* In the spawner: the Landlock ruleset of sb's calls run on a host, made
- * at set-up and after each reset (its /tmp is new): the held roots, the host's /proc (proc_fd, O_PATH; -1 without the
- * proc layer) and /tmp (tmp_fd), and binary. Its descriptor, -1 without
+ * at set-up and after each reset (its /tmp is new): the held roots, the
+ * host's /proc (proc_fd, O_PATH; -1 without the proc layer) and /tmp
+ * (tmp_fd), and binary. Its descriptor, -1 without
  * Landlock, or -errno with *step. */
 int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,
                          const char **step);
