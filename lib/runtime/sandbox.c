@@ -251,7 +251,12 @@ static int child_namespaces(const sandbox *sb, const char **step)
         if ((err = bind_back(back[i], held[i], read_only[i], step)))
             return err;
     if (sb->layers & SANDBOX_PROC) {
-        FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0,
+        /* hidepid: a function sees in it only the processes it may ptrace,
+         * its call's (Landlock: its own domain), not a kept host, PID 1,
+         * whose counters (CPU time, context switches) a call could set
+         * for the next one to read */
+        FAIL_IF(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "hidepid=ptraceable") < 0,
                 "proc: mount proc on /proc");
         *step = "proc: write /proc/sys/kernel/pid_max";
         if ((err = write_proc("/proc/sys/kernel/pid_max", sb->pid_max)))
@@ -326,6 +331,11 @@ int sandbox_host_mounts(const sandbox *sb, const char **step)
 int sandbox_confine_call(const sandbox *sb, int ruleset, const char **step)
 {
     return child_confine(sb, NULL, ruleset, step);
+}
+
+const char *sandbox_tmpfs_options(const sandbox *sb)
+{
+    return sb->tmpfs_opts;
 }
 
 int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,

@@ -154,9 +154,14 @@ int sandbox_explain_exit(const sandbox *sb, int wait_status, int64_t cpu_ns, con
  * call's child makes them. System calls only. 0, or an errno with *step. */
 int sandbox_host_mounts(const sandbox *sb, const char **step);
 
+/* The options of the private /tmp's tmpfs (its size and mode): a host
+ * mounts a new one after each call. */
+const char *sandbox_tmpfs_options(const sandbox *sb);
+
 /* In the spawner: the Landlock ruleset of sb's calls run on a host, made
- * once: the held roots, the host's /proc (proc_fd, O_PATH; -1 without the
- * proc layer) and /tmp (tmp_fd), and binary. Its descriptor, -1 without
+ * at set-up and after each reset (its /tmp is new): the held roots, the
+ * host's /proc (proc_fd, O_PATH; -1 without the proc layer) and /tmp
+ * (tmp_fd), and binary. Its descriptor, -1 without
  * Landlock, or -errno with *step. */
 int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,
                          const char **step);

@@ -1,7 +1,6 @@
 /* sandbox_host: a sandbox kept per function; see sandbox_host.h. */
 #include "runtime/sandbox_host.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,12 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ipc.h>
-#include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/sem.h>
-#include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,19 +21,13 @@
 
 #include "core/fd_pass.h"
 #include "core/log.h"
+#include "runtime/sandbox_host_attrs.h"
+#include "runtime/sandbox_host_tmp.h"
 #include "runtime/sandbox_spawner.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
-#ifndef SYS_fsopen
-#define SYS_fsopen 430
-#define SYS_fsconfig 431
-#define SYS_fsmount 432
-#endif
-#define HOST_FSOPEN_CLOEXEC 0x1u
-#define HOST_FSCONFIG_CMD_CREATE 6u
-#define HOST_FSMOUNT_CLOEXEC 0x1u
 
 #define HOST_STEP_MAX 48
 #define HOST_ANSWER_MS 2000        /* a host's set-up or reset, at most */
@@ -46,8 +35,8 @@
                                       makes another host: a function whose leftovers
                                       take long to clear holds up no other spawn */
 #define HOST_STACK_SIZE (256 * 1024)
-#define HOST_KEPT_DIRS_MAX 256     /* directories of /tmp a reset cannot empty (our binds') */
 #define HOST_NS_MAX 5              /* user, net, mnt, ipc, pid */
+#define HOST_NS_IPC_FROM_END 2     /* ipc: the last but one of these */
 
 enum { MSG_PID = 1, MSG_READY, MSG_RESET_DONE };
 enum { ASK_RESET = 'R', ASK_EXIT = 'E' };
@@ -57,8 +46,9 @@ typedef struct host_msg {
     int32_t kind;
     int32_t err;     /* 0, or the errno of step */
     int32_t pid;     /* MSG_PID: the host's, as the spawner numbers it */
-    int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc */
-    int32_t mqueue_err;   /* MSG_READY: why POSIX message queues cannot be removed, 0 */
+    int32_t n_fds;   /* MSG_READY: its namespaces, then /tmp and, with proc, /proc;
+                        MSG_RESET_DONE: its new IPC namespace, /tmp and /proc */
+    int32_t pid_counter_err;   /* MSG_READY: why the pid counter cannot be set back, 0 */
     char step[HOST_STEP_MAX];
 } host_msg;
 
@@ -98,162 +88,6 @@ static int send_msg(int sock, const host_msg *m, const int *fds, size_t n_fds)
     return fd_pass_send(sock, m, sizeof *m, fds, n_fds, 0);
 }
 
-/* Empties the directory dir_fd (the host's /tmp) without recursion or
- * paths: it walks down to a directory it cannot remove, empties it and
- * climbs back through "..", so its memory and descriptors stay the same
- * whatever depth a function made. What it cannot remove (our binds into
- * /tmp, which are other filesystems, and their parents) is kept, those
- * directories by inode, at most HOST_KEPT_DIRS_MAX. 0, or an errno. */
-static int empty_tmp(int dir_fd)
-{
-    struct stat root;
-    if (fstat(dir_fd, &root) < 0)
-        return errno;
-    ino_t kept[HOST_KEPT_DIRS_MAX];
-    size_t n_kept = 0;
-    int fd = dup(dir_fd);
-    if (fd < 0)
-        return errno;
-    for (;;) {
-        int list_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
-        if (!d) {
-            int err = errno;
-            if (list_fd >= 0)
-                close(list_fd);
-            close(fd);
-            return err;
-        }
-        char down[NAME_MAX + 1] = "";
-        int stuck = 0, failed = 0;
-        for (struct dirent *e; (e = readdir(d));) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            struct stat st;
-            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                continue;   /* gone meanwhile */
-            if (!S_ISDIR(st.st_mode)) {
-                /* a file left would be the next call's: the reset fails
-                 * (and the host is ended) rather than keep it */
-                if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT) {
-                    failed = errno;
-                    break;
-                }
-                continue;
-            }
-            int is_kept = st.st_dev != root.st_dev;   /* a bind of ours */
-            for (size_t i = 0; i < n_kept && !is_kept; i++)
-                is_kept = kept[i] == st.st_ino;
-            if (is_kept) {
-                stuck = 1;
-                continue;
-            }
-            if (unlinkat(fd, e->d_name, AT_REMOVEDIR) == 0)
-                continue;
-            if (errno != ENOTEMPTY && errno != EEXIST) {
-                stuck = 1;
-                continue;
-            }
-            snprintf(down, sizeof down, "%s", e->d_name);
-            break;
-        }
-        closedir(d);
-        if (failed) {
-            close(fd);
-            return failed;
-        }
-        if (down[0]) {
-            int next = openat(fd, down, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            struct stat st;
-            if (next >= 0 && fstat(next, &st) == 0 && st.st_dev == root.st_dev) {
-                close(fd);
-                fd = next;
-                continue;
-            }
-            if (next >= 0)
-                close(next);
-            close(fd);
-            return EIO;
-        }
-        struct stat here;
-        if (fstat(fd, &here) < 0 || (here.st_ino == root.st_ino && here.st_dev == root.st_dev)) {
-            close(fd);
-            return 0;   /* back at /tmp: empty but for what is kept */
-        }
-        if (stuck) {
-            if (n_kept == HOST_KEPT_DIRS_MAX) {
-                close(fd);
-                return ENOSPC;
-            }
-            kept[n_kept++] = here.st_ino;
-        }
-        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        close(fd);
-        if (up < 0)
-            return errno;
-        fd = up;
-    }
-}
-
-/* Every System V message queue, semaphore set and shared memory segment
- * of the namespace: what a call made there would be the next one's. */
-static void remove_sysv_ipc(void)
-{
-    struct msqid_ds mq;
-    int max = msgctl(0, MSG_INFO, &mq);
-    for (int i = 0; i <= max; i++) {
-        int id = msgctl(i, MSG_STAT, &mq);
-        if (id >= 0)
-            msgctl(id, IPC_RMID, NULL);
-    }
-    struct shmid_ds shm;
-    max = shmctl(0, SHM_INFO, &shm);
-    for (int i = 0; i <= max; i++) {
-        int id = shmctl(i, SHM_STAT, &shm);
-        if (id >= 0)
-            shmctl(id, IPC_RMID, NULL);
-    }
-    struct seminfo info;
-    struct semid_ds sem;
-    max = semctl(0, 0, SEM_INFO, &info);
-    for (int i = 0; i <= max; i++) {
-        int id = semctl(i, 0, SEM_STAT, &sem);
-        if (id >= 0)
-            semctl(id, 0, IPC_RMID);
-    }
-}
-
-/* The namespace's POSIX message queues, through a mount of its mqueue
- * filesystem that is in no tree (fsmount): functions never see it. The
- * directory's descriptor, or -errno. */
-static int open_mqueues(void)
-{
-    int fs = (int)syscall(SYS_fsopen, "mqueue", HOST_FSOPEN_CLOEXEC);
-    if (fs < 0)
-        return -errno;
-    int mnt = -1;
-    if (syscall(SYS_fsconfig, fs, HOST_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-        mnt = (int)syscall(SYS_fsmount, fs, HOST_FSMOUNT_CLOEXEC, 0);
-    int err = errno;
-    close(fs);
-    return mnt >= 0 ? mnt : -err;
-}
-
-static void remove_mqueues(int mq_fd)
-{
-    int list_fd = openat(mq_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = list_fd >= 0 ? fdopendir(list_fd) : NULL;
-    if (!d) {
-        if (list_fd >= 0)
-            close(list_fd);
-        return;
-    }
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            unlinkat(mq_fd, e->d_name, 0);
-    closedir(d);
-}
-
 static void reap_all(int block)
 {
     for (;;) {
@@ -266,8 +100,15 @@ static void reap_all(int block)
 
 /* After a call: everything else of the namespace killed and reaped (the
  * function itself, the server's child, has exited: its zombie is the
- * server's), /tmp emptied, IPC objects removed. */
-static int host_reset(int tmp_fd, int mq_fd, const char **step)
+ * server's), what a call may change about the host set back
+ * (sandbox_host_attrs.h), a new /tmp (sandbox_host_tmp.h) and a new IPC
+ * namespace: its System V objects and POSIX message queues go with the old
+ * one, and the ids of the next call's objects do not count the last
+ * call's (which removing them one by one would leave). The descriptors of
+ * the new namespace and /tmp in fds[0] and fds[1], and of /proc in fds[2]
+ * with own_proc (for the ruleset the spawner makes again). */
+static int host_reset(host_tmp *tmp, const host_attrs *attrs, int own_proc, int fds[3],
+                      const char **step)
 {
     /* From PID 1, kill(-1) reaches every other process of the namespace
      * (a fork under way included: the kernel hands such a signal to the new
@@ -275,14 +116,17 @@ static int host_reset(int tmp_fd, int mq_fd, const char **step)
      * kill's answer: the function's zombie, the server's to reap, counts. */
     kill(-1, SIGKILL);
     reap_all(1);
-    int err = empty_tmp(tmp_fd);
-    if (err) {
-        *step = "empty /tmp";
+    int err = host_attrs_restore(attrs, step);
+    if (err || (err = host_tmp_remake(tmp, "/tmp", step)))
         return err;
-    }
-    remove_sysv_ipc();
-    if (mq_fd >= 0)
-        remove_mqueues(mq_fd);
+    *step = "unshare a new IPC namespace";   /* about 40 us */
+    if (unshare(CLONE_NEWIPC) < 0 || (fds[0] = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0)
+        return errno;
+    *step = "open the new /tmp";
+    if ((fds[1] = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        (own_proc && (fds[2] = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0))
+        return errno;
+    *step = NULL;
     return 0;
 }
 
@@ -321,19 +165,13 @@ static int host_main(void *arg)
         }
         n++;
     }
-    int tmp_fd = -1, mq_fd = -1;
     if (!m.err) {
         if ((fds[n++] = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-            (tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
             ((sandbox_layers(a->v) & SANDBOX_PROC) &&
              (fds[n++] = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)) {
             m.err = errno;
             step = "open its /tmp and /proc";
         }
-    }
-    if (!m.err) {
-        mq_fd = open_mqueues();
-        m.mqueue_err = mq_fd < 0 ? -mq_fd : 0;
     }
     /* not dumpable: a function, root in these namespaces, cannot open our
      * /proc/1/fd or ptrace us (seccomp refuses ptrace too) */
@@ -341,12 +179,27 @@ static int host_main(void *arg)
         m.err = errno;
         step = "prctl(PR_SET_DUMPABLE)";
     }
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);   /* SIGCHLD is read from a signalfd */
+    static host_tmp tmp;   /* large: not on the host's stack */
+    if (!m.err)
+        m.err = host_tmp_record(&tmp, "/tmp", sandbox_tmpfs_options(a->v), &step);
+    host_attrs attrs;
+    if (!m.err) {
+        m.err = host_attrs_save(&attrs, &step);
+        m.pid_counter_err = m.err ? 0 : attrs.last_pid_err;
+    }
+    /* Every signal ignored but SIGCHLD (blocked, read from a signalfd):
+     * ignored, a signal is dropped when sent; blocked, it would stay
+     * pending on us, and a call could leave signals (real-time ones queued
+     * with a value) for the next to find in /proc/1/status, where Landlock
+     * below ABI 6 does not refuse it the kill. */
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGCHLD && sig != SIGKILL && sig != SIGSTOP)
+            (void)sigaction(sig, &ignore, NULL);   /* the C library's own refuse it */
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &chld, NULL);
     int sig_fd = m.err ? -1 : signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (!m.err && sig_fd < 0) {
         m.err = errno;
@@ -379,11 +232,17 @@ static int host_main(void *arg)
             _exit(0);   /* EXIT, or the spawner is gone */
         host_msg done = {.kind = MSG_RESET_DONE};
         step = NULL;
-        done.err = host_reset(tmp_fd, mq_fd, &step);
+        int new_fds[3] = {-1, -1, -1};
+        int own_proc = (sandbox_layers(a->v) & SANDBOX_PROC) != 0;
+        done.err = host_reset(&tmp, &attrs, own_proc, new_fds, &step);
         if (step)
             snprintf(done.step, sizeof done.step, "%s", step);
-        if (send_msg(sock, &done, NULL, 0) < 0)
+        done.n_fds = done.err ? 0 : 2 + own_proc;
+        if (send_msg(sock, &done, new_fds, (size_t)done.n_fds) < 0)
             _exit(0);
+        for (int i = 0; i < 3; i++)
+            if (new_fds[i] >= 0)
+                close(new_fds[i]);
     }
 }
 
@@ -400,6 +259,8 @@ typedef struct host {
     pid_t pid;
     int pidfd;                  /* the host's, polled for its death */
     int sock;
+    int binary_fd;              /* O_PATH, for the ruleset (a spawn's path may be
+                                   /proc/self/fd/N, N another file later) */
     int tmp_fd, proc_fd;        /* its /tmp and /proc, until the ruleset is made */
     int ruleset;                /* -1 without Landlock */
     int ns[HOST_NS_MAX];
@@ -422,10 +283,10 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* What a host holds open in the spawner: its pidfd and socket, its /tmp
- * and /proc (until its ruleset is made), the ruleset, its namespaces, and a
- * busy host's function's pidfd. */
-#define HOST_FDS (6 + HOST_NS_MAX)
+/* What a host holds open in the spawner (struct host): its pidfd and
+ * socket, its binary, its /tmp and /proc, the ruleset, its namespaces, and
+ * a busy host's function's pidfd. */
+#define HOST_FDS (7 + HOST_NS_MAX)
 /* The spawner's own besides: its socket, a request's descriptors, a spawn's
  * pipes and pidfds, a host being made, with room to spare. */
 #define SPAWNER_OWN_FDS 64
@@ -477,6 +338,7 @@ static void host_close(host *h)
     close_if(&h->sock);
     close_if(&h->tmp_fd);
     close_if(&h->proc_fd);
+    close_if(&h->binary_fd);
     close_if(&h->ruleset);
     close_if(&h->fn_pidfd);
     for (int i = 0; i < h->n_ns; i++)
@@ -495,6 +357,7 @@ static void host_kill(host *h, const char *why)
     host_close(h);
     h->state = HOST_DYING;
 }
+
 
 static void host_forget(size_t i)
 {
@@ -598,11 +461,14 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         return NULL;
     }
     *h = (host){.v = v, .dev = dev, .ino = ino, .pidfd = -1, .sock = -1, .tmp_fd = -1,
-                .proc_fd = -1, .ruleset = -1, .fn_pidfd = -1, .state = HOST_FREE};
+                .proc_fd = -1, .ruleset = -1, .fn_pidfd = -1, .state = HOST_FREE,
+                .binary_fd = open(path, O_PATH | O_CLOEXEC)};
     int sv[2], fds[HOST_NS_MAX + 2];
     size_t n_fds = 0;
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-        buf_printf(why, "socketpair: %s", strerror(errno));
+    if (h->binary_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        buf_printf(why, "%s: %s", h->binary_fd < 0 ? "open the binary" : "socketpair",
+                   strerror(errno));
+        close_if(&h->binary_fd);
         free(h);
         return NULL;
     }
@@ -647,9 +513,10 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         h->tmp_fd = fds[h->n_ns];
         h->proc_fd = own_proc ? fds[h->n_ns + 1] : -1;
         n_fds = 0;
-        if (m.mqueue_err)
-            log_v(3, "sandbox keep: a host cannot remove its POSIX message queues after a call "
-                  "(mount mqueue: %s)", strerror(m.mqueue_err));
+        if (m.pid_counter_err)
+            log_v(3, "sandbox keep: a host cannot set its pid counter back after a call: a "
+                  "call's pids tell how many processes the calls before it made (open "
+                  "/proc/sys/kernel/ns_last_pid: %s)", strerror(m.pid_counter_err));
     }
     if (h->pidfd < 0 || h->tmp_fd < 0) {
         buf_append_str(why, "a bad answer");
@@ -705,10 +572,37 @@ static void host_reset_ask(host *h)
 static void host_reset_done(host *h)
 {
     host_msg m;
+    int fds[3];
     size_t n_fds;
-    if (host_recv(h->sock, &m, NULL, 0, &n_fds) < 0 || m.kind != MSG_RESET_DONE) {
+    size_t own_proc = (sandbox_layers(h->v) & SANDBOX_PROC) != 0;
+    if (host_recv(h->sock, &m, fds, 3, &n_fds) < 0 || m.kind != MSG_RESET_DONE ||
+        n_fds != (m.err ? 0u : 2u + own_proc)) {
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
         host_kill(h, "it answered its reset wrongly");
         return;
+    }
+    if (!m.err) {   /* its new IPC namespace, which the next call joins */
+        close(h->ns[h->n_ns - HOST_NS_IPC_FROM_END]);
+        h->ns[h->n_ns - HOST_NS_IPC_FROM_END] = fds[0];
+        h->setup.join_ns[h->setup.n_join_ns - HOST_NS_IPC_FROM_END] = fds[0];
+        /* and its new /tmp, another inode: the ruleset made again */
+        const char *step = NULL;
+        char binary[32];
+        snprintf(binary, sizeof binary, "/proc/self/fd/%d", h->binary_fd);
+        int ruleset = sandbox_host_ruleset(h->v, binary, fds[1], own_proc ? fds[2] : -1, &step);
+        close(fds[1]);
+        if (own_proc)
+            close(fds[2]);
+        if (ruleset < -1) {
+            char why[128];
+            snprintf(why, sizeof why, "its ruleset cannot be made again: %s: %s", step,
+                     strerror(-ruleset));
+            host_kill(h, why);
+            return;
+        }
+        close_if(&h->ruleset);
+        h->ruleset = ruleset;
     }
     if (m.err) {
         char why[HOST_STEP_MAX + 64];

@@ -5,21 +5,25 @@
  * sandbox settings) at the variant's first sandboxed spawn: PID 1 of new
  * user, mount, PID and IPC namespaces below the shared ones, as a call's
  * child makes them today, with its mounts done once (/ private, the tmpfs
- * /tmp, the binds into it, its /proc), not dumpable, its signals blocked.
+ * /tmp, the binds into it, its /proc), not dumpable, its signals ignored.
  * It serves a request loop on a socketpair with the spawner (RESET, EXIT)
  * and reaps whatever is reparented to it.
  *
  * A call on a host: the spawner's first child joins the host's namespaces
- * (descriptors the host sent once) and clones the function as serve's
- * child (CLONE_PARENT: fn_job's waitpid, group kill, limit messages and CPU
- * time are as without a host), which restricts itself with a Landlock
- * ruleset made once per host by the spawner (each call its own domain),
- * sets no_new_privs, the rlimits and the seccomp filter, and execs.
+ * (descriptors the host sent at set-up, its IPC one again after each
+ * reset) and clones the function as serve's child (CLONE_PARENT: fn_job's
+ * waitpid, group kill, limit messages and CPU time are as without a host),
+ * which restricts itself with a Landlock ruleset the spawner made for the
+ * host, again after each reset (each call its own domain), sets
+ * no_new_privs, the rlimits and the seccomp filter, and execs.
  *
  * One call per host at a time: the spawner watches the function's exit
  * with a pidfd and then has the host RESET (every other process of its
- * namespace killed and reaped, /tmp emptied, System V IPC objects and
- * POSIX message queues removed) before it takes another call. A spawn
+ * namespace killed and reaped, a new /tmp made as it was at set-up,
+ * sandbox_host_tmp.h; what a call may set on the host, its PID 1,
+ * set back, sandbox_host_attrs.h; a new IPC namespace, which the next call
+ * joins, so none of the last call's System V or POSIX IPC objects, nor
+ * their ids) before it takes another call. A spawn
  * whose variant's hosts are all busy makes a new host, up to
  * max_hosts; past it (or when a host cannot be made, dies or does not
  * answer) the spawn takes a fresh sandbox, as without --sandbox-keep.

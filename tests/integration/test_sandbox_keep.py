@@ -201,7 +201,7 @@ def test_two_functions_never_share_a_host(start_server, tmp_path):
     assert a["ns"] != b["ns"]
     assert call(srv, "fn:v1")["ns"] == a["ns"]
     assert call(srv, "fn2:v1")["ns"] == b["ns"]
-    assert len(hosts(srv)) == 2
+    assert len(hosts(srv)) == 2, srv.stderr()
 
 
 def test_calls_in_flight_at_once_get_a_host_each(start_server, tmp_path):
@@ -330,9 +330,10 @@ def test_the_reset_empties_a_deep_tree_and_follows_no_link(start_server, tmp_pat
 
 def test_the_next_call_sees_none_of_the_last_ones_ipc_objects(start_server, tmp_path):
     """System V objects one call made (a message queue, a semaphore set,
-    shared memory) are gone for the next. (POSIX message queues are removed
-    too, but a sandboxed function cannot make one: Landlock refuses the
-    open of the mqueue filesystem's file, EACCES.)"""
+    shared memory) are gone for the next: each reset gives the host a new
+    IPC namespace. (POSIX message queues go with it too, but a sandboxed
+    function cannot make one: Landlock refuses the open of the mqueue
+    filesystem's file, EACCES.)"""
     count = ('$(tail -q -n +2 /proc/sysvipc/msg /proc/sysvipc/sem /proc/sysvipc/shm | wc -l)')
     extra = (f'echo "sysv={count}" >&2; '
              "ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && ipcmk -M 4096 >/dev/null; "

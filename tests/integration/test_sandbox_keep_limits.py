@@ -4,7 +4,7 @@ spawner, so the usual soft limit of 1024 would hold fewer hosts than the
 bound allows (--prespawn-total plus --max-concurrent-functions, twice the
 CPUs by default) on a machine with many CPUs. The spawner raises its soft
 limit toward the hard one, and says when the hard one holds fewer."""
-import pytest
+import re
 
 from krmtest import CLIENT_BIN, simple_rl
 
@@ -34,7 +34,7 @@ def test_the_spawner_raises_its_soft_limit_to_hold_every_host(start_server, tmp_
     srv = serve_limited(start_server, tmp_path, "128:4096")
     spawner = the_spawner(srv)
     # 48 hosts allowed: room for each, beyond the spawner's own
-    assert 48 * 11 < soft_open_files(spawner) <= 4096
+    assert 48 * 12 < soft_open_files(spawner) <= 4096
     assert soft_open_files(srv.pid) == 128   # serve's own is as it was
     assert srv.evaluate(simple_rl("x"), image="fn:v1").resource_list == simple_rl("x")
     assert "holds about" not in srv.stderr()
@@ -46,4 +46,5 @@ def test_a_hard_limit_that_holds_fewer_hosts_is_said(start_server, tmp_path):
     assert soft_open_files(spawner) == 200
     assert srv.evaluate(simple_rl("x"), image="fn:v1").resource_list == simple_rl("x")
     err = srv.stderr()
-    assert "an open files limit of 200 (hard) holds about 12 kept sandboxes of the 48 allowed" in err, err
+    assert re.search(r"an open files limit of 200 \(hard\) holds about 1[01] kept sandboxes of "
+                     r"the 48 allowed; calls past them get a fresh sandbox", err), err
