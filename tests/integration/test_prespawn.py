@@ -23,8 +23,10 @@ log="$1"
 # In serve's sandbox the function's pid is that of its PID namespace (1 in a
 # fresh sandbox, 2 or more on a kept one's host, the same numbers in every
 # host): it names itself by that namespace, its pid there and its start
-# time, which host_pid() finds.
-id=ns$(stat -L -c %i /proc/self/ns/pid)-$$-$(cut -d' ' -f22 /proc/$$/stat)
+# time, which host_pid() finds, and the clock's nanoseconds: a kept host sets
+# its pid counter back after each call, so two calls on it can both be pid 2
+# within one tick of the start time.
+id=ns$(stat -L -c %i /proc/self/ns/pid)-$$-$(cut -d' ' -f22 /proc/$$/stat)-$(date +%s%N)
 echo "$id start $(date +%s%N)" >> "$log"
 in=$(cat; echo x); in=${in%x}
 echo "$id stdin $(date +%s%N)" >> "$log"
@@ -36,11 +38,11 @@ _host_pids = {}
 
 
 def host_pid(name):
-    """The pid a RECORDER process, named "ns<inode>-<pid>-<start time>" by its
-    PID namespace, its pid there and its start time, is known by here, looked
-    up while it runs; the name itself once it is gone."""
+    """The pid a RECORDER process, named "ns<inode>-<pid>-<start time>-<ns>" by
+    its PID namespace, its pid there, its start time and the clock, is known
+    by here, looked up while it runs; the name itself once it is gone."""
     if name not in _host_pids:
-        inode, inner, started = (int(n) for n in name[2:].split("-"))
+        inode, inner, started, _ = (int(n) for n in name[2:].split("-"))
         for d in filter(str.isdigit, os.listdir("/proc")):
             try:
                 if os.stat(f"/proc/{d}/ns/pid").st_ino != inode:
