@@ -250,12 +250,21 @@ def test_the_hosts_metric_counts_a_host_ended_between_calls(start_server, tmp_pa
     assert wait_for(lambda: kept_hosts_metric(srv) == 0, timeout=2), "killed, still counted"
 
 
-def sleeping_functions():
-    """The processes running `sleep 30` (the function's), by pid."""
+def sleeping_functions(srv):
+    """The processes running `sleep 30` (the function's) in srv's hosts' PID
+    namespaces, by pid: not those of another test running beside this one
+    (test_sandbox's process limit starts 400)."""
+    spaces = set()
+    for host in hosts(srv):
+        try:
+            spaces.add(os.readlink(f"/proc/{host}/ns/pid"))
+        except OSError:
+            pass
     found = []
     for p in os.listdir("/proc"):
         try:
-            if p.isdigit() and open(f"/proc/{p}/cmdline").read() == "sleep\x0030\x00":
+            if (p.isdigit() and os.readlink(f"/proc/{p}/ns/pid") in spaces and
+                    open(f"/proc/{p}/cmdline").read() == "sleep\x0030\x00"):
                 found.append(int(p))
         except OSError:
             pass
@@ -268,8 +277,8 @@ def test_nothing_is_left_after_sigterm(start_server, tmp_path):
     rl = simple_rl("x")
     pending = threading.Thread(target=lambda: srv.evaluate_error(rl, image="fn:v1"))
     pending.start()
-    assert wait_for(sleeping_functions)
-    left = hosts(srv) + sleeping_functions()
+    assert wait_for(lambda: sleeping_functions(srv))
+    left = hosts(srv) + sleeping_functions(srv)
     assert len(left) == 2, left
     srv.terminate()
     assert srv.wait() is not None
