@@ -245,8 +245,7 @@ static int child_namespaces(const sandbox *sb, const char **step)
         held[i] = open(back[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
         FAIL_IF(held[i] < 0, "namespaces: open a directory beneath /tmp the function may use");
     }
-    FAIL_IF(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, sb->tmpfs_opts) < 0,
-            "namespaces: mount tmpfs on /tmp");
+    FAIL_IF(sandbox_tmpfs_mount("/tmp", sb->tmpfs_opts) < 0, "namespaces: mount tmpfs on /tmp");
     for (size_t i = 0; i < n_back; i++)
         if ((err = bind_back(back[i], held[i], read_only[i], step)))
             return err;
@@ -336,6 +335,11 @@ int sandbox_confine_call(const sandbox *sb, int ruleset, const char **step)
 const char *sandbox_tmpfs_options(const sandbox *sb)
 {
     return sb->tmpfs_opts;
+}
+
+int sandbox_tmpfs_mount(const char *at, const char *options)
+{
+    return mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, options);
 }
 
 int sandbox_host_ruleset(const sandbox *sb, const char *binary, int tmp_fd, int proc_fd,

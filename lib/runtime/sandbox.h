@@ -158,6 +158,11 @@ int sandbox_host_mounts(const sandbox *sb, const char **step);
  * mounts a new one after each call. */
 const char *sandbox_tmpfs_options(const sandbox *sb);
 
+/* Mounts a function's private /tmp at `at`, a tmpfs with options (a
+ * call's at set-up, a kept host's after each call: the same flags). 0, or
+ * -1 with errno. */
+int sandbox_tmpfs_mount(const char *at, const char *options);
+
 /* In the spawner: the Landlock ruleset of sb's calls run on a host, made
  * at set-up and after each reset (its /tmp is new): the held roots, the
  * host's /proc (proc_fd, O_PATH; -1 without the proc layer) and /tmp

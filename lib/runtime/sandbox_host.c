@@ -261,7 +261,6 @@ typedef struct host {
     int sock;
     int binary_fd;              /* O_PATH, for the ruleset (a spawn's path may be
                                    /proc/self/fd/N, N another file later) */
-    int tmp_fd, proc_fd;        /* its /tmp and /proc, until the ruleset is made */
     int ruleset;                /* -1 without Landlock */
     int ns[HOST_NS_MAX];
     int n_ns;
@@ -283,9 +282,9 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* What a host holds open in the spawner (struct host): its pidfd and
- * socket, its binary, its /tmp and /proc, the ruleset, its namespaces, and
- * a busy host's function's pidfd. */
+/* What a host holds open in the spawner at most (struct host): its pidfd
+ * and socket, its binary, the ruleset, its namespaces, a busy host's
+ * function's pidfd, and its /tmp and /proc while its ruleset is made. */
 #define HOST_FDS (7 + HOST_NS_MAX)
 /* The spawner's own besides: its socket, a request's descriptors, a spawn's
  * pipes and pidfds, a host being made, with room to spare. */
@@ -336,8 +335,6 @@ static void close_if(int *fd)
 static void host_close(host *h)
 {
     close_if(&h->sock);
-    close_if(&h->tmp_fd);
-    close_if(&h->proc_fd);
     close_if(&h->binary_fd);
     close_if(&h->ruleset);
     close_if(&h->fn_pidfd);
@@ -357,7 +354,6 @@ static void host_kill(host *h, const char *why)
     host_close(h);
     h->state = HOST_DYING;
 }
-
 
 static void host_forget(size_t i)
 {
@@ -460,10 +456,10 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         buf_append_str(why, "out of memory");
         return NULL;
     }
-    *h = (host){.v = v, .dev = dev, .ino = ino, .pidfd = -1, .sock = -1, .tmp_fd = -1,
-                .proc_fd = -1, .ruleset = -1, .fn_pidfd = -1, .state = HOST_FREE,
-                .binary_fd = open(path, O_PATH | O_CLOEXEC)};
+    *h = (host){.v = v, .dev = dev, .ino = ino, .pidfd = -1, .sock = -1, .ruleset = -1,
+                .fn_pidfd = -1, .state = HOST_FREE, .binary_fd = open(path, O_PATH | O_CLOEXEC)};
     int sv[2], fds[HOST_NS_MAX + 2];
+    int tmp_fd = -1, proc_fd = -1;   /* its /tmp and /proc, until the ruleset is made */
     size_t n_fds = 0;
     if (h->binary_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         buf_printf(why, "%s: %s", h->binary_fd < 0 ? "open the binary" : "socketpair",
@@ -510,27 +506,27 @@ static host *host_make(const sandbox *v, const char *path, dev_t dev, ino_t ino,
         }
         h->n_ns = m.n_fds - 1 - own_proc;
         memcpy(h->ns, fds, (size_t)h->n_ns * sizeof *fds);
-        h->tmp_fd = fds[h->n_ns];
-        h->proc_fd = own_proc ? fds[h->n_ns + 1] : -1;
+        tmp_fd = fds[h->n_ns];
+        proc_fd = own_proc ? fds[h->n_ns + 1] : -1;
         n_fds = 0;
         if (m.pid_counter_err)
             log_v(3, "sandbox keep: a host cannot set its pid counter back after a call: a "
                   "call's pids tell how many processes the calls before it made (open "
                   "/proc/sys/kernel/ns_last_pid: %s)", strerror(m.pid_counter_err));
     }
-    if (h->pidfd < 0 || h->tmp_fd < 0) {
+    if (h->pidfd < 0 || tmp_fd < 0) {
         buf_append_str(why, "a bad answer");
         goto fail;
     }
     const char *step = NULL;
-    h->ruleset = sandbox_host_ruleset(v, path, h->tmp_fd, h->proc_fd, &step);
+    h->ruleset = sandbox_host_ruleset(v, path, tmp_fd, proc_fd, &step);
+    close_if(&tmp_fd);   /* in the ruleset now: fewer descriptors a host */
+    close_if(&proc_fd);
     if (h->ruleset < -1) {
         buf_printf(why, "%s: %s", step, strerror(-h->ruleset));
         h->ruleset = -1;
         goto fail;
     }
-    close_if(&h->tmp_fd);   /* in the ruleset now: fewer descriptors a host */
-    close_if(&h->proc_fd);
     /* the shared namespaces first (a user namespace, then what it owns),
      * then the host's: its user namespace, then those it owns */
     h->setup = (spawn_child_setup){.run = call_confine, .ctx = h, .envp = setup->envp};
@@ -548,6 +544,8 @@ fail:
         while (waitpid(h->pid, NULL, __WALL) < 0 && errno == EINTR) {
         }
     }
+    close_if(&tmp_fd);
+    close_if(&proc_fd);
     host_close(h);
     close_if(&h->pidfd);
     free(h);
@@ -582,34 +580,33 @@ static void host_reset_done(host *h)
         host_kill(h, "it answered its reset wrongly");
         return;
     }
-    if (!m.err) {   /* its new IPC namespace, which the next call joins */
-        close(h->ns[h->n_ns - HOST_NS_IPC_FROM_END]);
-        h->ns[h->n_ns - HOST_NS_IPC_FROM_END] = fds[0];
-        h->setup.join_ns[h->setup.n_join_ns - HOST_NS_IPC_FROM_END] = fds[0];
-        /* and its new /tmp, another inode: the ruleset made again */
-        const char *step = NULL;
-        char binary[32];
-        snprintf(binary, sizeof binary, "/proc/self/fd/%d", h->binary_fd);
-        int ruleset = sandbox_host_ruleset(h->v, binary, fds[1], own_proc ? fds[2] : -1, &step);
-        close(fds[1]);
-        if (own_proc)
-            close(fds[2]);
-        if (ruleset < -1) {
-            char why[128];
-            snprintf(why, sizeof why, "its ruleset cannot be made again: %s: %s", step,
-                     strerror(-ruleset));
-            host_kill(h, why);
-            return;
-        }
-        close_if(&h->ruleset);
-        h->ruleset = ruleset;
-    }
     if (m.err) {
         char why[HOST_STEP_MAX + 64];
         snprintf(why, sizeof why, "its reset failed at %s: %s", m.step, strerror(m.err));
         host_kill(h, why);
         return;
     }
+    /* its new IPC namespace, which the next call joins */
+    close(h->ns[h->n_ns - HOST_NS_IPC_FROM_END]);
+    h->ns[h->n_ns - HOST_NS_IPC_FROM_END] = fds[0];
+    h->setup.join_ns[h->setup.n_join_ns - HOST_NS_IPC_FROM_END] = fds[0];
+    /* and its new /tmp, another inode: the ruleset made again */
+    const char *step = NULL;
+    char binary[32];
+    snprintf(binary, sizeof binary, "/proc/self/fd/%d", h->binary_fd);
+    int ruleset = sandbox_host_ruleset(h->v, binary, fds[1], own_proc ? fds[2] : -1, &step);
+    close(fds[1]);
+    if (own_proc)
+        close(fds[2]);
+    if (ruleset < -1) {
+        char why[128];
+        snprintf(why, sizeof why, "its ruleset cannot be made again: %s: %s", step,
+                 strerror(-ruleset));
+        host_kill(h, why);
+        return;
+    }
+    close_if(&h->ruleset);
+    h->ruleset = ruleset;
     h->state = HOST_FREE;
     h->idle_since_ns = now_ns();
 }
@@ -643,13 +640,13 @@ int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char 
     helpers[0] = helpers[1] = 0;
     struct stat st;
     if (!v || (binary_fd >= 0 ? fstat(binary_fd, &st) : stat(path, &st)) < 0)
-        return 1;   /* the fresh spawn says why */
+        return SANDBOX_HOSTS_FRESH;   /* the fresh spawn says why */
     host *h = host_take(v, st.st_dev, st.st_ino);
     if (!h) {
         if (sandbox_hosts_count() >= keep.max_hosts || n_hosts == SANDBOX_HOSTS_MAX) {
             log_v(3, "sandbox keep: all %zu hosts taken; %s spawned in a fresh sandbox",
                   keep.max_hosts, argv[0]);
-            return 1;
+            return SANDBOX_HOSTS_FRESH;
         }
         buf why = {0};
         h = host_make(v, path, st.st_dev, st.st_ino, &why);
@@ -658,7 +655,7 @@ int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char 
                 log_warn("sandbox keep: cannot make a host for %s (%s); its calls get a fresh "
                          "sandbox each (said once)", argv[0], why.data ? why.data : "out of memory");
             buf_free(&why);
-            return 1;
+            return SANDBOX_HOSTS_FRESH;
         }
         buf_free(&why);
         hosts[n_hosts++] = h;
@@ -670,13 +667,13 @@ int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char 
                                               &fn_pidfd, step);
     if (err && *step && !strcmp(*step, "setns")) {   /* the host is not what it was */
         host_kill(h, "its namespaces cannot be joined");
-        return 1;
+        return SANDBOX_HOSTS_FRESH;
     }
     if (err || fn_pidfd < 0) {
         if (!err)
             close_if(&fn_pidfd);
         host_reset_ask(h);   /* what the failed spawn left, if anything */
-        return err ? err : 1;
+        return err ? err : SANDBOX_HOSTS_FRESH;
     }
     h->state = HOST_BUSY;
     h->fn_pidfd = fn_pidfd;

@@ -55,11 +55,15 @@ int sandbox_hosts_asked(void);
 size_t sandbox_hosts_max(void);
 int64_t sandbox_hosts_idle_ns(void);
 
+/* sandbox_hosts_spawn's answer when no host could take the spawn: not an
+ * errno (1 is EPERM, which a spawn on a host can fail with). */
+#define SANDBOX_HOSTS_FRESH (-1)
+
 /* In the spawner: spawns path (binary_fd, the file it names, or -1) on a
  * free host of v's, made when none is. 0: spawned (*pid; helpers[] the
- * processes that exited at once, the server's to reap); 1: no host could
- * take it (helpers[] may name some still): spawn it fresh; else the
- * spawn's errno with *step, as a fresh spawn's would be. */
+ * processes that exited at once, the server's to reap); SANDBOX_HOSTS_FRESH:
+ * no host could take it (helpers[] may name some still): spawn it fresh;
+ * else the spawn's errno with *step, as a fresh spawn's would be. */
 int sandbox_hosts_spawn(const sandbox *v, const char *path, int binary_fd, char *const *argv,
                         const int stdio[3], pid_t *pid, pid_t helpers[2], const char **step);
 

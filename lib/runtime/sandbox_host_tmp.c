@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/sandbox.h"
+
 /* open_tree(2) and move_mount(2) (Linux 5.2) through syscall(2): musl has
  * no wrappers, and <linux/mount.h> clashes with glibc's <sys/mount.h>. */
 #ifndef SYS_open_tree
@@ -141,7 +143,7 @@ int host_tmp_remake(host_tmp *t, const char *root, const char **step)
     if (umount2(root, MNT_DETACH) < 0)
         return errno;
     *step = "mount a new /tmp";
-    if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, t->options) < 0)
+    if (sandbox_tmpfs_mount(root, t->options) < 0)
         return errno;
     *step = "make /tmp's directories again";
     for (size_t i = 0; i < t->n_dirs; i++) {

@@ -149,10 +149,11 @@ static void serve_one(int sock, sandbox *sb, char *msg, size_t len, int *fds, si
                       ? sandbox_hosts_spawn(sandbox_of_setup(sb, setup), path,
                                             rq.has_binary_fd ? fds[3] : -1, argv, fds, &pid,
                                             helpers, &step)
-                      : 1;
+                      : SANDBOX_HOSTS_FRESH;
             size_t n_helpers = (helpers[0] > 0) + (helpers[1] > 0);
-            const char *how = err == 1 ? "in a fresh sandbox" : "on a kept sandbox's host";
-            if (err == 1) {   /* no host: a fresh sandbox, its helpers after the host's */
+            int fresh_spawn = err == SANDBOX_HOSTS_FRESH;
+            const char *how = fresh_spawn ? "in a fresh sandbox" : "on a kept sandbox's host";
+            if (fresh_spawn) {   /* no host: a fresh sandbox, its helpers after the host's */
                 pid_t fresh[2];
                 err = spawn_in_group_as_sibling(path, argv, NULL, fds, setup, &pid, fresh, &step);
                 for (int i = 0; i < 2; i++)   /* a third (both failed) is reaped as a stray */
