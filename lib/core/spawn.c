@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/sched_attr.h"
+
 /* <linux/futex.h>'s value: the static (musl) build has no kernel headers */
 #ifndef FUTEX_WAIT
 #define FUTEX_WAIT 0
@@ -26,17 +28,6 @@
 #define SYS_pidfd_open 434
 #endif
 
-/* sched_setattr(2)'s argument (its first version, 48 bytes) and flags:
- * the C libraries have no declaration, the static (musl) build no kernel
- * headers. */
-typedef struct sched_attr_v0 {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-} sched_attr_v0;
-#define SPAWN_SCHED_KEEP_POLICY 0x08
 #define SPAWN_JOINER_SLICE_NS 100000   /* the shortest the kernel takes */
 
 /* Under AddressSanitizer the child's frames poison the shadow of its stack
@@ -111,7 +102,8 @@ typedef struct child_args {
                            clears it then and wakes us (CLONE_CHILD_CLEARTID) */
     int want_pidfd;     /* the second child made with CLONE_PIDFD ... */
     int pidfd;          /* ... which the kernel stores here (our table: CLONE_FILES) */
-    int short_slice;    /* the first child asked for a short slice (set_slice) */
+    int short_slice;    /* the child that execs inherits a short slice (ours, or the
+                           first child's: set_slice) and sets the default back */
 } child_args;
 
 #define CHILD_STACK_SIZE (256 * 1024)   /* the setup's frames; ASan's are larger */
@@ -138,7 +130,7 @@ static int child_stdio(const int stdio[3])
 static void set_slice(uint64_t slice_ns)
 {
 #ifdef SYS_sched_setattr
-    sched_attr_v0 attr = {.size = sizeof attr, .flags = SPAWN_SCHED_KEEP_POLICY,
+    krm_sched_attr attr = {.size = sizeof attr, .flags = SCHED_ATTR_KEEP_POLICY,
                           .nice = getpriority(PRIO_PROCESS, 0), .runtime = slice_ns};
     (void)syscall(SYS_sched_setattr, 0, &attr, 0);
 #else
@@ -177,7 +169,7 @@ static int child_exec(void *arg)
     child_args *a = arg;
     sigset_t none;
     sigemptyset(&none);
-    if (a->short_slice || own_short_slice)
+    if (a->short_slice)
         set_slice(0);   /* the function runs with the default one, not its maker's */
     int err = setpgid(0, 0) < 0 ? errno : child_stdio(a->stdio);
     if (!err)
@@ -336,7 +328,8 @@ static int spawn_setup(const char *path, char *const *argv, char *const *envp, c
     if (pidfd)
         *pidfd = -1;
     child_args a = {.path = path, .argv = argv, .envp = envp ? envp : setup->envp ? setup->envp : environ, .stdio = stdio,
-                    .setup = setup, .exec_tid = -1, .want_pidfd = pidfd != NULL, .pidfd = -1};
+                    .setup = setup, .exec_tid = -1, .want_pidfd = pidfd != NULL, .pidfd = -1,
+                    .short_slice = own_short_slice};
     int prepared = setup->prepare ? setup->prepare(setup->ctx, step) : 0;
     if (prepared)
         return prepared;

@@ -9,9 +9,8 @@
 #include <unistd.h>
 
 #define IOPRIO_WHO_PROCESS 1
-#define SCHED_FLAG_UTIL_CLAMP 0x60   /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
 
-static int get_sched(host_sched_attr *s)
+static int get_sched(krm_sched_attr *s)
 {
     memset(s, 0, sizeof *s);
     return (int)syscall(SYS_sched_getattr, 0, s, sizeof *s, 0) < 0 ? errno : 0;
@@ -19,7 +18,7 @@ static int get_sched(host_sched_attr *s)
 
 /* What a process may change about another; size and flags are how the
  * kernel reports them, not settings. */
-static int same_sched(const host_sched_attr *a, const host_sched_attr *b)
+static int same_sched(const krm_sched_attr *a, const krm_sched_attr *b)
 {
     return a->policy == b->policy && a->nice == b->nice && a->priority == b->priority &&
            a->runtime == b->runtime && a->deadline == b->deadline && a->period == b->period &&
@@ -72,13 +71,13 @@ static int restore_limits(const host_attrs *a)
 
 static int restore_sched(const host_attrs *a)
 {
-    host_sched_attr now;
+    krm_sched_attr now;
     int err = get_sched(&now);
     if (err || same_sched(&now, &a->sched))
         return err;
-    host_sched_attr want = a->sched;
+    krm_sched_attr want = a->sched;
     want.size = sizeof want;
-    want.flags |= SCHED_FLAG_UTIL_CLAMP;
+    want.flags |= SCHED_ATTR_UTIL_CLAMP;
     if (syscall(SYS_sched_setattr, 0, &want, 0) < 0)
         return errno;   /* a nice value raised cannot be lowered: EPERM */
     if ((err = get_sched(&now)))

@@ -22,22 +22,14 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
+#include "core/sched_attr.h"
+
 #define HOST_ATTRS_RLIMITS 16   /* RLIMIT_NLIMITS on every Linux architecture */
 
-/* sched_getattr(2)'s answer, with the utilisation clamps (56 bytes): the C
- * libraries may not declare it. */
-typedef struct host_sched_attr {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-    uint32_t util_min, util_max;
-} host_sched_attr;
 
 typedef struct host_attrs {
     struct rlimit limits[HOST_ATTRS_RLIMITS];
-    host_sched_attr sched;
+    krm_sched_attr sched;
     cpu_set_t affinity;
     int ioprio;
     int last_pid_fd;   /* /proc/sys/kernel/ns_last_pid, written at each reset */
